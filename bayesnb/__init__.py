@@ -1,0 +1,24 @@
+"""bayesnb: Bayesian naive Bayes with conjugate priors.
+
+Closed-form posteriors, exact posterior predictives and log evidences in JAX, behind
+scikit-learn compatible estimators.
+"""
+
+from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
+from importlib.metadata import version as _version
+
+from .estimators import BernoulliNB, CategoricalNB, MultinomialNB
+from .exceptions import ZeroLikelihoodWarning
+
+try:
+    __version__ = _version("bayesnb")
+except _PackageNotFoundError:  # pragma: no cover - running from a source tree
+    __version__ = "0.0.0+unknown"
+
+__all__ = [
+    "BernoulliNB",
+    "CategoricalNB",
+    "MultinomialNB",
+    "ZeroLikelihoodWarning",
+    "__version__",
+]

@@ -1,0 +1,60 @@
+r"""Special functions needed to full float64 accuracy."""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from jax.scipy.special import gammaln
+
+from ._x64 import x64
+
+__all__ = ["log_rising_factorial"]
+
+# Below this, lgamma(a + x) - lgamma(a) loses at most ~eps * lgamma(a + x) in absolute
+# terms; above it the asymptotic (Stirling) difference is used, whose truncation error is
+# below 1 / (1188 a^9) < 1e-16.
+_STIRLING_FROM = 30.0
+
+
+def _stirling_tail(z):
+    z2 = z * z
+    return (1.0 / 12.0 - (1.0 / 360.0 - (1.0 / 1260.0 - 1.0 / (1680.0 * z2)) / z2) / z2) / z
+
+
+@x64
+def log_rising_factorial(a, x):
+    r"""Log rising factorial :math:`\log\Gamma(a + x) - \log\Gamma(a)`.
+
+    Written as a difference of two ``lgamma`` values it loses about
+    :math:`\epsilon \log\Gamma(a)` in absolute terms: with :math:`a = 10^6` that is
+    :math:`\sim 3 \cdot 10^{-9}`, larger than the quantity itself for small :math:`x`.
+    For :math:`a \ge 30` the difference of Stirling series is used instead,
+
+    .. math:: x \log a + (a + x - \tfrac12)\,\mathrm{log1p}(x / a) - x + S(a + x) - S(a),
+
+    which has no cancellation. Differentiable in both arguments.
+
+    Parameters
+    ----------
+    a : array_like
+        Positive, broadcastable with ``x``.
+    x : array_like
+        Non-negative (any real, not only integers).
+
+    Returns
+    -------
+    jax.Array of float64, the broadcast shape of ``a`` and ``x``.
+    """
+    a = jnp.asarray(a, dtype=jnp.float64)
+    x = jnp.asarray(x, dtype=jnp.float64)
+    large = a >= _STIRLING_FROM
+    a_l = jnp.where(large, a, _STIRLING_FROM)
+    stirling = (
+        x * jnp.log(a_l)
+        + (a_l + x - 0.5) * jnp.log1p(x / a_l)
+        - x
+        + _stirling_tail(a_l + x)
+        - _stirling_tail(a_l)
+    )
+    a_s = jnp.where(large, 1.0, a)
+    direct = gammaln(a_s + x) - gammaln(a_s)
+    return jnp.where(large, stirling, direct)

@@ -1,0 +1,111 @@
+"""Input checks shared by every entry point.
+
+Each check names the problem in its message; nothing is silently coerced.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "ESTIMATES",
+    "check_estimate",
+    "check_non_negative",
+    "check_binary",
+    "check_category_codes",
+    "check_sample_weight",
+    "check_class_prior",
+    "check_n_draws",
+    "check_level",
+]
+
+ESTIMATES = ("mle", "map", "mean", "predictive")
+
+
+def check_estimate(estimate):
+    """Return ``estimate`` if it is one of :data:`ESTIMATES`, else raise ``ValueError``."""
+    if not isinstance(estimate, str) or estimate not in ESTIMATES:
+        raise ValueError(f"unknown estimate {estimate!r}; expected one of {', '.join(map(repr, ESTIMATES))}")
+    return estimate
+
+
+def _values(X):
+    return X.data if sp.issparse(X) else np.asarray(X)
+
+
+def check_non_negative(X, who):
+    """Raise ``ValueError`` if ``X`` has a negative entry (counts must be >= 0)."""
+    v = _values(X)
+    if v.size and v.min() < 0:
+        raise ValueError(f"Negative values in data passed to {who}: counts must be >= 0 (min {v.min():g})")
+    return X
+
+
+def check_binary(X, who):
+    """Raise ``ValueError`` unless every entry of ``X`` is 0 or 1."""
+    v = _values(X)
+    bad = (v != 0) & (v != 1)
+    if bad.any():
+        raise ValueError(
+            f"{who} with binarize=None needs binary (0/1) data; found value {v[bad][0]!r}. "
+            "Pass a threshold as binarize= to binarise it."
+        )
+    return X
+
+
+def check_category_codes(X, who):
+    """Return ``X`` as int64 category codes; raise unless entries are non-negative integers."""
+    if sp.issparse(X):
+        raise TypeError(f"{who} needs a dense array of category codes, got a sparse matrix")
+    X = np.asarray(X)
+    if X.dtype.kind == "f":
+        if X.size and not np.all(X == np.floor(X)):
+            raise ValueError(f"{who} needs integer category codes; found non-integer value {X[X != np.floor(X)][0]!r}")
+    elif X.dtype.kind not in "iub":
+        raise TypeError(f"{who} needs integer category codes, got dtype {X.dtype}")
+    if X.size and X.min() < 0:
+        raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
+    return X.astype(np.int64)
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Return float64 weights of shape (n_samples,), checking length, finiteness and sign."""
+    if sample_weight is None:
+        return None
+    w = np.asarray(sample_weight, dtype=np.float64)
+    if w.ndim == 0:
+        w = np.full(n_samples, float(w))
+    if w.shape != (n_samples,):
+        raise ValueError(f"sample_weight has shape {w.shape}, expected ({n_samples},)")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if np.any(w < 0):
+        raise ValueError("Negative values in sample_weight: weights must be >= 0")
+    return w
+
+
+def check_class_prior(class_prior, n_classes):
+    """Return ``class_prior`` as float64 of shape (n_classes,), non-negative and summing to one."""
+    p = np.asarray(class_prior, dtype=np.float64)
+    if p.shape != (n_classes,):
+        raise ValueError(f"class_prior has shape {p.shape}; the number of classes is {n_classes}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError("class_prior must be finite and non-negative")
+    if not np.isclose(p.sum(), 1.0, rtol=0, atol=1e-8):
+        raise ValueError(f"class_prior must sum to one, sums to {p.sum():.10g}")
+    return p
+
+
+def check_n_draws(n, name="n_draws"):
+    """Return ``n`` as a positive int."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def check_level(level):
+    """Return a credible level strictly between 0 and 1."""
+    if not (isinstance(level, (float, int, np.floating)) and 0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return float(level)

@@ -1,0 +1,360 @@
+"""The scikit-learn front shared by every family: validate → stats → posterior → predict.
+
+One base class owns fitting bookkeeping and every prediction method; a subclass names
+its family module and supplies three hooks (input checks, statistics, prior). No math
+lives here: it is in :mod:`bayesnb.families`, :mod:`bayesnb.class_prior` and
+:mod:`bayesnb._normalize`.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import jax
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+
+from .. import class_prior as _class_prior
+from .._normalize import log_normalize
+from .._random import key_from_random_state
+from .._validation import (
+    check_class_prior,
+    check_estimate,
+    check_n_draws,
+    check_sample_weight,
+)
+from ..exceptions import ZeroLikelihoodWarning
+from ..priors import dirichlet_from_alpha
+from ..stats import merge
+from ..uncertainty import credible_interval
+
+__all__ = ["BaseNB"]
+
+
+class BaseNB(ClassifierMixin, BaseEstimator):
+    """Base of the bayesnb estimators (not for direct use).
+
+    Subclasses set ``_family`` (a module of :mod:`bayesnb.families`) and implement
+    ``_check_X(X, reset)``, ``_compute_stats(X, y_index, sample_weight)`` and
+    ``_make_prior()``.
+    """
+
+    _family = None
+
+    def __init__(self, *, alpha=1.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
+        self.alpha = alpha
+        self.class_alpha = class_alpha
+        self.class_prior = class_prior
+        self.fit_prior = fit_prior
+        self.estimate = estimate
+
+    # ------------------------------------------------------------------ hooks
+    def _check_X(self, X, reset):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _compute_stats(self, X, y_index, sample_weight):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _make_prior(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _log_likelihood(self, params, X):
+        return self._family.log_likelihood(params, X)
+
+    def _log_predictive(self, X):
+        return self._family.log_predictive(self.posterior_, X)
+
+    def _feature_probs(self, params):
+        """Probabilities of the family's parameters from log-space params (for users)."""
+        return np.exp(np.asarray(params.log_probs))
+
+    # ------------------------------------------------------------- fitting
+    def fit(self, X, y, sample_weight=None):
+        """Fit the conjugate posterior to labelled data.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative weights; a weight ``k`` counts like ``k`` copies of the row.
+
+        Returns
+        -------
+        self
+        """
+        for name in ("stats_", "classes_"):
+            if hasattr(self, name):
+                delattr(self, name)
+        X, y = self._check_X_y(X, y, reset=True)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        return self._update(X, y, classes, sample_weight)
+
+    def partial_fit(self, X, y, classes=None, sample_weight=None):
+        """Update the posterior with a batch of rows (statistics add up exactly).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        classes : array-like of shape (n_classes,), optional
+            All class labels; required on the first call, optional (but must match)
+            afterwards.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        first = not hasattr(self, "classes_")
+        if first and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit")
+        X, y = self._check_X_y(X, y, reset=first)
+        if classes is not None:
+            classes = np.unique(np.asarray(classes))
+            if not first and not np.array_equal(classes, self.classes_):
+                raise ValueError(f"classes={classes!r} differs from the classes of the first call {self.classes_!r}")
+        return self._update(X, y, classes if first else self.classes_, sample_weight)
+
+    def _check_X_y(self, X, y, reset):
+        X = self._check_X(X, reset=reset)
+        y = column_or_1d(np.asarray(y), warn=True)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
+        return X, y
+
+    def _update(self, X, y, classes, sample_weight):
+        y_index = np.searchsorted(classes, y)
+        bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
+        if bad.any():
+            raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
+        w = check_sample_weight(sample_weight, X.shape[0])
+        self.classes_ = classes
+        new = self._compute_stats(X, y_index, w)
+        self.stats_ = new if not hasattr(self, "stats_") else merge(self.stats_, new)
+        self._refresh()
+        return self
+
+    def _refresh(self):
+        """Recompute priors and posteriors from the accumulated statistics."""
+        check_estimate(self.estimate)
+        n_classes = self.classes_.size
+        self.prior_ = self._make_prior()
+        self.posterior_ = self._family.posterior(self.prior_, self.stats_)
+        if self.class_prior is not None:
+            self.class_prior_ = check_class_prior(self.class_prior, n_classes)
+            self.class_dirichlet_ = self.class_posterior_ = None
+        elif not self.fit_prior:
+            self.class_prior_ = np.full(n_classes, 1.0 / n_classes)
+            self.class_dirichlet_ = self.class_posterior_ = None
+        else:
+            self.class_prior_ = None
+            self.class_dirichlet_ = dirichlet_from_alpha(self.class_alpha, (n_classes,), "class_alpha")
+            self.class_posterior_ = _class_prior.posterior(self.class_dirichlet_, self.stats_.class_count)
+        self.class_count_ = np.asarray(self.stats_.class_count)
+        self._cache = {}
+
+    # ----------------------------------------------------------- estimates
+    def _class_log_prob(self, kind):
+        if self.class_posterior_ is None:
+            with np.errstate(divide="ignore"):
+                return np.log(self.class_prior_)
+        return _class_prior.point_log(self.class_dirichlet_, self.stats_.class_count, kind)
+
+    def _point(self, kind):
+        if kind not in self._cache:
+            self._cache[kind] = self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind)
+        return self._cache[kind]
+
+    @property
+    def class_log_prior_(self):
+        """ndarray of shape (n_classes,): log class proportions used by the current ``estimate``."""
+        check_is_fitted(self, "stats_")
+        return self._class_log_prob(check_estimate(self.estimate))
+
+    @property
+    def feature_log_prob_(self):
+        """Log feature probabilities of the current ``estimate`` (posterior mean for "predictive")."""
+        check_is_fitted(self, "stats_")
+        return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
+
+    # ---------------------------------------------------------- prediction
+    def predict_joint_log_proba(self, X):
+        """Joint log-probability :math:`\\log p(x, y=c \\mid D)` of each row and class.
+
+        Uses the current ``estimate``. A row impossible under every class gets ``-inf``
+        in every column (see :class:`bayesnb.exceptions.ZeroLikelihoodWarning`).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        check_is_fitted(self, "stats_")
+        X = self._check_X(X, reset=False)
+        kind = check_estimate(self.estimate)
+        if kind == "predictive":
+            joint = self._log_predictive(X)
+        else:
+            joint = self._log_likelihood(self._point(kind), X)
+        return joint + self._class_log_prob(kind)
+
+    def _log_proba(self, X):
+        joint = self.predict_joint_log_proba(X)
+        log_proba, dead = log_normalize(joint, self._class_log_prob(self.estimate))
+        if dead.any():
+            warnings.warn(
+                f"{int(dead.sum())} row(s) have zero likelihood under every class with "
+                f"estimate={self.estimate!r} (a feature value never seen in training); "
+                "their class probabilities are the class proportions.",
+                ZeroLikelihoodWarning,
+                stacklevel=3,
+            )
+        return log_proba
+
+    def predict_log_proba(self, X):
+        """Log class posterior :math:`\\log p(y=c \\mid x, D)`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes), columns in the order of ``classes_``.
+        """
+        return self._log_proba(X)
+
+    def predict_proba(self, X):
+        """Class posterior :math:`p(y=c \\mid x, D)` for the current ``estimate``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return np.exp(self._log_proba(X))
+
+    def predict(self, X):
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self.classes_[np.argmax(self._log_proba(X), axis=1)]
+
+    # ------------------------------------------------------ Bayesian methods
+    def log_evidence(self):
+        r"""Log marginal likelihood :math:`\log p(X, y)` of the training data.
+
+        The sum of the label part (:math:`\log B(\beta + N) - \log B(\beta)` under the
+        Dirichlet on class proportions, or :math:`\sum_c N_c \log\pi_c` when the
+        proportions are fixed by ``class_prior`` / ``fit_prior=False``) and the family's
+        feature part given the labels. Rows count with their ``sample_weight``.
+
+        Returns
+        -------
+        float
+        """
+        check_is_fitted(self, "stats_")
+        if self.class_posterior_ is None:
+            n = np.asarray(self.stats_.class_count)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                label_part = float(np.sum(np.where(n > 0, n * np.log(self.class_prior_), 0.0)))
+        else:
+            label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
+        return label_part + self._family.log_evidence(self.prior_, self.stats_)
+
+    def _draw(self, n, random_state):
+        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+        if self.class_posterior_ is None:
+            with np.errstate(divide="ignore"):
+                log_class = np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
+        else:
+            log_class = np.asarray(_class_prior.sample_log(key_class, self.class_posterior_, n))
+        params = self._family.sample(key_feat, self.posterior_, n)
+        return log_class, jax.tree.map(np.asarray, params)
+
+    def sample_posterior(self, n=1000, random_state=None):
+        """Exact iid draws of every parameter from the conjugate posterior.
+
+        Parameters
+        ----------
+        n : int
+            Number of draws.
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        dict with
+            ``"class_probs"``: ndarray of shape (n, n_classes), the class proportions
+            (constant when fixed by ``class_prior``);
+            ``"feature_probs"``: ndarray of shape (n, n_classes, n_features[, n_categories]),
+            the family's probabilities.
+        """
+        check_is_fitted(self, "stats_")
+        n = check_n_draws(n, "n")
+        log_class, params = self._draw(n, random_state)
+        return {"class_probs": np.exp(log_class), "feature_probs": self._feature_probs(params)}
+
+    def predict_proba_draws(self, X, n_draws=100, random_state=None):
+        r"""Posterior draws of the class probabilities :math:`p(y=c \mid x, \theta, \pi)`.
+
+        Each draw of :math:`(\pi, \theta)` from the posterior gives one vector of class
+        probabilities per row; their spread is the epistemic uncertainty of the
+        prediction, and their average converges to the exact posterior predictive class
+        probabilities only for the families whose predictive is the mean plug-in.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        n_draws : int
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        ndarray of shape (n_draws, n_samples, n_classes)
+        """
+        check_is_fitted(self, "stats_")
+        n_draws = check_n_draws(n_draws)
+        X = self._check_X(X, reset=False)
+        log_class, params = self._draw(n_draws, random_state)
+        out = np.empty((n_draws, X.shape[0], self.classes_.size))
+        for d in range(n_draws):
+            joint = self._log_likelihood(jax.tree.map(lambda a: a[d], params), X) + log_class[d]
+            out[d] = np.exp(log_normalize(joint, log_class[d])[0])
+        return out
+
+    def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
+        """Credible interval of :math:`p(y=c \\mid x, \\theta, \\pi)` for every row and class.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        level : float in (0, 1)
+        n_draws : int
+            Posterior draws used to estimate the interval.
+        method : {"equal-tailed", "hdi"}
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        lower, upper : ndarrays of shape (n_samples, n_classes)
+        """
+        draws = self.predict_proba_draws(X, n_draws=n_draws, random_state=random_state)
+        return credible_interval(draws, level=level, method=method)

@@ -1,0 +1,287 @@
+"""Estimators for discrete features: multinomial counts, binary and categorical."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.preprocessing import binarize as _binarize
+from sklearn.utils.validation import validate_data
+
+from .._validation import check_binary, check_category_codes, check_non_negative
+from ..families import bernoulli, categorical, multinomial
+from ..priors import beta_from_alpha, categorical_dirichlet_from_alpha, dirichlet_from_alpha
+from ..stats import categorical_stats, count_stats
+from ._base import BaseNB
+
+__all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
+
+_COMMON_PARAMS = """
+    class_alpha : float or array-like of shape (n_classes,), default=1.0
+        Concentration :math:`\\beta` of the Dirichlet prior on the class proportions.
+    class_prior : array-like of shape (n_classes,), default=None
+        Fixed class proportions; overrides the Dirichlet posterior on them.
+    fit_prior : bool, default=True
+        If False (and ``class_prior`` is None) the class proportions are fixed uniform.
+    estimate : {"predictive", "mean", "map", "mle"}, default="predictive"
+        What ``predict*`` use: the exact posterior predictive, the posterior-mean plug-in,
+        the posterior-mode plug-in or the maximum-likelihood plug-in (for the features
+        and the class proportions alike). "map" raises ``ValueError`` when a posterior
+        concentration is below 1 (the mode is then not defined). May be changed after
+        ``fit`` with ``set_params``: predictions of every estimate come from the same
+        posterior.
+"""
+
+_COMMON_ATTRS = """
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Weighted number of training rows per class.
+    stats_ : sufficient statistics pytree (see :mod:`bayesnb.stats`)
+    prior_ : the feature prior pytree (see :mod:`bayesnb.priors`)
+    posterior_ : the feature posterior pytree (same type as ``prior_``)
+    class_posterior_ : Dirichlet or None
+        Posterior on the class proportions (None when they are fixed).
+    class_prior_ : ndarray or None
+        The fixed class proportions, when fixed.
+    class_log_prior_ : ndarray of shape (n_classes,)
+        Log class proportions under the current ``estimate``.
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
+"""
+
+
+class MultinomialNB(BaseNB):
+    __doc__ = (
+        """Naive Bayes for counts (e.g. word counts) with Dirichlet priors.
+
+    :math:`\\theta_c \\sim \\mathrm{Dir}(\\alpha)`, posterior :math:`\\mathrm{Dir}(\\alpha + T_c)`.
+    ``estimate="predictive"`` scores a document with the exact Dirichlet-multinomial
+    posterior predictive; ``estimate="mean"`` with ``class_prior`` set to the empirical
+    class frequencies reproduces ``sklearn.naive_bayes.MultinomialNB(alpha=alpha)``.
+
+    Parameters
+    ----------
+    alpha : float or array-like of shape (n_features,) or (n_classes, n_features), default=1.0
+        Dirichlet concentration of the feature distribution of each class (> 0).
+"""
+        + _COMMON_PARAMS
+        + """
+    Attributes
+    ----------
+"""
+        + _COMMON_ATTRS
+        + """    feature_count_ : ndarray of shape (n_classes, n_features)
+        Weighted token totals :math:`T_{cj}`.
+    feature_log_prob_ : ndarray of shape (n_classes, n_features)
+        :math:`\\log\\theta` of the current estimate (the posterior mean for "predictive").
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> X = np.array([[2, 0, 1], [3, 1, 0], [0, 4, 1], [0, 3, 2]])
+    >>> clf = MultinomialNB().fit(X, [0, 0, 1, 1])
+    >>> clf.predict([[1, 0, 0], [0, 2, 1]]).tolist()
+    [0, 1]
+    """
+    )
+
+    _family = multinomial
+
+    def _check_X(self, X, reset):
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        return check_non_negative(X, type(self).__name__)
+
+    def _compute_stats(self, X, y_index, sample_weight):
+        return count_stats(X, y_index, self.classes_.size, sample_weight)
+
+    def _make_prior(self):
+        return dirichlet_from_alpha(self.alpha, (self.classes_.size, self.n_features_in_))
+
+    @property
+    def feature_count_(self):
+        return np.asarray(self.stats_.feature_count)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.input_tags.positive_only = True
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+class BernoulliNB(BaseNB):
+    __doc__ = (
+        """Naive Bayes for binary features with Beta priors.
+
+    :math:`\\theta_{cj} \\sim \\mathrm{Beta}(a, b)`, posterior
+    :math:`\\mathrm{Beta}(a + T_{cj}, b + N_c - T_{cj})`; the exact posterior predictive
+    is the posterior-mean plug-in. ``estimate="mean"`` with ``class_prior`` set to the
+    empirical class frequencies reproduces ``sklearn.naive_bayes.BernoulliNB(alpha=alpha)``.
+
+    Parameters
+    ----------
+    alpha : float, array-like, or pair (a, b), default=1.0
+        Beta prior: a scalar or array (broadcastable to (n_classes, n_features)) is the
+        symmetric ``Beta(alpha, alpha)``; a tuple/list of two is ``(a, b)``, each a scalar
+        or array. All values > 0.
+    binarize : float or None, default=0.0
+        Threshold: values above it are 1, others 0. ``None``: the data must already be
+        0/1 (anything else is an error, never silently thresholded).
+"""
+        + _COMMON_PARAMS
+        + """
+    Attributes
+    ----------
+"""
+        + _COMMON_ATTRS
+        + """    feature_count_ : ndarray of shape (n_classes, n_features)
+        Weighted number of rows of each class with the feature on.
+    feature_log_prob_ : ndarray of shape (n_classes, n_features)
+        :math:`\\log\\theta` (probability of "on") of the current estimate.
+
+    Examples
+    --------
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], ["a", "a", "b", "b"])
+    >>> clf.predict([[1, 0]]).tolist()
+    ['a']
+    """
+    )
+
+    _family = bernoulli
+
+    def __init__(
+        self, *, alpha=1.0, binarize=0.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"
+    ):
+        super().__init__(
+            alpha=alpha, class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate
+        )
+        self.binarize = binarize
+
+    def _check_X(self, X, reset):
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        if self.binarize is None:
+            return check_binary(X, type(self).__name__)
+        X = _binarize(X, threshold=self.binarize)
+        if sp.issparse(X):
+            X.eliminate_zeros()
+        return X
+
+    def _compute_stats(self, X, y_index, sample_weight):
+        return count_stats(X, y_index, self.classes_.size, sample_weight)
+
+    def _make_prior(self):
+        return beta_from_alpha(self.alpha, (self.classes_.size, self.n_features_in_))
+
+    def _feature_probs(self, params):
+        return np.exp(np.asarray(params.log_probs)[..., 1])
+
+    @property
+    def feature_count_(self):
+        return np.asarray(self.stats_.feature_count)
+
+    @property
+    def feature_log_prob_(self):
+        return super().feature_log_prob_[..., 1]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        tags.classifier_tags.poor_score = True
+        return tags
+
+
+class CategoricalNB(BaseNB):
+    __doc__ = (
+        """Naive Bayes for categorical features with a Dirichlet prior per (class, feature).
+
+    Features are integer codes ``0 .. K_j - 1`` (e.g. from ``OrdinalEncoder``).
+    ``estimate="mean"`` with ``class_prior`` set to the empirical class frequencies
+    reproduces ``sklearn.naive_bayes.CategoricalNB(alpha=alpha)``. A code not seen at fit
+    time gets the posterior share of one new, unobserved category (see
+    :mod:`bayesnb.families.categorical`) instead of an error.
+
+    Parameters
+    ----------
+    alpha : float or array-like of shape (n_features,) or (n_classes, n_features), default=1.0
+        Symmetric Dirichlet concentration of each (class, feature) cell (> 0).
+    min_categories : int or array-like of shape (n_features,), default=None
+        Minimum number of categories per feature; the fitted number is
+        ``max(min_categories, X[:, j].max() + 1)``.
+"""
+        + _COMMON_PARAMS
+        + """
+    Attributes
+    ----------
+"""
+        + _COMMON_ATTRS
+        + """    n_categories_ : int ndarray of shape (n_features,)
+    category_count_ : list of ndarray of shape (n_classes, n_categories_[j])
+    feature_log_prob_ : list of ndarray of shape (n_classes, n_categories_[j])
+        Log category probabilities of the current estimate (scikit-learn's layout).
+
+    Examples
+    --------
+    >>> from bayesnb import CategoricalNB
+    >>> clf = CategoricalNB().fit([[0, 1], [0, 2], [1, 0], [1, 0]], [0, 0, 1, 1])
+    >>> clf.predict([[0, 2], [1, 0]]).tolist()
+    [0, 1]
+    """
+    )
+
+    _family = categorical
+
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        min_categories=None,
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+    ):
+        super().__init__(
+            alpha=alpha, class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate
+        )
+        self.min_categories = min_categories
+
+    def _check_X(self, X, reset):
+        X = validate_data(self, X, dtype=None, reset=reset, ensure_all_finite=True)
+        return check_category_codes(X, type(self).__name__)
+
+    def _compute_stats(self, X, y_index, sample_weight):
+        seen = X.max(axis=0) + 1 if X.shape[0] else np.zeros(X.shape[1], np.int64)
+        n_cat = np.maximum(seen, getattr(self, "n_categories_", 0))
+        if self.min_categories is not None:
+            m = np.asarray(self.min_categories)
+            if not np.issubdtype(m.dtype, np.integer) or np.any(m < 1) or m.ndim > 1 or (m.ndim == 1 and m.shape != (X.shape[1],)):
+                raise ValueError(
+                    f"min_categories must be a positive int or an int array of shape ({X.shape[1]},), got {self.min_categories!r}"
+                )
+            n_cat = np.maximum(n_cat, m)
+        self.n_categories_ = n_cat.astype(np.int64)
+        return categorical_stats(X, y_index, self.classes_.size, self.n_categories_, sample_weight)
+
+    def _make_prior(self):
+        return categorical_dirichlet_from_alpha(self.alpha, self.classes_.size, self.n_categories_)
+
+    def _log_likelihood(self, params, X):
+        return categorical.log_likelihood(params, X, self.n_categories_)
+
+    @property
+    def category_count_(self):
+        counts = np.asarray(self.stats_.category_count)
+        return [counts[:, j, :k] for j, k in enumerate(self.n_categories_)]
+
+    @property
+    def feature_log_prob_(self):
+        lp = BaseNB.feature_log_prob_.fget(self)
+        return [lp[:, j, :k] for j, k in enumerate(self.n_categories_)]
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.input_tags.sparse = False
+        tags.input_tags.positive_only = True
+        return tags

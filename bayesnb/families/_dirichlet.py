@@ -1,0 +1,151 @@
+r"""Dirichlet math shared by every discrete family and by the class proportions.
+
+Each function works over the *last* axis of ``concentration`` (the simplex) and
+broadcasts over the leading batch axes, e.g. ``(n_classes, n_features)`` cells of a
+Dirichlet over a feature's categories, ``(n_classes,)`` Dirichlets over the vocabulary,
+or a Beta written as a Dirichlet over two outcomes. An optional boolean ``mask`` marks
+the valid simplex coordinates of padded (ragged) simplices; masked-out coordinates carry
+no mass.
+
+Everything here is pure JAX run in float64 (see :mod:`bayesnb._x64`).
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from .._special import log_rising_factorial
+from .._x64 import x64
+
+__all__ = [
+    "log_evidence",
+    "mean_log",
+    "mode_log",
+    "mle_log",
+    "sample_log",
+]
+
+
+def _masked(a, mask, fill):
+    return a if mask is None else jnp.where(mask, a, fill)
+
+
+@x64
+def log_evidence(prior_concentration, counts, mask=None):
+    r"""Log marginal likelihood of the observation sequence behind a conjugate update.
+
+    For a sequence of categorical draws with counts :math:`T` under a
+    :math:`\mathrm{Dir}(a)` prior,
+
+    .. math::
+
+        \log p(D) = \log B(a + T) - \log B(a)
+                  = \sum_k \log\frac{\Gamma(a_k + T_k)}{\Gamma(a_k)}
+                    - \log\frac{\Gamma(A + N)}{\Gamma(A)},
+
+    summed over every batch cell; written with log rising factorials, which keep full
+    precision when :math:`A = \sum_k a_k` is large.
+
+    Parameters
+    ----------
+    prior_concentration : array of shape (..., K)
+    counts : array of shape (..., K)
+        Weighted counts :math:`T` (any non-negative reals).
+    mask : bool array broadcastable to (..., K), optional
+
+    Returns
+    -------
+    float64 scalar (jax.Array), differentiable in ``prior_concentration``.
+    """
+    a = _masked(jnp.asarray(prior_concentration, dtype=jnp.float64), mask, 1.0)
+    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
+    valid = 1.0 if mask is None else jnp.broadcast_to(mask, a.shape)
+    per_coord = jnp.sum(log_rising_factorial(a, t))
+    per_cell = jnp.sum(log_rising_factorial(jnp.sum(a * valid, axis=-1), jnp.sum(t, axis=-1)))
+    return per_coord - per_cell
+
+
+@x64
+def mean_log(concentration, mask=None):
+    r"""Log posterior mean :math:`\log a_k - \log \sum_k a_k` (masked coordinates get ``-inf``)."""
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    total = jnp.sum(_masked(a, mask, 0.0), axis=-1, keepdims=True)
+    return _masked(jnp.log(a) - jnp.log(total), mask, -jnp.inf)
+
+
+@x64
+def mle_log(counts, mask=None):
+    r"""Log maximum-likelihood probabilities :math:`\log T_k - \log \sum_k T_k`.
+
+    Cells with no observations at all have no maximum-likelihood estimate (0/0); they get
+    the uniform distribution over their valid coordinates, which is the limit of the
+    posterior mean under :math:`\mathrm{Dir}(\epsilon)` as :math:`\epsilon \to 0`, so the
+    MLE is that limit everywhere. Zero counts in an observed cell give ``-inf``.
+    """
+    t = jnp.asarray(counts, dtype=jnp.float64)
+    t = _masked(t, mask, 0.0)
+    total = jnp.sum(t, axis=-1, keepdims=True)
+    k = jnp.sum(jnp.ones_like(t) if mask is None else jnp.broadcast_to(mask, t.shape), axis=-1, keepdims=True)
+    observed = jnp.log(t) - jnp.log(jnp.where(total > 0, total, 1.0))
+    out = jnp.where(total > 0, observed, -jnp.log(k))
+    return _masked(out, mask, -jnp.inf)
+
+
+def mode_log(concentration, mask=None):
+    r"""Log posterior mode :math:`\log(a_k - 1) - \log \sum_k (a_k - 1)`.
+
+    The mode exists in the interior or on a face of the simplex only when every
+    concentration is at least 1; a concentration below 1 makes the density unbounded at
+    the boundary, so there is no maximum and a :class:`ValueError` says so. Concentrations
+    equal to 1 put that coordinate at zero probability (``-inf``). A cell whose
+    concentrations are all exactly 1 is flat, so every point is a mode; it gets the
+    uniform distribution (the limit of the modes of :math:`\mathrm{Dir}(1 + \epsilon)`).
+
+    Raises
+    ------
+    ValueError
+        If any valid concentration is below 1.
+    """
+    a = np.asarray(concentration, dtype=np.float64)
+    valid = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
+    below = valid & (a < 1.0)
+    if below.any():
+        where = tuple(int(i) for i in np.argwhere(below)[0])
+        raise ValueError(
+            "estimate='map' is undefined here: a posterior concentration is "
+            f"{a[where]:.4g} < 1 (at index {where}), so the Dirichlet/Beta density is "
+            "unbounded at the boundary of the simplex and has no mode. Use prior "
+            "concentrations >= 1 (alpha >= 1, class_alpha >= 1) or estimate='mean' / "
+            "'predictive'."
+        )
+    return mle_log(a - 1.0, mask)
+
+
+@x64
+def sample_log(key, concentration, n, mask=None):
+    r"""Exact iid draws from :math:`\mathrm{Dir}(a)`, returned as log probabilities.
+
+    Sampled in log space (normalised log-Gamma variates) so that small concentrations
+    do not underflow to exact zeros.
+
+    Parameters
+    ----------
+    key : jax.random key
+    concentration : array of shape (..., K)
+    n : int
+        Number of draws.
+    mask : bool array broadcastable to (..., K), optional
+
+    Returns
+    -------
+    array of shape (n, ..., K)
+        Log probabilities; masked coordinates are ``-inf``.
+    """
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    a = _masked(a, mask, 1.0)
+    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
+    g = _masked(g, mask, -jnp.inf)
+    return g - logsumexp(g, axis=-1, keepdims=True)

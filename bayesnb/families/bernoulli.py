@@ -1,0 +1,121 @@
+r"""Bernoulli family: binary features with a Beta prior per (class, feature).
+
+:math:`x_j \mid y=c \sim \mathrm{Bernoulli}(\theta_{cj})`,
+:math:`\theta_{cj} \sim \mathrm{Beta}(a_{cj}, b_{cj})`. The posterior is
+:math:`\mathrm{Beta}(a + T_{cj},\, b + N_c - T_{cj})` and, since a new row carries one
+observation of each feature, the exact posterior predictive is the plug-in of the
+posterior mean :math:`\bar p_{cj} = (a + T_{cj}) / (a + b + N_c)`:
+
+.. math:: \log p(x \mid y=c, D) = \sum_j x_j \log\bar p_{cj} + (1 - x_j) \log(1 - \bar p_{cj}).
+
+Internally a Beta is a Dirichlet over the two outcomes ``(x = 0, x = 1)``, so the
+parameters carry a last axis of length 2 indexed by the feature's value.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax.numpy as jnp
+import numpy as np
+
+from .._linear import log_linear
+from ..priors import Beta
+from . import _dirichlet
+
+__all__ = [
+    "BernoulliParams",
+    "posterior",
+    "point",
+    "log_likelihood",
+    "log_predictive",
+    "log_evidence",
+    "sample",
+]
+
+
+class BernoulliParams(NamedTuple):
+    """Plug-in parameters.
+
+    Attributes
+    ----------
+    log_probs : ndarray of shape (..., n_classes, n_features, 2)
+        ``log_probs[..., 0]`` is :math:`\\log(1 - \\theta_{cj})`, ``log_probs[..., 1]``
+        is :math:`\\log\\theta_{cj}`.
+    """
+
+    log_probs: np.ndarray
+
+
+def _outcome_counts(stats):
+    on = np.asarray(stats.feature_count, dtype=np.float64)
+    # N_c - T_cj cannot be negative for 0/1 data; clip summation round-off.
+    off = np.maximum(np.asarray(stats.class_count, dtype=np.float64)[:, None] - on, 0.0)
+    return np.stack([off, on], axis=-1)
+
+
+def _concentration(beta):
+    return np.stack([np.asarray(beta.concentration0), np.asarray(beta.concentration1)], axis=-1)
+
+
+def posterior(prior, stats):
+    """Conjugate update :math:`\\mathrm{Beta}(a + T, b + N - T)`.
+
+    Parameters
+    ----------
+    prior : Beta
+        Concentrations of shape (n_classes, n_features).
+    stats : CountStats
+        ``feature_count`` holds :math:`T_{cj}`, the weighted number of rows with the
+        feature on.
+
+    Returns
+    -------
+    Beta
+    """
+    counts = _outcome_counts(stats)
+    return Beta(
+        np.asarray(prior.concentration1) + counts[..., 1],
+        np.asarray(prior.concentration0) + counts[..., 0],
+    )
+
+
+def point(prior, stats, kind):
+    """Point estimate of :math:`\\theta` (``"mle"``, ``"map"`` or ``"mean"``).
+
+    Returns
+    -------
+    BernoulliParams
+    """
+    if kind == "mle":
+        return BernoulliParams(np.asarray(_dirichlet.mle_log(_outcome_counts(stats))))
+    conc = _concentration(posterior(prior, stats))
+    if kind == "map":
+        return BernoulliParams(np.asarray(_dirichlet.mode_log(conc)))
+    if kind == "mean":
+        return BernoulliParams(np.asarray(_dirichlet.mean_log(conc)))
+    raise ValueError(f"unknown point estimate {kind!r}")
+
+
+def log_likelihood(params, X):
+    """Plug-in log-likelihood of 0/1 rows, shape (n_samples, n_classes)."""
+    lp = np.asarray(params.log_probs)
+    return log_linear(X, lp[..., 1], log_w_off=lp[..., 0])
+
+
+def log_predictive(post, X):
+    """Exact posterior predictive (the posterior-mean plug-in), shape (n_samples, n_classes)."""
+    return log_likelihood(BernoulliParams(np.asarray(_dirichlet.mean_log(_concentration(post)))), X)
+
+
+def log_evidence(prior, stats):
+    r"""Log marginal likelihood of the binary features given the labels.
+
+    .. math:: \sum_{c,j} \log\frac{B(a + T_{cj},\, b + N_c - T_{cj})}{B(a, b)}
+    """
+    return float(_dirichlet.log_evidence(_concentration(prior), _outcome_counts(stats)))
+
+
+def sample(key, post, n):
+    """``n`` iid posterior draws, as BernoulliParams of shape (n, C, F, 2)."""
+    return BernoulliParams(jnp.asarray(_dirichlet.sample_log(key, _concentration(post), n)))

@@ -1,0 +1,154 @@
+"""Conjugate priors as ``NamedTuple`` pytrees, with numpyro's parameter names.
+
+The scikit-learn-facing ``alpha`` / ``class_alpha`` parameters are turned into these by
+the ``*_from_alpha`` helpers, which also say clearly what is wrong with a bad value.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "Dirichlet",
+    "Beta",
+    "CategoricalDirichlet",
+    "dirichlet_from_alpha",
+    "beta_from_alpha",
+    "categorical_dirichlet_from_alpha",
+]
+
+
+class Dirichlet(NamedTuple):
+    """Dirichlet prior over the last axis.
+
+    Attributes
+    ----------
+    concentration : ndarray of shape (..., K)
+        Positive concentrations (numpyro's ``Dirichlet(concentration)``).
+    """
+
+    concentration: np.ndarray
+
+
+class Beta(NamedTuple):
+    """Beta prior on the probability that a binary feature is on.
+
+    Attributes
+    ----------
+    concentration1 : ndarray
+        Pseudo-count of ones, ``a`` (numpyro's ``Beta(concentration1, concentration0)``).
+    concentration0 : ndarray
+        Pseudo-count of zeros, ``b``.
+    """
+
+    concentration1: np.ndarray
+    concentration0: np.ndarray
+
+
+class CategoricalDirichlet(NamedTuple):
+    """One Dirichlet per (class, feature) over that feature's categories (ragged, padded).
+
+    Attributes
+    ----------
+    concentration : ndarray of shape (n_classes, n_features, max_categories)
+        Concentrations; entries at ``k >= n_categories[j]`` are padding and ignored.
+    n_categories : int ndarray of shape (n_features,)
+        Number of categories of each feature.
+    new_concentration : ndarray of shape (n_classes, n_features)
+        Concentration reserved for a category not among the ``n_categories[j]`` known
+        ones (it is never observed, so a conjugate update leaves it unchanged).
+    """
+
+    concentration: np.ndarray
+    n_categories: np.ndarray
+    new_concentration: np.ndarray
+
+    @property
+    def mask(self):
+        """Bool array of shape (n_features, max_categories): the valid coordinates."""
+        k = self.concentration.shape[-1]
+        return np.arange(k)[None, :] < np.asarray(self.n_categories)[:, None]
+
+
+def _positive_array(value, name, shape):
+    if isinstance(value, (str, bytes)) or value is None:
+        raise TypeError(f"{name} must be a positive number or array, got {value!r}")
+    try:
+        arr = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"{name} must be a positive number or array, got {value!r}") from exc
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} must be finite, got {value!r}")
+    if np.any(arr <= 0):
+        raise ValueError(
+            f"{name} must be > 0 (a Dirichlet/Beta concentration), got min {arr.min():g}"
+        )
+    try:
+        return np.broadcast_to(arr, shape).copy()
+    except ValueError:
+        raise ValueError(
+            f"{name} has shape {arr.shape}, which does not broadcast to {shape} "
+            "(expected a scalar or an array of that shape)"
+        ) from None
+
+
+def dirichlet_from_alpha(alpha, shape, name="alpha"):
+    """Dirichlet prior with concentration ``alpha`` broadcast to ``shape``.
+
+    Parameters
+    ----------
+    alpha : float or array_like
+        Positive concentration(s), broadcastable to ``shape``.
+    shape : tuple of int
+    name : str
+        Parameter name used in error messages.
+
+    Returns
+    -------
+    Dirichlet
+    """
+    return Dirichlet(_positive_array(alpha, name, shape))
+
+
+def beta_from_alpha(alpha, shape, name="alpha"):
+    """Beta prior from a scalar/array (symmetric) or a pair ``(a, b)``.
+
+    A ``tuple`` or ``list`` of length two is read as ``(a, b)`` (each a scalar or an
+    array broadcastable to ``shape``); anything else is a symmetric ``a = b = alpha``.
+
+    Returns
+    -------
+    Beta
+    """
+    if isinstance(alpha, (tuple, list)) and len(alpha) == 2:
+        a, b = alpha
+        return Beta(_positive_array(a, f"{name}[0] (a)", shape), _positive_array(b, f"{name}[1] (b)", shape))
+    if isinstance(alpha, (tuple, list)):
+        raise ValueError(
+            f"{name} given as a sequence must be a pair (a, b); got length {len(alpha)}. "
+            "Pass an ndarray for per-feature symmetric concentrations."
+        )
+    arr = _positive_array(alpha, name, shape)
+    return Beta(arr, arr.copy())
+
+
+def categorical_dirichlet_from_alpha(alpha, n_classes, n_categories, name="alpha"):
+    """Symmetric Dirichlet per (class, feature) over each feature's categories.
+
+    Parameters
+    ----------
+    alpha : float or array_like broadcastable to (n_classes, n_features)
+        Concentration of every category of that cell.
+    n_classes : int
+    n_categories : int array_like of shape (n_features,)
+
+    Returns
+    -------
+    CategoricalDirichlet
+    """
+    n_categories = np.asarray(n_categories, dtype=np.int64)
+    cell = _positive_array(alpha, name, (n_classes, n_categories.shape[0]))
+    k = int(np.max(n_categories, initial=1))
+    return CategoricalDirichlet(np.repeat(cell[:, :, None], k, axis=2), n_categories, cell)
