@@ -82,6 +82,8 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("sample_weight contains NaN or infinity")
     if np.any(w < 0):
         raise ValueError("Negative values in sample_weight: weights must be >= 0")
+    if n_samples and not w.any():
+        raise ValueError("sample_weight is zero for every row: no row carries weight")
     return w
 
 

@@ -82,10 +82,10 @@ def count_stats(X, y_index, n_classes, sample_weight=None):
     Y, w = _class_weights(y_index, n_classes, sample_weight)
     class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
     # (X.T @ Y).T: one pass over the non-zeros of X, whatever its format.
-    feature_count = np.asarray((X.T @ Y).T, dtype=np.float64)
-    if sp.issparse(feature_count):  # pragma: no cover - sparse @ sparse
+    feature_count = (X.T @ Y).T
+    if sp.issparse(feature_count):
         feature_count = feature_count.toarray()
-    return CountStats(class_count, np.ascontiguousarray(feature_count))
+    return CountStats(class_count, np.ascontiguousarray(feature_count, dtype=np.float64))
 
 
 def categorical_stats(X, y_index, n_classes, n_categories, sample_weight=None):

@@ -256,7 +256,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self._log_proba(X), axis=1)]
+        log_proba = self._log_proba(X)
+        return self.classes_[np.argmax(log_proba, axis=1)]
 
     # ------------------------------------------------------ Bayesian methods
     def log_evidence(self):
