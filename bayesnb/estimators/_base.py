@@ -43,8 +43,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     _family = None
 
-    def __init__(self, *, alpha=1.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
-        self.alpha = alpha
+    def __init__(self, *, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
         self.class_alpha = class_alpha
         self.class_prior = class_prior
         self.fit_prior = fit_prior
@@ -66,9 +65,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _log_predictive(self, X):
         return self._family.log_predictive(self.posterior_, X)
 
-    def _feature_probs(self, params):
-        """Probabilities of the family's parameters from log-space params (for users)."""
-        return np.exp(np.asarray(params.log_probs))
+    def _named_draws(self, params):  # pragma: no cover - abstract
+        """Map the family's sampled params pytree to user-facing named arrays."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, y, sample_weight=None):
@@ -175,12 +174,6 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """ndarray of shape (n_classes,): log class proportions used by the current ``estimate``."""
         check_is_fitted(self, "stats_")
         return self._class_log_prob(check_estimate(self.estimate))
-
-    @property
-    def feature_log_prob_(self):
-        """Log feature probabilities of the current ``estimate`` (posterior mean for "predictive")."""
-        check_is_fitted(self, "stats_")
-        return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
 
     # ---------------------------------------------------------- prediction
     def predict_joint_log_proba(self, X):
@@ -302,16 +295,16 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        dict with
-            ``"class_probs"``: ndarray of shape (n, n_classes), the class proportions
-            (constant when fixed by ``class_prior``);
-            ``"feature_probs"``: ndarray of shape (n, n_classes, n_features[, n_categories]),
-            the family's probabilities.
+        dict of ndarrays with leading axis ``n``
+            ``"class_probs"`` of shape (n, n_classes): the class proportions (constant
+            when fixed by ``class_prior``), and the family's parameters (for the
+            discrete families ``"feature_probs"`` of shape
+            (n, n_classes, n_features[, n_categories])).
         """
         check_is_fitted(self, "stats_")
         n = check_n_draws(n, "n")
         log_class, params = self._draw(n, random_state)
-        return {"class_probs": np.exp(log_class), "feature_probs": self._feature_probs(params)}
+        return {"class_probs": np.exp(log_class), **self._named_draws(params)}
 
     def predict_proba_draws(self, X, n_draws=100, random_state=None):
         r"""Posterior draws of the class probabilities :math:`p(y=c \mid x, \theta, \pi)`.

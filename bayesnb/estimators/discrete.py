@@ -5,15 +5,35 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import binarize as _binarize
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_binary, check_category_codes, check_non_negative
+from .._validation import check_binary, check_category_codes, check_estimate, check_non_negative
 from ..families import bernoulli, categorical, multinomial
 from ..priors import beta_from_alpha, categorical_dirichlet_from_alpha, dirichlet_from_alpha
 from ..stats import categorical_stats, count_stats
 from ._base import BaseNB
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
+
+
+class _DiscreteNB(BaseNB):
+    """Families with Dirichlet/Beta priors set by a scikit-learn style ``alpha``."""
+
+    def __init__(self, *, alpha=1.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
+        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        self.alpha = alpha
+
+    def _feature_probs(self, log_probs):
+        return np.exp(log_probs)
+
+    def _named_draws(self, params):
+        return {"feature_probs": self._feature_probs(np.asarray(params.log_probs))}
+
+    @property
+    def feature_log_prob_(self):
+        """Log feature probabilities of the current ``estimate`` (posterior mean for "predictive")."""
+        check_is_fitted(self, "stats_")
+        return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
 
 _COMMON_PARAMS = """
     class_alpha : float or array-like of shape (n_classes,), default=1.0
@@ -49,7 +69,7 @@ _COMMON_ATTRS = """
 """
 
 
-class MultinomialNB(BaseNB):
+class MultinomialNB(_DiscreteNB):
     __doc__ = (
         """Naive Bayes for counts (e.g. word counts) with Dirichlet priors.
 
@@ -109,7 +129,7 @@ class MultinomialNB(BaseNB):
         return tags
 
 
-class BernoulliNB(BaseNB):
+class BernoulliNB(_DiscreteNB):
     __doc__ = (
         """Naive Bayes for binary features with Beta priors.
 
@@ -173,8 +193,8 @@ class BernoulliNB(BaseNB):
     def _make_prior(self):
         return beta_from_alpha(self.alpha, (self.classes_.size, self.n_features_in_))
 
-    def _feature_probs(self, params):
-        return np.exp(np.asarray(params.log_probs)[..., 1])
+    def _feature_probs(self, log_probs):
+        return np.exp(log_probs[..., 1])
 
     @property
     def feature_count_(self):
@@ -191,7 +211,7 @@ class BernoulliNB(BaseNB):
         return tags
 
 
-class CategoricalNB(BaseNB):
+class CategoricalNB(_DiscreteNB):
     __doc__ = (
         """Naive Bayes for categorical features with a Dirichlet prior per (class, feature).
 
@@ -276,7 +296,7 @@ class CategoricalNB(BaseNB):
 
     @property
     def feature_log_prob_(self):
-        lp = BaseNB.feature_log_prob_.fget(self)
+        lp = _DiscreteNB.feature_log_prob_.fget(self)
         return [lp[:, j, :k] for j, k in enumerate(self.n_categories_)]
 
     def __sklearn_tags__(self):
