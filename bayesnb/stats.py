@@ -40,6 +40,10 @@ class CountStats(NamedTuple):
     class_count: np.ndarray
     feature_count: np.ndarray
 
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows."""
+        return CountStats(*(np.asarray(a) + np.asarray(b) for a, b in zip(self, other)))
+
 
 class CategoricalStats(NamedTuple):
     """Weighted category counts per (class, feature).
@@ -54,6 +58,14 @@ class CategoricalStats(NamedTuple):
 
     class_count: np.ndarray
     category_count: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows (categories padded to the larger)."""
+        k = max(self.category_count.shape[-1], other.category_count.shape[-1])
+        return CategoricalStats(
+            np.asarray(self.class_count) + np.asarray(other.class_count),
+            _pad_last(np.asarray(self.category_count), k) + _pad_last(np.asarray(other.category_count), k),
+        )
 
 
 def _class_weights(y_index, n_classes, sample_weight):
@@ -121,13 +133,14 @@ def _pad_last(a, size):
 
 
 def merge(first, *others):
-    """Add sufficient statistics of disjoint sets of rows.
+    """Combine sufficient statistics of disjoint sets of rows.
 
     Parameters
     ----------
-    first, *others : CountStats or CategoricalStats
-        Statistics of the same type over the same classes and features. Categorical
-        statistics with different numbers of categories are padded to the largest.
+    first, *others : statistics pytrees of one type (e.g. CountStats)
+        Over the same classes and features. Each type defines how two of its values
+        combine (a sum for counts; categorical counts are padded to the larger number of
+        categories).
 
     Returns
     -------
@@ -137,9 +150,5 @@ def merge(first, *others):
     for other in others:
         if type(other) is not type(out):
             raise TypeError(f"cannot merge {type(out).__name__} with {type(other).__name__}")
-        if isinstance(out, CategoricalStats):
-            k = max(out.category_count.shape[-1], other.category_count.shape[-1])
-            out = out._replace(category_count=_pad_last(out.category_count, k))
-            other = other._replace(category_count=_pad_last(other.category_count, k))
-        out = type(out)(*(np.asarray(a) + np.asarray(b) for a, b in zip(out, other)))
+        out = out.merge(other)
     return out
