@@ -14,6 +14,9 @@ __all__ = [
     "Dirichlet",
     "Beta",
     "CategoricalDirichlet",
+    "NormalInverseGamma",
+    "NormalInverseWishart",
+    "Gamma",
     "dirichlet_from_alpha",
     "beta_from_alpha",
     "categorical_dirichlet_from_alpha",
@@ -70,6 +73,66 @@ class CategoricalDirichlet(NamedTuple):
         """Bool array of shape (n_features, max_categories): the valid coordinates."""
         k = self.concentration.shape[-1]
         return np.arange(k)[None, :] < np.asarray(self.n_categories)[:, None]
+
+
+class NormalInverseGamma(NamedTuple):
+    r"""Normal-Inverse-Gamma prior on a mean and variance, per (class, feature).
+
+    :math:`\sigma^2 \sim \mathrm{InvGamma}(\text{concentration}, \text{rate})`,
+    :math:`\mu \mid \sigma^2 \sim \mathcal N(\text{loc}, \sigma^2 / \kappa)`.
+
+    Attributes
+    ----------
+    loc : ndarray of shape (n_classes, n_features)
+    kappa : ndarray of shape (n_classes, n_features)
+        Prior pseudo-observations for the mean (> 0).
+    concentration : ndarray of shape (n_classes, n_features)
+        Inverse-Gamma shape :math:`a` (> 0).
+    rate : ndarray of shape (n_classes, n_features)
+        Inverse-Gamma scale :math:`b` (> 0).
+    """
+
+    loc: np.ndarray
+    kappa: np.ndarray
+    concentration: np.ndarray
+    rate: np.ndarray
+
+
+class NormalInverseWishart(NamedTuple):
+    r"""Normal-Inverse-Wishart prior on a mean vector and covariance matrix.
+
+    :math:`\Sigma \sim \mathcal{W}^{-1}(\text{scale}, \text{df})`,
+    :math:`\mu \mid \Sigma \sim \mathcal N(\text{loc}, \Sigma / \kappa)`.
+
+    Attributes
+    ----------
+    loc : ndarray of shape (n_classes, n_features)
+    kappa : ndarray of shape (n_classes,)
+    df : ndarray of shape (n_classes,) or scalar
+        Degrees of freedom (> n_features - 1).
+    scale : ndarray of shape (n_classes, n_features, n_features) or (n_features, n_features)
+        Positive-definite scale matrix (per class, or one shared matrix).
+    """
+
+    loc: np.ndarray
+    kappa: np.ndarray
+    df: np.ndarray
+    scale: np.ndarray
+
+
+class Gamma(NamedTuple):
+    """Gamma prior on Poisson rates, per (class, feature).
+
+    Attributes
+    ----------
+    concentration : ndarray of shape (n_classes, n_features)
+        Shape (> 0), numpyro's ``Gamma(concentration, rate)``.
+    rate : ndarray of shape (n_classes, n_features)
+        Rate (> 0).
+    """
+
+    concentration: np.ndarray
+    rate: np.ndarray
 
 
 def _positive_array(value, name, shape):
