@@ -68,12 +68,29 @@ def log_evidence(prior_concentration, counts, mask=None):
     return per_coord - per_cell
 
 
+def _log_share(t, mask):
+    r"""Accurate :math:`\log(t_k / \sum_i t_i)` over the last axis (``-inf`` where masked).
+
+    ``log t_k - log Σt`` rounds each term at the scale of ``log Σt``; for a share close to
+    one (e.g. :math:`1 - \theta` of a rare binary feature) the result is tiny and that
+    rounding is all relative error, which then adds up over many features. Shares above
+    one half are computed as ``log1p(-rest / Σt)`` instead, with ``rest`` the other
+    coordinate itself for a two-outcome simplex (a Beta), and ``Σt - t_k`` otherwise.
+    """
+    t = _masked(t, mask, 0.0)
+    total = jnp.sum(t, axis=-1, keepdims=True)
+    rest = t[..., ::-1] if t.shape[-1] == 2 else total - t
+    safe_total = jnp.where(total > 0, total, 1.0)
+    direct = jnp.log(t) - jnp.log(safe_total)
+    complement = jnp.log1p(-rest / safe_total)
+    return jnp.where(t > rest, complement, direct)
+
+
 @x64
 def mean_log(concentration, mask=None):
-    r"""Log posterior mean :math:`\log a_k - \log \sum_k a_k` (masked coordinates get ``-inf``)."""
+    r"""Log posterior mean :math:`\log(a_k / \sum_k a_k)` (masked coordinates get ``-inf``)."""
     a = jnp.asarray(concentration, dtype=jnp.float64)
-    total = jnp.sum(_masked(a, mask, 0.0), axis=-1, keepdims=True)
-    return _masked(jnp.log(a) - jnp.log(total), mask, -jnp.inf)
+    return _masked(_log_share(a, mask), mask, -jnp.inf)
 
 
 @x64
@@ -85,12 +102,10 @@ def mle_log(counts, mask=None):
     posterior mean under :math:`\mathrm{Dir}(\epsilon)` as :math:`\epsilon \to 0`, so the
     MLE is that limit everywhere. Zero counts in an observed cell give ``-inf``.
     """
-    t = jnp.asarray(counts, dtype=jnp.float64)
-    t = _masked(t, mask, 0.0)
+    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
     total = jnp.sum(t, axis=-1, keepdims=True)
     k = jnp.sum(jnp.ones_like(t) if mask is None else jnp.broadcast_to(mask, t.shape), axis=-1, keepdims=True)
-    observed = jnp.log(t) - jnp.log(jnp.where(total > 0, total, 1.0))
-    out = jnp.where(total > 0, observed, -jnp.log(k))
+    out = jnp.where(total > 0, _log_share(t, mask), -jnp.log(k))
     return _masked(out, mask, -jnp.inf)
 
 

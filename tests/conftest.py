@@ -1,0 +1,152 @@
+"""Shared fixtures: the public corpora in ``../shared/data``, read in place and cached.
+
+The corpora (SMS Spam Collection, 20 Newsgroups bydate, UCI mushroom and car evaluation)
+live beside the repository, never inside it. Tests that need them request one of the
+session fixtures below; when the folder is absent those tests are skipped with a reason
+that says where the data is expected. A missing *file* inside a present folder is an
+error, not a skip: the readers raise ``FileNotFoundError``.
+
+Every corpus is read and vectorised once per session. The arrays handed out are
+read-only so that one test cannot alter what the next one sees (and so that an estimator
+writing into its input fails loudly).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+_MISSING = "../shared/data not found: the shared corpora live beside the repository"
+
+#: The four newsgroups of scikit-learn's text tutorial / documentation numbers.
+NEWS4_CATEGORIES = ("alt.atheism", "comp.graphics", "sci.space", "talk.religion.misc")
+
+#: First rows of the SMS file used for training (see shared/data/sms_spam_collection/README.txt).
+SMS_N_TRAIN = 1672
+
+
+class Split(NamedTuple):
+    """A train/test split of one corpus.
+
+    Attributes
+    ----------
+    X_train, X_test : ndarray or CSR matrix of shape (n_train|n_test, n_features)
+    y_train, y_test : ndarray of str
+    n_categories : int ndarray of shape (n_features,) or None
+        Number of categories of each feature in the whole table (categorical corpora).
+    """
+
+    X_train: object
+    X_test: object
+    y_train: np.ndarray
+    y_test: np.ndarray
+    n_categories: np.ndarray | None = None
+
+
+def _frozen(a):
+    if sp.issparse(a):
+        a = a.tocsr()
+        for part in (a.data, a.indices, a.indptr):
+            part.flags.writeable = False
+        return a
+    a = np.asarray(a)
+    a.flags.writeable = False
+    return a
+
+
+def _freeze(split):
+    return Split(*(None if v is None else _frozen(v) for v in split))
+
+
+@pytest.fixture(scope="session")
+def shared_data():
+    """Path of ``../shared/data``; skips the requesting test when the folder is absent."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(_MISSING)
+    return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def sms_counts(shared_data):
+    """SMS Spam Collection word counts (CSR): first 1,672 messages train, the rest test."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from bayesnb.datasets import read_labelled_text
+
+    texts, labels = read_labelled_text(shared_data / "sms_spam_collection" / "SMSSpamCollection")
+    vec = CountVectorizer()
+    X_train = vec.fit_transform(texts[:SMS_N_TRAIN])
+    X_test = vec.transform(texts[SMS_N_TRAIN:])
+    return _freeze(Split(X_train, X_test, labels[:SMS_N_TRAIN], labels[SMS_N_TRAIN:]))
+
+
+@pytest.fixture(scope="session")
+def sms_counts_dense(sms_counts):
+    """:func:`sms_counts` as dense int64 arrays."""
+    s = sms_counts
+    return _freeze(Split(s.X_train.toarray(), s.X_test.toarray(), s.y_train, s.y_test))
+
+
+@pytest.fixture(scope="session")
+def news20_texts(shared_data):
+    """20 Newsgroups bydate raw posts: ``{"train": (texts, labels), "test": (texts, labels)}``."""
+    from bayesnb.datasets import read_20newsgroups_bydate
+
+    path = shared_data / "20newsgroups_bydate" / "20news-bydate.tar.gz"
+    return {subset: read_20newsgroups_bydate(path, subset=subset) for subset in ("train", "test")}
+
+
+@pytest.fixture(scope="session")
+def news20_counts(news20_texts):
+    """All 20 newsgroups, ``CountVectorizer()`` fitted on train, CSR (11,314 / 7,532 rows)."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    (train_texts, y_train), (test_texts, y_test) = news20_texts["train"], news20_texts["test"]
+    vec = CountVectorizer()
+    return _freeze(Split(vec.fit_transform(train_texts), vec.transform(test_texts), y_train, y_test))
+
+
+@pytest.fixture(scope="session")
+def news4_counts_dense(news20_texts):
+    """Four newsgroups (:data:`NEWS4_CATEGORIES`), ``CountVectorizer(max_features=5000)``, dense."""
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    parts = {}
+    for subset, (texts, labels) in news20_texts.items():
+        keep = np.isin(labels, NEWS4_CATEGORIES)
+        parts[subset] = ([t for t, k in zip(texts, keep) if k], labels[keep])
+    vec = CountVectorizer(max_features=5000)
+    X_train = vec.fit_transform(parts["train"][0]).toarray()
+    X_test = vec.transform(parts["test"][0]).toarray()
+    return _freeze(Split(X_train, X_test, parts["train"][1], parts["test"][1]))
+
+
+def _categorical_split(path, label_column):
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import OrdinalEncoder
+
+    from bayesnb.datasets import read_categorical_table
+
+    X, y = read_categorical_table(path, label_column=label_column)
+    enc = OrdinalEncoder(dtype=np.int64)
+    codes = enc.fit_transform(X)
+    X_train, X_test, y_train, y_test = train_test_split(codes, y, random_state=0)
+    n_categories = np.array([len(c) for c in enc.categories_], dtype=np.int64)
+    return _freeze(Split(X_train, X_test, y_train, y_test, n_categories))
+
+
+@pytest.fixture(scope="session")
+def mushroom_codes(shared_data):
+    """UCI mushroom: 22 ordinal-encoded features ('?' is a level), ``train_test_split(random_state=0)``."""
+    return _categorical_split(shared_data / "uci_mushroom" / "agaricus-lepiota.data", label_column=0)
+
+
+@pytest.fixture(scope="session")
+def car_codes(shared_data):
+    """UCI car evaluation: 6 ordinal-encoded features, ``train_test_split(random_state=0)``."""
+    return _categorical_split(shared_data / "uci_car_evaluation" / "car.data", label_column=-1)
