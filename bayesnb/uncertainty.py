@@ -6,7 +6,16 @@ import numpy as np
 
 from ._validation import check_level
 
-__all__ = ["credible_interval"]
+__all__ = ["credible_interval", "check_interval_args"]
+
+_METHODS = ("equal-tailed", "hdi")
+
+
+def check_interval_args(level, method):
+    """Validate a credible ``level`` in (0, 1) and an interval ``method``."""
+    check_level(level)
+    if method not in _METHODS:
+        raise ValueError(f"unknown interval method {method!r}; expected 'equal-tailed' or 'hdi'")
 
 
 def credible_interval(draws, level=0.9, method="equal-tailed"):
@@ -35,12 +44,17 @@ def credible_interval(draws, level=0.9, method="equal-tailed"):
     >>> float(lo[0]), float(hi[0])
     (0.25, 0.75)
     """
-    level = check_level(level)
+    check_interval_args(level, method)
+    level = float(level)
     draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim == 0 or draws.shape[0] == 0:
+        raise ValueError(f"credible_interval needs at least one draw along axis 0, got shape {draws.shape}")
+    if np.isnan(draws).any():
+        raise ValueError("credible_interval: the draws contain NaN")
     if method == "equal-tailed":
         lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
         return lower, upper
-    if method == "hdi":
+    else:  # "hdi"
         n = draws.shape[0]
         k = max(1, int(np.ceil(level * n)))
         s = np.sort(draws, axis=0)
@@ -50,4 +64,3 @@ def credible_interval(draws, level=0.9, method="equal-tailed"):
             np.take_along_axis(s, start, axis=0)[0],
             np.take_along_axis(s, start + k - 1, axis=0)[0],
         )
-    raise ValueError(f"unknown interval method {method!r}; expected 'equal-tailed' or 'hdi'")

@@ -28,7 +28,7 @@ from .._validation import (
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
 from ..stats import merge
-from ..uncertainty import credible_interval
+from ..uncertainty import check_interval_args, credible_interval
 
 __all__ = ["BaseNB"]
 
@@ -85,13 +85,15 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         self
         """
-        for name in ("stats_", "classes_"):
-            if hasattr(self, name):
-                delattr(self, name)
-        X, y = self._check_X_y(X, y, reset=True)
-        check_classification_targets(y)
-        classes = np.unique(y)
-        return self._update(X, y, classes, sample_weight)
+        self._clear_fitted()
+        try:
+            X, y = self._check_X_y(X, y, reset=True)
+            check_classification_targets(y)
+            return self._update(X, y, np.unique(y), sample_weight)
+        except BaseException:
+            # A refit that fails must not leave old posteriors next to new statistics.
+            self._clear_fitted()
+            raise
 
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Update the posterior with a batch of rows (statistics add up exactly).
@@ -112,12 +114,25 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         first = not hasattr(self, "classes_")
         if first and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
-        X, y = self._check_X_y(X, y, reset=first)
-        if classes is not None:
-            classes = np.unique(np.asarray(classes))
-            if not first and not np.array_equal(classes, self.classes_):
-                raise ValueError(f"classes={classes!r} differs from the classes of the first call {self.classes_!r}")
-        return self._update(X, y, classes if first else self.classes_, sample_weight)
+        before = dict(self.__dict__)
+        try:
+            X, y = self._check_X_y(X, y, reset=first)
+            if classes is not None:
+                classes = np.unique(np.asarray(classes))
+                if not first and not np.array_equal(classes, self.classes_):
+                    raise ValueError(
+                        f"classes={classes!r} differs from the classes of the first call {self.classes_!r}"
+                    )
+            return self._update(X, y, classes if first else self.classes_, sample_weight)
+        except BaseException:
+            # A batch that fails is not committed: retrying it must not count it twice.
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+
+    def _clear_fitted(self):
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")] + ["_cache"]:
+            self.__dict__.pop(name, None)
 
     def _check_X_y(self, X, y, reset):
         X = self._check_X(X, reset=reset)
@@ -141,6 +156,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _refresh(self):
         """Recompute priors and posteriors from the accumulated statistics."""
         check_estimate(self.estimate)
+        if not isinstance(self.fit_prior, (bool, np.bool_)):
+            raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
         n_classes = self.classes_.size
         self.prior_ = self._make_prior()
         self.posterior_ = self._family.posterior(self.prior_, self.stats_)
@@ -350,5 +367,6 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         lower, upper : ndarrays of shape (n_samples, n_classes)
         """
+        check_interval_args(level, method)
         draws = self.predict_proba_draws(X, n_draws=n_draws, random_state=random_state)
         return credible_interval(draws, level=level, method=method)
