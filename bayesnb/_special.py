@@ -2,6 +2,7 @@ r"""Special functions needed to full float64 accuracy."""
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax.scipy.special import gammaln
 
@@ -21,6 +22,7 @@ def _stirling_tail(z):
 
 
 @x64
+@jax.jit
 def log_rising_factorial(a, x):
     r"""Log rising factorial :math:`\log\Gamma(a + x) - \log\Gamma(a)`.
 

@@ -4,6 +4,9 @@ Gamma-function differences such as ``lgamma(a + x) - lgamma(a)`` lose several di
 float32 once ``a`` is large, so every JAX computation of a posterior, predictive or
 evidence runs with 64-bit types enabled *inside the library only*. The user's global
 ``jax_enable_x64`` flag is never flipped.
+
+Core functions are also ``jax.jit``-compiled (below this decorator), so a new array
+shape costs one compilation of the whole function rather than one per primitive.
 """
 
 from __future__ import annotations

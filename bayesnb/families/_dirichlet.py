@@ -12,6 +12,8 @@ Everything here is pure JAX run in float64 (see :mod:`bayesnb._x64`).
 
 from __future__ import annotations
 
+from functools import partial
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -34,6 +36,7 @@ def _masked(a, mask, fill):
 
 
 @x64
+@jax.jit
 def log_evidence(prior_concentration, counts, mask=None):
     r"""Log marginal likelihood of the observation sequence behind a conjugate update.
 
@@ -87,6 +90,7 @@ def _log_share(t, mask):
 
 
 @x64
+@jax.jit
 def mean_log(concentration, mask=None):
     r"""Log posterior mean :math:`\log(a_k / \sum_k a_k)` (masked coordinates get ``-inf``)."""
     a = jnp.asarray(concentration, dtype=jnp.float64)
@@ -94,6 +98,7 @@ def mean_log(concentration, mask=None):
 
 
 @x64
+@jax.jit
 def mle_log(counts, mask=None):
     r"""Log maximum-likelihood probabilities :math:`\log T_k - \log \sum_k T_k`.
 
@@ -140,6 +145,7 @@ def mode_log(concentration, mask=None):
 
 
 @x64
+@partial(jax.jit, static_argnames="n")
 def sample_log(key, concentration, n, mask=None):
     r"""Exact iid draws from :math:`\mathrm{Dir}(a)`, returned as log probabilities.
 
