@@ -27,11 +27,17 @@ def log_normalize(joint, fallback):
     dead : bool ndarray of shape (..., n_samples)
         Rows that received the fallback.
     """
-    joint = np.array(joint, dtype=np.float64, copy=True)
+    joint = np.asarray(joint, dtype=np.float64)
     top = joint.max(axis=-1)
     dead = np.isneginf(top)
     if dead.any():
         joint = np.where(dead[..., None], np.broadcast_to(fallback, joint.shape), joint)
         top = joint.max(axis=-1)
-    shifted = joint - top[..., None]
-    return shifted - np.log(np.exp(shifted).sum(axis=-1, keepdims=True)), dead
+    # The same arithmetic as ``shifted - log(sum(exp(shifted)))`` with one fresh array
+    # (the result) and one scratch array, instead of a defensive copy of ``joint`` and
+    # three temporaries: the caller's array is never modified.
+    out = np.subtract(joint, top[..., None])
+    scratch = np.exp(out)
+    lse = np.log(scratch.sum(axis=-1, keepdims=True))
+    out -= lse
+    return out, dead

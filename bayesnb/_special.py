@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from jax.scipy.special import gammaln
+import numpy as np
+from jax.scipy.special import gammaln as jax_gammaln
+from scipy.special import gammaln as scipy_gammaln
 
 from ._x64 import x64
 
-__all__ = ["log_rising_factorial"]
+__all__ = ["log_rising_factorial", "log_rising_factorial_np"]
 
 # Below this, lgamma(a + x) - lgamma(a) loses at most ~eps * lgamma(a + x) in absolute
 # terms; above it the asymptotic (Stirling) difference is used, whose truncation error is
@@ -46,17 +48,30 @@ def log_rising_factorial(a, x):
     -------
     jax.Array of float64, the broadcast shape of ``a`` and ``x``.
     """
-    a = jnp.asarray(a, dtype=jnp.float64)
-    x = jnp.asarray(x, dtype=jnp.float64)
+    return _log_rising(jnp, jax_gammaln, jnp.asarray(a, jnp.float64), jnp.asarray(x, jnp.float64))
+
+
+def log_rising_factorial_np(a, x):
+    """NumPy/SciPy twin of :func:`log_rising_factorial` for data paths.
+
+    The same formula (written once, in :func:`_log_rising`) evaluated eagerly in numpy:
+    no JAX compilation for every new batch shape. Not differentiable.
+    """
+    a, x = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return _log_rising(np, scipy_gammaln, a, x)
+
+
+def _log_rising(xp, gammaln, a, x):
     large = a >= _STIRLING_FROM
-    a_l = jnp.where(large, a, _STIRLING_FROM)
+    a_l = xp.where(large, a, _STIRLING_FROM)
     stirling = (
-        x * jnp.log(a_l)
-        + (a_l + x - 0.5) * jnp.log1p(x / a_l)
+        x * xp.log(a_l)
+        + (a_l + x - 0.5) * xp.log1p(x / a_l)
         - x
         + _stirling_tail(a_l + x)
         - _stirling_tail(a_l)
     )
-    a_s = jnp.where(large, 1.0, a)
+    a_s = xp.where(large, 1.0, a)
     direct = gammaln(a_s + x) - gammaln(a_s)
-    return jnp.where(large, stirling, direct)
+    return xp.where(large, stirling, direct)

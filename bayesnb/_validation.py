@@ -5,6 +5,8 @@ Each check names the problem in its message; nothing is silently coerced.
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -14,13 +16,21 @@ __all__ = [
     "check_non_negative",
     "check_binary",
     "check_category_codes",
+    "check_category_table",
     "check_sample_weight",
     "check_class_prior",
     "check_n_draws",
     "check_level",
+    "sparse_counts_input",
+    "is_sparse_threshold",
+    "binarize_csr",
 ]
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
+
+# Categories are stored densely per (class, feature) up to the largest code, so a code is
+# also a table size; beyond this it is almost surely an identifier, not a category code.
+_MAX_CATEGORY_CODE = 2**20 - 1
 
 
 def check_estimate(estimate):
@@ -66,7 +76,19 @@ def check_category_codes(X, who):
         raise TypeError(f"{who} needs integer category codes, got dtype {X.dtype}")
     if X.size and X.min() < 0:
         raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
+    if X.size and X.dtype.kind == "u" and X.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{who}: category code {int(X.max())} does not fit in int64")
     return X.astype(np.int64)
+
+
+def check_category_table(n_categories, who):
+    """Refuse category codes that would make the per-(class, feature) table huge at fit time."""
+    if n_categories.size and n_categories.max() > _MAX_CATEGORY_CODE + 1:
+        raise ValueError(
+            f"{who}: category code {int(n_categories.max()) - 1} is too large to fit; codes must "
+            f"be 0 .. K-1 with K <= {_MAX_CATEGORY_CODE + 1} (encode categories with OrdinalEncoder)"
+        )
+    return n_categories
 
 
 def check_sample_weight(sample_weight, n_samples):
@@ -111,3 +133,73 @@ def check_level(level):
     if not (isinstance(level, (float, int, np.floating)) and 0 < level < 1):
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     return float(level)
+
+
+def sparse_counts_input(X):
+    """How the count estimators pass a CSR matrix to ``validate_data`` without copying it.
+
+    scikit-learn's ``validate_data(..., dtype=np.float64)`` converts a sparse matrix with
+    ``astype``: a float64 copy of every value and a copy of the index arrays.
+
+    * Integer or boolean values (``CountVectorizer``'s int64 counts) are kept as they
+      are: every consumer converts them where it reads them, a block of rows at a time
+      (:func:`bayesnb.stats.count_stats`, :func:`bayesnb._linear.matmul`), and they are
+      finite, so the NaN/inf pass is skipped.
+    * Other non-float64 values (float32) are converted alone, sharing the index arrays.
+    * Anything else is left to ``validate_data(dtype=np.float64)``.
+
+    Returns
+    -------
+    X : the input, or a CSR matrix sharing its index arrays
+    dtype : None or np.float64, the ``dtype`` argument for ``validate_data``
+    integral : bool, True when the values are integers or booleans
+    """
+    if not (sp.issparse(X) and X.format == "csr"):
+        return X, np.float64, False
+    if X.dtype.kind in "iub":
+        return X, None, True
+    if X.dtype != np.float64 and X.dtype.kind == "f":
+        X = type(X)((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape, copy=False)
+    return X, np.float64, False
+
+
+def binarize_csr(X, threshold, *, overwrite=False):
+    """Values above ``threshold`` become 1, the others are dropped (the CSR form of 0).
+
+    The same result as ``sklearn.preprocessing.binarize`` followed by
+    ``eliminate_zeros()``, without its copy of the whole matrix: the 0/1 values are
+    written into a new values array (or into ``X.data`` itself when ``overwrite``) and
+    the index arrays are shared unless some stored values fall to zero.
+
+    Parameters
+    ----------
+    X : CSR matrix of real (or integer) values
+    threshold : float
+        Finite and >= 0 (callers route anything else to scikit-learn's ``binarize``,
+        whose errors then apply).
+    overwrite : bool
+        ``X.data`` (float64) belongs to the caller and may be overwritten.
+    """
+    from ._linear import row_counts
+
+    data = X.data
+    overwrite = overwrite and data.dtype == np.float64
+    on = np.greater(data, threshold, out=data if overwrite else None)
+    if overwrite:
+        kept = data.all()
+        values = data
+    else:
+        kept = on.all()
+        values = on.astype(np.float64)
+    if kept:
+        return type(X)((values, X.indices, X.indptr), shape=X.shape, copy=False)
+    mask = values.astype(bool) if overwrite else on
+    counts = row_counts(mask, X.indptr)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(X.indptr.dtype, copy=False)
+    indices = X.indices[mask]
+    return type(X)((np.ones(indices.size), indices, indptr), shape=X.shape, copy=False)
+
+
+def is_sparse_threshold(threshold):
+    """Whether ``threshold`` is a finite real >= 0, the thresholds ``binarize_csr`` takes."""
+    return isinstance(threshold, numbers.Real) and bool(np.isfinite(threshold)) and threshold >= 0

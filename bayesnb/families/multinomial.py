@@ -27,10 +27,9 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-from .._linear import log_linear, matmul, row_sums
-from .._special import log_rising_factorial
+from .._linear import ParamCache, log_linear, matmul, row_sums
+from .._special import log_rising_factorial_np as _log_rising_np
 from ..priors import Dirichlet
-from ..stats import CountStats
 from . import _dirichlet
 
 __all__ = [
@@ -43,9 +42,9 @@ __all__ = [
     "sample",
 ]
 
-# Counts up to this value go through per-level products with log(a + m) tables (one
-# sparse product per level, each over the entries with x > m); larger or non-integer
-# values are evaluated directly with the log rising factorial.
+# Integer counts from 2 up to this value read their excess log Γ(a + x) - log Γ(a) - x log a
+# from a per-posterior table (see _excess_table); larger or non-integer values are
+# evaluated directly.
 _TABLE_MAX = 32
 
 
@@ -99,34 +98,151 @@ def log_likelihood(params, X):
     return log_linear(X, params.log_probs)
 
 
+# Stored entries per block of rows in ``_sum_log_rising``: bounds the scratch arrays
+# (masks, positions) that one pass over the entries needs.
+_BLOCK = 1 << 22
+# Entries per chunk of the direct (non-tabled) evaluation, whose scratch is
+# (entries x classes) floats.
+_DIRECT_CHUNK = 1 << 15
+
+
+def _log_rising_excess(a, x, log_a):
+    r""":math:`\log\Gamma(a + x) - \log\Gamma(a) - x \log a`, elementwise (broadcasting)."""
+    return _log_rising_np(a, x) - x * log_a
+
+
+def _excess_table(a, xmax):
+    r"""Excess :math:`R_c(j, x) = \sum_{m=1}^{x-1} \log(1 + m / a_{cj})` of every level needed.
+
+    The features with some tabled count are ranked by their highest count ``xmax``
+    (deepest first), so that the features reaching level ``m`` are a prefix of that order
+    and each level is one contiguous slice: the running sums over ``m`` are updated in
+    place and copied out as the rows ``offset[m] .. offset[m] + k_m`` of the table. The
+    row of feature ``j`` with count ``x`` is ``offset[x - 1] + rank[j]``.
+
+    Returns
+    -------
+    table : ndarray of shape (n_rows, n_classes)
+    rank : int ndarray of shape (n_features,)
+    offset : int ndarray of shape (max count + 1,)
+    """
+    xmax = np.asarray(xmax, dtype=np.intp)
+    cols = np.flatnonzero(xmax >= 2)
+    cols = cols[np.argsort(-xmax[cols], kind="stable")]
+    depth = xmax[cols]
+    rank = np.zeros(xmax.shape[0], dtype=np.intp)
+    rank[cols] = np.arange(cols.size)
+    top = int(depth[0]) if cols.size else 1
+    # k[m]: number of features with xmax > m, for the levels m = 1 .. top - 1.
+    k = np.searchsorted(-depth, -np.arange(top), side="left")
+    offset = np.zeros(top + 1, dtype=np.intp)
+    offset[2:] = np.cumsum(k[1:])
+    table = np.empty((int(offset[-1]), a.shape[0]))
+    a_sub = np.ascontiguousarray(np.take(a, cols, axis=1).T)
+    running = np.zeros_like(a_sub)
+    step = np.empty_like(a_sub)
+    for m in range(1, top):
+        km = k[m]
+        np.divide(m, a_sub[:km], out=step[:km])
+        np.log1p(step[:km], out=step[:km])
+        running[:km] += step[:km]
+        table[offset[m] : offset[m] + km] = running[:km]
+    return table, rank, offset
+
+
+class _PredictiveTables:
+    """Per-posterior parts of the predictive: ``log a`` laid out (features, classes),
+    C-contiguous (the layout scipy's sparse product reads), and the excess table, grown
+    to the deepest count seen so far for each feature."""
+
+    def __init__(self, a):
+        self.log_a_t = np.log(a.T, out=np.empty(a.shape[::-1]))
+        self.excess = None  # (xmax covered, table, rank, offset), replaced whole when grown
+
+    def excess_for(self, a, xmax):
+        cached = self.excess
+        if cached is None or not np.all(xmax <= cached[0]):
+            need = xmax if cached is None else np.maximum(xmax, cached[0])
+            cached = (need, *_excess_table(a, need))
+            self.excess = cached
+        return cached[1:]
+
+
+# Reused across calls with the same (unchanged) posterior, e.g. an estimator's.
+_TABLES = ParamCache(size=2)
+
+
 def _sum_log_rising(a, X):
-    r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class."""
+    r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class.
+
+    Written as :math:`x \log a + R(a, x)` with the excess
+    :math:`R(a, x) = \log\Gamma(a + x) - \log\Gamma(a) - x \log a`, which is zero for
+    :math:`x \in \{0, 1\}`, the bulk of text counts. So the whole sum is one sparse product
+    with :math:`\log a` (the same work as the plug-in likelihood) plus one product over the
+    few entries with other values: integer counts up to ``_TABLE_MAX`` read
+    :math:`R = \sum_{m=1}^{x-1} \log(1 + m/a)` from a table of the (feature, count) pairs
+    needed, kept with :math:`\log a` for the posterior while it is unchanged (and grown
+    when deeper counts come); larger or fractional values are evaluated directly.
+    Duplicate entries of a non-canonical CSR matrix are summed first.
+    """
     X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+    if not X.has_canonical_format:
+        # R(a, x) is not additive in x: duplicate entries must be summed first.
+        X = X.copy()
+        X.sum_duplicates()
     n, n_features = X.shape
-    rows = np.repeat(np.arange(n), np.diff(X.indptr))
-    cols, vals = X.indices, X.data
-    keep = vals != 0
-    rows, cols, vals = rows[keep], cols[keep], vals[keep]
-    tabled = (vals == np.round(vals)) & (vals <= _TABLE_MAX)
-    out = np.zeros((n, a.shape[0]))
-    # Integer counts: log Γ(a + x) - log Γ(a) = Σ_{m < x} log(a + m), one sparse product
-    # per level m over the entries with x > m (most text entries are 1, a few 2, ...).
-    r, c, v = rows[tabled], cols[tabled], vals[tabled]
-    m = 0
-    while r.size:
-        level = sp.csr_matrix(
-            (np.ones(r.size), c, np.concatenate([[0], np.cumsum(np.bincount(r, minlength=n))])),
-            shape=(n, n_features),
-        )
-        out += matmul(level, np.log(a + m).T)
-        m += 1
-        more = v > m
-        r, c, v = r[more], c[more], v[more]
-    # Large or fractional values: direct, per (entry, class).
-    if (~tabled).any():
-        r, c, v = rows[~tabled], cols[~tabled], vals[~tabled]
-        terms = np.asarray(log_rising_factorial(a[:, c].T, v[:, None]))
-        np.add.at(out, r, terms)
+    tables = _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
+    log_a_t = tables.log_a_t
+    out = matmul(X, log_a_t)
+    indptr, indices, data = X.indptr, X.indices, X.data
+    cuts = np.searchsorted(indptr, np.arange(_BLOCK, X.nnz, _BLOCK), side="right") - 1
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+
+    # One scan over the stored values, block by block: the entries with a non-zero
+    # excess (values other than 0 and 1) are kept compactly, tabled counts as (feature,
+    # count) pairs with their rows' bounds, the others (large or fractional) as they are.
+    tails = []
+    # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
+    xmax = np.zeros(n_features, dtype=np.uint8)
+    for r0, r1 in zip(bounds[:-1], bounds[1:]):
+        s, e = indptr[r0], indptr[r1]
+        v = data[s:e]
+        pos = np.flatnonzero(v != 1.0)
+        vals = np.take(v, pos)
+        keep = vals != 0.0
+        if not keep.all():
+            pos, vals = pos[keep], vals[keep]
+        if not pos.size:
+            continue
+        cols = np.take(indices[s:e], pos)
+        tabled = (vals == np.round(vals)) & (vals >= 2) & (vals <= _TABLE_MAX)
+        local = indptr[r0 : r1 + 1] - s
+        direct = None
+        if not tabled.all():
+            d = pos[~tabled]
+            direct = (np.searchsorted(local, d, side="right") - 1, cols[~tabled], vals[~tabled])
+            pos, cols, vals = pos[tabled], cols[tabled], vals[tabled]
+        counts = vals.astype(np.uint8)
+        # The highest tabled count of each feature sizes the excess table.
+        np.maximum.at(xmax, cols, counts)
+        # pos is sorted: the tabled entries of row i lie between these bounds.
+        tails.append((r0, r1, np.searchsorted(pos, local), cols, counts, direct))
+    if not tails:
+        return out
+    table, rank, offset = tables.excess_for(a, xmax)
+
+    for r0, r1, tail_indptr, cols, counts, direct in tails:
+        if cols.size:
+            virtual = offset[counts - 1]
+            virtual += rank[cols]
+            level = sp.csr_matrix((np.ones(cols.size), virtual, tail_indptr), shape=(r1 - r0, table.shape[0]))
+            out[r0:r1] += matmul(level, table)
+        if direct is not None:
+            for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
+                r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
+                terms = _log_rising_excess(np.take(a, c, axis=1).T, v[:, None], log_a_t[c])
+                starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+                out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
     return out
 
 
@@ -142,8 +258,16 @@ def log_predictive(post, X):
     """
     a = np.asarray(post.concentration, dtype=np.float64)
     total = a.sum(axis=1)
-    n = row_sums(X)
-    return _sum_log_rising(a, X) - np.asarray(log_rising_factorial(total[None, :], n[:, None]))
+    out = _sum_log_rising(a, X)
+    # Document lengths repeat (integers, mostly a few hundred distinct values): the
+    # class-total term is evaluated once per distinct length, and subtracted in slices
+    # of rows rather than through an (n_samples, n_classes) temporary.
+    lengths, inverse = np.unique(row_sums(X), return_inverse=True)
+    per_length = _log_rising_np(total[None, :], lengths[:, None])
+    step = 1 << 16
+    for r0 in range(0, out.shape[0], step):
+        out[r0 : r0 + step] -= per_length[inverse[r0 : r0 + step]]
+    return out
 
 
 def log_evidence(prior, stats):
