@@ -135,19 +135,26 @@ class Gamma(NamedTuple):
     rate: np.ndarray
 
 
-def _positive_array(value, name, shape):
+def real_array(value, name, shape=None, positive=False):
+    """``value`` as a finite float64 array, optionally positive and broadcast to ``shape``.
+
+    The one place prior hyperparameters are checked, so every family words its errors
+    alike: ``TypeError`` when not numeric, ``ValueError`` when not finite, not positive
+    (with ``positive``) or not broadcastable; ``name`` is in every message.
+    """
+    kind = "a positive number or array" if positive else "a number or array"
     if isinstance(value, (str, bytes)) or value is None:
-        raise TypeError(f"{name} must be a positive number or array, got {value!r}")
+        raise TypeError(f"{name} must be {kind}, got {value!r}")
     try:
         arr = np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise TypeError(f"{name} must be a positive number or array, got {value!r}") from exc
+        raise TypeError(f"{name} must be {kind}, got {value!r}") from exc
     if not np.all(np.isfinite(arr)):
         raise ValueError(f"{name} must be finite, got {value!r}")
-    if np.any(arr <= 0):
-        raise ValueError(
-            f"{name} must be > 0 (a Dirichlet/Beta concentration), got min {arr.min():g}"
-        )
+    if positive and np.any(arr <= 0):
+        raise ValueError(f"{name} must be > 0, got min {arr.min():g}")
+    if shape is None:
+        return arr
     try:
         return np.broadcast_to(arr, shape).copy()
     except ValueError:
@@ -155,6 +162,11 @@ def _positive_array(value, name, shape):
             f"{name} has shape {arr.shape}, which does not broadcast to {shape} "
             "(expected a scalar or an array of that shape)"
         ) from None
+
+
+def positive_array(value, name, shape):
+    """``real_array(value, name, shape, positive=True)``: a concentration, rate or count."""
+    return real_array(value, name, shape, positive=True)
 
 
 def dirichlet_from_alpha(alpha, shape, name="alpha"):
@@ -172,7 +184,7 @@ def dirichlet_from_alpha(alpha, shape, name="alpha"):
     -------
     Dirichlet
     """
-    return Dirichlet(_positive_array(alpha, name, shape))
+    return Dirichlet(positive_array(alpha, name, shape))
 
 
 def beta_from_alpha(alpha, shape, name="alpha"):
@@ -187,13 +199,13 @@ def beta_from_alpha(alpha, shape, name="alpha"):
     """
     if isinstance(alpha, (tuple, list)) and len(alpha) == 2:
         a, b = alpha
-        return Beta(_positive_array(a, f"{name}[0] (a)", shape), _positive_array(b, f"{name}[1] (b)", shape))
+        return Beta(positive_array(a, f"{name}[0] (a)", shape), positive_array(b, f"{name}[1] (b)", shape))
     if isinstance(alpha, (tuple, list)):
         raise ValueError(
             f"{name} given as a sequence must be a pair (a, b); got length {len(alpha)}. "
             "Pass an ndarray for per-feature symmetric concentrations."
         )
-    arr = _positive_array(alpha, name, shape)
+    arr = positive_array(alpha, name, shape)
     return Beta(arr, arr.copy())
 
 
@@ -212,6 +224,6 @@ def categorical_dirichlet_from_alpha(alpha, n_classes, n_categories, name="alpha
     CategoricalDirichlet
     """
     n_categories = np.asarray(n_categories, dtype=np.int64)
-    cell = _positive_array(alpha, name, (n_classes, n_categories.shape[0]))
+    cell = positive_array(alpha, name, (n_classes, n_categories.shape[0]))
     k = int(np.max(n_categories, initial=1))
     return CategoricalDirichlet(np.repeat(cell[:, :, None], k, axis=2), n_categories, cell)

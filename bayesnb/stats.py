@@ -91,6 +91,11 @@ def count_stats(X, y_index, n_classes, sample_weight=None):
     -------
     CountStats
     """
+    if sp.issparse(X) and X.format == "csr":
+        y_index = np.asarray(y_index)
+        w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+        class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
+        return CountStats(class_count, _csr_class_totals(X, y_index, n_classes, w))
     Y, w = _class_weights(y_index, n_classes, sample_weight)
     class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
     # (X.T @ Y).T: one pass over the non-zeros of X, whatever its format.
@@ -98,6 +103,51 @@ def count_stats(X, y_index, n_classes, sample_weight=None):
     if sp.issparse(feature_count):
         feature_count = feature_count.toarray()
     return CountStats(class_count, np.ascontiguousarray(feature_count, dtype=np.float64))
+
+
+# Stored entries per block of rows in ``_csr_class_totals``: bounds its scratch memory
+# (one int64 key, and for integer counts one float64 weight, per entry).
+_TOTALS_BLOCK = 1 << 21
+
+
+def _csr_class_totals(X, y_index, n_classes, w):
+    r""":math:`T_{cj} = \sum_{i: y_i = c} w_i x_{ij}` of a CSR matrix, in one pass over its entries.
+
+    Each stored entry is sent to the cell ``(y_i, j)`` of a flat (classes x features)
+    table by one weighted ``bincount``: one addition per entry, where the product with
+    the one-hot class matrix (scipy's sparse kernels, as ``X.T @ Y`` does) spends an
+    addition per entry and class or builds a sparse result. Rows are taken in blocks, so
+    the per-entry scratch stays bounded (see ``per_block``).
+    """
+    n, n_features = X.shape
+    size = n_classes * n_features
+    indptr = X.indptr
+    base = y_index.astype(np.intp) * n_features
+    # Blocks of whole rows with about 2 x (classes x features) entries, so that the
+    # table's own cost (zeroing, adding up) stays well below the entries', but at most
+    # _TOTALS_BLOCK unless the table itself is larger.
+    per_block = max(min(2 * size, _TOTALS_BLOCK), size, 1)
+    cuts = np.searchsorted(indptr, np.arange(per_block, X.nnz, per_block), side="right") - 1
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    out = None
+    for r0, r1 in zip(bounds[:-1], bounds[1:]):
+        s, e = indptr[r0], indptr[r1]
+        if e == s:
+            continue
+        lengths = np.diff(indptr[r0 : r1 + 1])
+        key = np.repeat(base[r0:r1], lengths)
+        key += X.indices[s:e]
+        values = X.data[s:e]
+        if w is not None:
+            values = values * np.repeat(w[r0:r1], lengths)
+        block = np.bincount(key, weights=values, minlength=size)
+        if out is None:
+            out = block
+        else:
+            out += block
+    if out is None:
+        out = np.zeros(size)
+    return out.reshape(n_classes, n_features)
 
 
 def categorical_stats(X, y_index, n_classes, n_categories, sample_weight=None):
@@ -152,3 +202,383 @@ def merge(first, *others):
             raise TypeError(f"cannot merge {type(out).__name__} with {type(other).__name__}")
         out = out.merge(other)
     return out
+
+
+# ----------------------------------------------------------------------------- Gaussian scatter
+
+
+class ScatterStats(NamedTuple):
+    r"""Weighted class counts, means and scatter matrices (multivariate Gaussian families).
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c = \sum_{i: y_i = c} w_i`.
+    mean : ndarray of shape (n_classes, n_features)
+        :math:`\bar x_c = \sum_{i: y_i = c} w_i x_i / N_c` (zeros for a class with
+        :math:`N_c = 0`).
+    scatter : ndarray of shape (n_classes, n_features, n_features)
+        :math:`S_c = \sum_{i: y_i = c} w_i (x_i - \bar x_c)(x_i - \bar x_c)^\top`,
+        symmetric positive semi-definite.
+
+    Centred statistics rather than raw second moments :math:`\sum w x x^\top` are kept
+    because the raw form loses every digit of the variance when the mean is large
+    compared with the spread (:math:`\sum w x^2 - N \bar x^2` cancels).
+    """
+
+    class_count: np.ndarray
+    mean: np.ndarray
+    scatter: np.ndarray
+
+    def merge(self, other):
+        r"""Statistics of the union of two disjoint sets of rows (Chan et al.'s update).
+
+        .. math::
+
+            N = N_A + N_B, \quad \delta = \bar x_B - \bar x_A, \quad
+            \bar x = \bar x_A + \frac{N_B}{N}\,\delta, \quad
+            S = S_A + S_B + \frac{N_A N_B}{N}\,\delta\delta^\top
+
+        per class; a class empty on both sides keeps zero mean and scatter.
+        """
+        n_a = np.asarray(self.class_count, dtype=np.float64)
+        n_b = np.asarray(other.class_count, dtype=np.float64)
+        m_a = np.asarray(self.mean, dtype=np.float64)
+        m_b = np.asarray(other.mean, dtype=np.float64)
+        n = n_a + n_b
+        safe = np.where(n > 0, n, 1.0)
+        delta = m_b - m_a
+        mean = m_a + (n_b / safe)[:, None] * delta
+        # An empty side must not move the mean: its stored mean is a placeholder zero.
+        mean = np.where((n_a > 0)[:, None], mean, m_b)
+        mean = np.where((n_b > 0)[:, None], mean, m_a)
+        cross = (n_a * n_b / safe)[:, None, None] * (delta[:, :, None] * delta[:, None, :])
+        scatter = np.asarray(self.scatter, dtype=np.float64) + np.asarray(other.scatter, dtype=np.float64) + cross
+        return ScatterStats(n, mean, scatter)
+
+
+def scatter_stats(X, y_index, n_classes, sample_weight=None):
+    r"""Weighted class counts, means and centred scatter matrices.
+
+    Computed in two passes (means first, then the scatter of the centred rows), so the
+    scatter keeps its precision however far the data sit from the origin.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense, finite real values.
+    y_index : int ndarray of shape (n_samples,)
+        Class index of each row, in ``range(n_classes)``.
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,), optional
+        Non-negative weights; a weight ``w`` counts like ``w`` copies of the row.
+
+    Returns
+    -------
+    ScatterStats
+    """
+    if sp.issparse(X):
+        raise TypeError("scatter_stats needs dense data; got a sparse matrix")
+    X = np.asarray(X, dtype=np.float64)
+    y_index = np.asarray(y_index)
+    n, n_features = X.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    Y, w = _class_weights(y_index, n_classes, w)
+    class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
+    sums = np.asarray(Y.T @ X, dtype=np.float64).reshape(n_classes, n_features)
+    mean = np.zeros((n_classes, n_features))
+    seen = class_count > 0
+    mean[seen] = sums[seen] / class_count[seen, None]
+    # sqrt(w) on both factors makes ``A.T @ A`` a symmetric rank-k update (exactly
+    # symmetric), where ``(w * D).T @ D`` would differ from its transpose by round-off.
+    centred = (X - mean[y_index]) * np.sqrt(w)[:, None]
+    order = np.argsort(y_index, kind="stable")
+    bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
+    scatter = np.zeros((n_classes, n_features, n_features))
+    for c in range(n_classes):
+        rows = centred[order[bounds[c] : bounds[c + 1]]]
+        if rows.shape[0]:
+            scatter[c] = rows.T @ rows
+    return ScatterStats(class_count, mean, scatter)
+
+
+__all__ += ["ScatterStats", "scatter_stats"]
+
+
+# ----------------------------------------------------------------------------- Poisson counts
+
+
+class PoissonStats(NamedTuple):
+    r"""Weighted class and feature totals plus the log-factorial total (Poisson family).
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c = \sum_{i: y_i = c} w_i`.
+    feature_count : ndarray of shape (n_classes, n_features)
+        :math:`T_{cj} = \sum_{i: y_i = c} w_i x_{ij}`.
+    log_factorial : ndarray of shape (n_classes,)
+        :math:`L_c = \sum_{i: y_i = c} w_i \sum_j \log x_{ij}!`, the base-measure part of
+        the Poisson likelihood of the count vectors. It does not depend on the rates, so
+        it never moves a posterior, but the probability of the observed counts (the log
+        evidence) needs it.
+    """
+
+    class_count: np.ndarray
+    feature_count: np.ndarray
+    log_factorial: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows."""
+        return PoissonStats(*(np.asarray(a) + np.asarray(b) for a, b in zip(self, other)))
+
+
+def poisson_stats(X, y_index, n_classes, sample_weight=None):
+    r"""Weighted class totals, feature totals and log-factorial totals of count data.
+
+    Parameters
+    ----------
+    X : ndarray or scipy.sparse CSR matrix of shape (n_samples, n_features)
+        Non-negative counts (never densified when sparse: :math:`\log 0! = 0`, so only
+        the stored non-zeros enter :math:`L_c`).
+    y_index : int ndarray of shape (n_samples,)
+        Class index of each row, in ``range(n_classes)``.
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    PoissonStats
+    """
+    from scipy.special import gammaln
+
+    counts = count_stats(X, y_index, n_classes, sample_weight)
+    if sp.issparse(X):
+        X = X.tocsr()
+        if not X.has_canonical_format:
+            # log x! is not additive: duplicate entries must be summed before it is taken.
+            X = X.copy()
+            X.sum_duplicates()
+        per_entry = sp.csr_matrix((gammaln(X.data + 1.0), X.indices, X.indptr), shape=X.shape)
+        row_log_factorial = np.asarray(per_entry.sum(axis=1), dtype=np.float64).ravel()
+    else:
+        row_log_factorial = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+    w = np.ones(row_log_factorial.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    log_factorial = np.bincount(y_index, weights=w * row_log_factorial, minlength=n_classes).astype(np.float64)
+    return PoissonStats(counts.class_count, counts.feature_count, log_factorial)
+
+
+__all__ += ["PoissonStats", "poisson_stats"]
+
+
+# ----------------------------------------------------------------------------- Gaussian, diagonal
+
+
+class GaussianStats(NamedTuple):
+    r"""Weighted class counts, means and sums of squared deviations (diagonal Gaussian).
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c = \sum_{i: y_i = c} w_i`.
+    mean : ndarray of shape (n_classes, n_features)
+        :math:`\bar x_{cj} = \sum_{i: y_i = c} w_i x_{ij} / N_c`, rounded to float64
+        (zero for a class with :math:`N_c = 0`).
+    m2 : ndarray of shape (n_classes, n_features)
+        :math:`M_{2,cj} = \sum_{i: y_i = c} w_i (x_{ij} - \bar x_{cj})^2`.
+    mean_residual : ndarray of shape (n_classes, n_features) or 0.0
+        The low-order part of the mean: ``mean + mean_residual`` is :math:`\bar x` to
+        about twice float64 precision. Optional (default 0).
+
+    Centred sums of squares rather than raw :math:`\sum w x^2` are kept because
+    :math:`\sum w x^2 - N \bar x^2` loses every digit of the variance once the mean is
+    large compared with the spread. The mean's low-order part matters when statistics
+    are merged: the update needs :math:`\bar x_B - \bar x_A`, and with means rounded to
+    float64 its error is :math:`\sim \epsilon |\bar x|`, so :math:`M_2` would lose about
+    :math:`\epsilon |\bar x| / \mathrm{sd}` relative precision at every merge (1e-8 for
+    data at 1e8 with unit spread); with it, merges are exact to rounding.
+    """
+
+    class_count: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    mean_residual: np.ndarray | float = 0.0
+
+    def merge(self, other):
+        r"""Statistics of the union of two disjoint sets of rows (Chan et al.'s update).
+
+        .. math::
+
+            N = N_A + N_B, \quad \delta = \bar x_B - \bar x_A, \quad
+            \bar x = \bar x_A + \frac{N_B}{N}\,\delta, \quad
+            M_2 = M_{2,A} + M_{2,B} + \frac{N_A N_B}{N}\,\delta^2
+
+        per (class, feature), with the means carried in two parts (``mean`` and
+        ``mean_residual``); a class empty on one side takes the other side's values.
+        """
+        return GaussianStats(*_chan_merge(_four(self, np), _four(other, np), np))
+
+
+def _four(stats, xp):
+    n, mean, m2, resid = stats
+    mean = xp.asarray(mean, dtype=xp.float64)
+    return (
+        xp.asarray(n, dtype=xp.float64),
+        mean,
+        xp.asarray(m2, dtype=xp.float64),
+        xp.broadcast_to(xp.asarray(resid, dtype=xp.float64), mean.shape),
+    )
+
+
+def _two_sum(a, b):
+    """Knuth's error-free sum: ``s + err == a + b`` exactly, ``s = fl(a + b)``.
+
+    (Where XLA contracts the computation of ``b`` into a fused multiply-add, the pair
+    still represents ``a + b`` to rounding in ``err``, as ``|b| << |a|`` here.)
+    """
+    s = a + b
+    b_virtual = s - a
+    return s, (a - (s - b_virtual)) + (b - b_virtual)
+
+
+def _chan_merge(a, b, xp):
+    """Chan et al.'s pairwise update on (count, mean, m2, mean_residual), numpy or jax.numpy."""
+    n_a, m_a, s_a, r_a = a
+    n_b, m_b, s_b, r_b = b
+    n = n_a + n_b
+    safe = xp.where(n > 0, n, 1.0)
+    share = (n_b / safe)[:, None]
+    # m_b - m_a is exact when the means are within a factor 2 (Sterbenz), the case
+    # where it cancels; the residuals restore the digits the rounded means lost.
+    delta = (m_b - m_a) + (r_b - r_a)
+    mean, resid = _two_sum(m_a, r_a + share * delta)
+    # An empty side must not move the mean: its stored mean is a placeholder zero.
+    for keep, m_k, r_k in (((n_a > 0)[:, None], m_b, r_b), ((n_b > 0)[:, None], m_a, r_a)):
+        mean = xp.where(keep, mean, m_k)
+        resid = xp.where(keep, resid, r_k)
+    m2 = s_a + s_b + (n_a * share[:, 0])[:, None] * delta * delta
+    return n, mean, m2, resid
+
+
+# Rows per chunk of the statistics pass: a chunk of (rows x features) doubles stays in
+# cache between the sweep for the means and the sweep for the squared deviations, so X
+# is read from memory once. Full chunks run a compiled JAX kernel (one compiled shape per
+# number of features and classes); a remainder shorter than a chunk, and small data,
+# run the same update in numpy, which compiles nothing.
+_STATS_CHUNK_ENTRIES = 1 << 18
+
+
+def _segment_sum(values, y, n_classes, xp):
+    if xp is np:
+        onehot = (y[:, None] == np.arange(n_classes)[None, :]).astype(np.float64)
+        # einsum, not BLAS: a threaded BLAS call on these small, skinny products costs
+        # milliseconds of thread start-up on a loaded machine.
+        return np.einsum("nc,n...->c...", onehot, values)
+    import jax
+
+    return jax.ops.segment_sum(values, y, n_classes)
+
+
+def _first_rows(y, n_classes, xp):
+    """Index of the first row of each class (an arbitrary valid row for absent classes)."""
+    n = y.shape[0]
+    if xp is np:
+        first = np.full(n_classes, n - 1, dtype=np.intp)
+        np.minimum.at(first, y, np.arange(n))
+        return first
+    import jax
+
+    return xp.minimum(jax.ops.segment_min(xp.arange(n), y, n_classes), n - 1)
+
+
+def _gaussian_update(state, X, y, w, xp):
+    """Merge the statistics of one chunk of rows into ``state`` (count, mean, m2, mean_residual)."""
+    n_classes = state[0].shape[0]
+    count = _segment_sum(w, y, n_classes, xp)
+    safe = xp.where(count > 0, count, 1.0)[:, None]
+    # Everything is computed on deviations from one row of the class (exact, by
+    # Sterbenz's lemma, when the data sit far from 0), so every rounding error below is
+    # relative to the spread of the data, not to its magnitude. That also makes the
+    # result indifferent to XLA contracting products into fused multiply-adds.
+    ref = X[_first_rows(y, n_classes, xp)]
+    d = X - ref[y]
+    mean = _segment_sum(w[:, None] * d, y, n_classes, xp) / safe
+    dev = d - mean[y]
+    # Corrected two-pass (Bjorck): the rounding error e of the first-pass mean adds
+    # N e^2 to the sum of squares; the first-order sum of deviations removes it.
+    wdev = w[:, None] * dev
+    resid = _segment_sum(wdev, y, n_classes, xp)
+    m2 = _segment_sum(wdev * dev, y, n_classes, xp)
+    correction = resid / safe
+    hi, low = _two_sum(ref, mean + correction)
+    m2 = xp.maximum(m2 - resid * correction, 0.0)
+    return _chan_merge(state, (count, hi, m2, low), xp)
+
+
+_gaussian_update_jit = None
+
+
+def gaussian_stats(X, y_index, n_classes, sample_weight=None):
+    r"""Weighted class counts, means and centred sums of squares of dense real data.
+
+    One pass over ``X`` in row chunks: each chunk's per-class means and centred sums of
+    squares are computed in two sweeps over the (cached) chunk (the corrected two-pass
+    algorithm) and merged into the running totals with :meth:`GaussianStats.merge`'s
+    update, so the result keeps its precision however far the data sit from the origin.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Dense, finite real values.
+    y_index : int ndarray of shape (n_samples,)
+        Class index of each row, in ``range(n_classes)``.
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,), optional
+        Non-negative weights; a weight ``w`` counts like ``w`` copies of the row.
+
+    Returns
+    -------
+    GaussianStats
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is sparse.
+    ValueError
+        If ``X`` or ``sample_weight`` contains NaN or infinity.
+    """
+    global _gaussian_update_jit
+    if sp.issparse(X):
+        raise TypeError("gaussian_stats needs dense data; got a sparse matrix (call .toarray())")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be 2-d (n_samples, n_features), got shape {X.shape}")
+    y_index = np.asarray(y_index, dtype=np.int32)
+    n, n_features = X.shape
+    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    chunk = 1 << max(0, (_STATS_CHUNK_ENTRIES // max(n_features, 1)).bit_length() - 1)
+    n_full = (n // chunk) * chunk
+    state = (np.zeros(n_classes),) + tuple(np.zeros((n_classes, n_features)) for _ in range(3))
+    if n_full:
+        import jax
+        import jax.numpy as jnp
+
+        from ._x64 import enable_x64
+
+        if _gaussian_update_jit is None:
+            _gaussian_update_jit = jax.jit(lambda s, a, b, c: _gaussian_update(s, a, b, c, jnp))
+        with enable_x64():
+            for start in range(0, n_full, chunk):
+                stop = start + chunk
+                state = _gaussian_update_jit(state, X[start:stop], y_index[start:stop], w[start:stop])
+            state = tuple(np.asarray(a, dtype=np.float64) for a in state)
+    if n_full < n:
+        with np.errstate(all="ignore"):
+            state = _gaussian_update(state, X[n_full:], y_index[n_full:], w[n_full:], np)
+    out = GaussianStats(*(np.asarray(a, dtype=np.float64) for a in state))
+    if not all(np.all(np.isfinite(a)) for a in out):
+        raise ValueError("gaussian_stats: X or sample_weight contains NaN or infinity")
+    return out
+
+
+__all__ += ["GaussianStats", "gaussian_stats"]

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d, validate_data
+from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import class_prior as _class_prior
 from .._normalize import log_normalize
@@ -58,6 +58,16 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     def _make_prior(self):  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def _feature_prior_posterior(self):
+        prior = self._make_prior()
+        return prior, self._family.posterior(prior, self.stats_)
+
+    def _feature_log_evidence(self):
+        return self._family.log_evidence(self.prior_, self.stats_)
+
+    def _sample_features(self, key, n):
+        return self._family.sample(key, self.posterior_, n)
 
     def _log_likelihood(self, params, X):
         return self._family.log_likelihood(params, X)
@@ -159,8 +169,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         if not isinstance(self.fit_prior, (bool, np.bool_)):
             raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
         n_classes = self.classes_.size
-        self.prior_ = self._make_prior()
-        self.posterior_ = self._family.posterior(self.prior_, self.stats_)
+        self.prior_, self.posterior_ = self._feature_prior_posterior()
         if self.class_prior is not None:
             self.class_prior_ = check_class_prior(self.class_prior, n_classes)
             self.class_dirichlet_ = self.class_posterior_ = None
@@ -210,7 +219,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "stats_")
         X = self._check_X(X, reset=False)
         kind = check_estimate(self.estimate)
-        if kind == "predictive":
+        if kind == "predictive" and not getattr(self._family, "PREDICTIVE_IS_MEAN_PLUGIN", False):
             joint = self._log_predictive(X)
         else:
             joint = self._log_likelihood(self._point(kind), X)
@@ -289,7 +298,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
                 label_part = float(np.sum(np.where(n > 0, n * np.log(self.class_prior_), 0.0)))
         else:
             label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
-        return label_part + self._family.log_evidence(self.prior_, self.stats_)
+        return label_part + float(self._feature_log_evidence())
 
     def _draw(self, n, random_state):
         key_class, key_feat = jax.random.split(key_from_random_state(random_state))
@@ -298,7 +307,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
                 log_class = np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
         else:
             log_class = np.asarray(_class_prior.sample_log(key_class, self.class_posterior_, n))
-        params = self._family.sample(key_feat, self.posterior_, n)
+        params = self._sample_features(key_feat, n)
         return log_class, jax.tree.map(np.asarray, params)
 
     def sample_posterior(self, n=1000, random_state=None):

@@ -7,7 +7,16 @@ import scipy.sparse as sp
 from sklearn.preprocessing import binarize as _binarize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_binary, check_category_codes, check_estimate, check_non_negative
+from .._validation import (
+    binarize_csr,
+    check_binary,
+    check_category_codes,
+    check_category_table,
+    check_estimate,
+    check_non_negative,
+    is_sparse_threshold,
+    sparse_counts_input,
+)
 from ..families import bernoulli, categorical, multinomial
 from ..priors import beta_from_alpha, categorical_dirichlet_from_alpha, dirichlet_from_alpha
 from ..stats import categorical_stats, count_stats
@@ -108,7 +117,9 @@ class MultinomialNB(_DiscreteNB):
     _family = multinomial
 
     def _check_X(self, X, reset):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        # Integer CSR counts are not copied to float64 (see sparse_counts_input).
+        X, dtype, integral = sparse_counts_input(X)
+        X = validate_data(self, X, accept_sparse="csr", dtype=dtype, reset=reset, ensure_all_finite=not integral)
         return check_non_negative(X, type(self).__name__)
 
     def _compute_stats(self, X, y_index, sample_weight):
@@ -179,9 +190,16 @@ class BernoulliNB(_DiscreteNB):
         self.binarize = binarize
 
     def _check_X(self, X, reset):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
+        given = X
+        X, dtype, integral = sparse_counts_input(X)
+        X = validate_data(self, X, accept_sparse="csr", dtype=dtype, reset=reset, ensure_all_finite=not integral)
         if self.binarize is None:
             return check_binary(X, type(self).__name__)
+        if sp.issparse(X) and sp.issparse(given) and is_sparse_threshold(self.binarize):
+            # Values converted above belong to this call and are binarised in place;
+            # the caller's own values never are.
+            own = not np.may_share_memory(X.data, getattr(given, "data", X.data))
+            return binarize_csr(X, self.binarize, overwrite=own)
         X = _binarize(X, threshold=self.binarize)
         if sp.issparse(X):
             X.eliminate_zeros()
@@ -280,7 +298,7 @@ class CategoricalNB(_DiscreteNB):
                     f"min_categories must be a positive int or an int array of shape ({X.shape[1]},), got {self.min_categories!r}"
                 )
             n_cat = np.maximum(n_cat, m)
-        self.n_categories_ = n_cat.astype(np.int64)
+        self.n_categories_ = check_category_table(n_cat.astype(np.int64), type(self).__name__)
         return categorical_stats(X, y_index, self.classes_.size, self.n_categories_, sample_weight)
 
     def _make_prior(self):

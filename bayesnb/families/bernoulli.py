@@ -34,6 +34,10 @@ __all__ = [
 ]
 
 
+# A new row holds one observation per Dirichlet cell, so the exact posterior predictive is
+# the plug-in of the posterior mean: callers may reuse cached "mean" parameters for it.
+PREDICTIVE_IS_MEAN_PLUGIN = True
+
 class BernoulliParams(NamedTuple):
     """Plug-in parameters.
 

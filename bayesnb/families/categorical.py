@@ -25,7 +25,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from .._linear import log_linear
-from ..priors import CategoricalDirichlet
 from . import _dirichlet
 
 __all__ = [
@@ -38,6 +37,10 @@ __all__ = [
     "sample",
 ]
 
+
+# A new row holds one observation per Dirichlet cell, so the exact posterior predictive is
+# the plug-in of the posterior mean: callers may reuse cached "mean" parameters for it.
+PREDICTIVE_IS_MEAN_PLUGIN = True
 
 class CategoricalParams(NamedTuple):
     """Plug-in parameters.
