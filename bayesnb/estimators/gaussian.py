@@ -1,0 +1,190 @@
+"""Gaussian naive Bayes with Normal-Inverse-Gamma priors (a thin front over the core)."""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_estimate
+from ..families import gaussian
+from ..stats import gaussian_stats
+from ._base import BaseNB
+
+__all__ = ["GaussianNB"]
+
+
+class GaussianNB(BaseNB):
+    r"""Naive Bayes for real features, with a Normal-Inverse-Gamma prior per (class, feature).
+
+    :math:`x_j \mid y=c \sim \mathcal N(\mu_{cj}, \sigma^2_{cj})` independently over
+    features, :math:`\sigma^2_{cj} \sim \mathrm{InvGamma}(a_0, b_0)`,
+    :math:`\mu_{cj} \mid \sigma^2_{cj} \sim \mathcal N(m_0, \sigma^2_{cj}/\kappa_0)`. The
+    posterior is NIG with
+
+    .. math::
+
+        \kappa_n = \kappa_0 + N_c, \quad m_n = \frac{\kappa_0 m_0 + N_c \bar x_{cj}}{\kappa_n},
+        \quad a_n = a_0 + \frac{N_c}{2}, \quad
+        b_n = b_0 + \frac{M_{2,cj}}{2} + \frac{\kappa_0 N_c (\bar x_{cj} - m_0)^2}{2\kappa_n},
+
+    and the exact posterior predictive of a feature is Student-t with :math:`2a_n`
+    degrees of freedom, location :math:`m_n` and squared scale
+    :math:`b_n(\kappa_n + 1)/(a_n\kappa_n)` (see :mod:`bayesnb.families.gaussian`).
+
+    ``estimate="mle"`` with ``var_smoothing=1e-9`` and ``class_prior`` set to the
+    empirical class frequencies reproduces ``sklearn.naive_bayes.GaussianNB`` after
+    ``fit`` (with or without ``sample_weight``). Two documented differences:
+    scikit-learn's variance floor :math:`\epsilon` is ``var_smoothing`` times the largest
+    *unweighted* variance of the ``X`` of the *latest* ``fit``/``partial_fit`` call; here
+    it is the largest weighted variance of all rows seen (so that ``partial_fit`` equals
+    ``fit`` and a weight of 2 equals a duplicated row). And a class without training rows
+    has no maximum-likelihood estimate: ``"mle"`` raises ``ValueError`` for it (the
+    Bayesian estimates use the prior).
+
+    Parameters
+    ----------
+    prior : NormalInverseGamma or None, default=None
+        :class:`bayesnb.priors.NormalInverseGamma` with ``loc``, ``kappa``,
+        ``concentration``, ``rate`` each a scalar or an array broadcastable to
+        (n_classes, n_features); ``kappa``, ``concentration``, ``rate`` finite and > 0.
+        ``None``: the default prior scaled to the data,
+        :math:`m_0 = \bar x_j`, :math:`\kappa_0 = 0.01`, :math:`a_0 = 1`,
+        :math:`b_0 = 0.02\, v_j` (:math:`\bar x_j, v_j` the pooled weighted mean and
+        variance of feature :math:`j`; prior mode of :math:`\sigma^2` = 1% of
+        :math:`v_j`), see :func:`bayesnb.families.gaussian.default_prior`. It is
+        recomputed from all rows seen at every ``fit``/``partial_fit`` (empirical
+        Bayes), so it rescales with each feature and ``log_evidence`` under it is not
+        the evidence of a prior fixed in advance.
+    var_smoothing : float, default=1e-9
+        ``estimate="mle"`` only: :math:`\epsilon` = ``var_smoothing`` times the largest
+        pooled feature variance is added to every variance (scikit-learn's parameter).
+    class_alpha : float or array-like of shape (n_classes,), default=1.0
+        Concentration :math:`\beta` of the Dirichlet prior on the class proportions.
+    class_prior : array-like of shape (n_classes,), default=None
+        Fixed class proportions; overrides the Dirichlet posterior on them.
+    fit_prior : bool, default=True
+        If False (and ``class_prior`` is None) the class proportions are fixed uniform.
+    estimate : {"predictive", "mean", "map", "mle"}, default="predictive"
+        What ``predict*`` use: the exact Student-t posterior predictive; the plug-in of
+        the posterior mean :math:`(m_n, b_n/(a_n - 1))` (needs :math:`a_n > 1`); of the
+        joint posterior mode :math:`(m_n, b_n/(a_n + 3/2))` in :math:`(\mu, \sigma^2)`;
+        or of the maximum-likelihood estimate :math:`(\bar x, M_2/N + \epsilon)`. The
+        class proportions follow the same estimate. May be changed after ``fit``.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Weighted number of training rows per class.
+    theta_ : ndarray of shape (n_classes, n_features)
+        Means of the current estimate (:math:`m_n` for "predictive").
+    var_ : ndarray of shape (n_classes, n_features)
+        Variances of the current estimate; for "predictive" the posterior mean
+        :math:`b_n/(a_n - 1)`, ``inf`` where :math:`a_n \le 1`.
+    epsilon_ : float
+        The "mle" variance floor ``var_smoothing * max_j v_j``.
+    stats_ : GaussianStats
+    prior_ : NormalInverseGamma
+        The prior in use, broadcast to (n_classes, n_features).
+    posterior_ : NormalInverseGamma
+    class_posterior_ : Dirichlet or None
+    class_prior_ : ndarray or None
+    class_log_prior_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.estimators.gaussian import GaussianNB
+    >>> X = np.array([[-1.0, -1.0], [-2.0, -1.0], [-3.0, -2.0], [1.0, 1.0], [2.0, 1.0], [3.0, 2.0]])
+    >>> clf = GaussianNB().fit(X, [1, 1, 1, 2, 2, 2])
+    >>> clf.predict([[-0.8, -1.0]]).tolist()
+    [1]
+    """
+
+    _family = gaussian
+
+    def __init__(
+        self,
+        *,
+        prior=None,
+        var_smoothing=1e-9,
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+    ):
+        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        self.prior = prior
+        self.var_smoothing = var_smoothing
+
+    # ------------------------------------------------------------------ hooks
+    def _check_X(self, X, reset):
+        if sp.issparse(X):
+            raise TypeError(
+                f"{type(self).__name__} needs dense input; got a sparse matrix. Densify it "
+                "with X.toarray() (Gaussian features are rarely sparse)."
+            )
+        return validate_data(self, X, dtype=np.float64, order="C", reset=reset)
+
+    def _compute_stats(self, X, y_index, sample_weight):
+        return gaussian_stats(X, y_index, self.classes_.size, sample_weight)
+
+    def _var_smoothing(self):
+        vs = self.var_smoothing
+        if isinstance(vs, bool) or not isinstance(vs, numbers.Real) or not np.isfinite(vs) or vs < 0:
+            raise ValueError(f"var_smoothing must be a finite number >= 0, got {vs!r}")
+        return float(vs)
+
+    def _make_prior(self):
+        self._var_smoothing()
+        if self.prior is None:
+            return gaussian.default_prior(self.stats_)
+        return gaussian.check_prior(self.prior, self.classes_.size, self.n_features_in_)
+
+    def _point(self, kind):
+        kind = "mean" if kind == "predictive" else kind
+        vs = self._var_smoothing()
+        # var_smoothing only enters "mle"; it is part of the key because set_params may
+        # change it after fit.
+        key = (kind, vs) if kind == "mle" else kind
+        if key not in self._cache:
+            self._cache[key] = gaussian.point(self.prior_, self.stats_, kind, var_smoothing=vs)
+        return self._cache[key]
+
+    def _named_draws(self, params):
+        return {"loc": np.asarray(params.loc), "var": np.asarray(params.var)}
+
+    # ------------------------------------------------------------- attributes
+    def _current(self):
+        check_is_fitted(self, "stats_")
+        kind = check_estimate(self.estimate)
+        if kind == "predictive":
+            return gaussian.moments(self.posterior_)
+        return self._point(kind)
+
+    @property
+    def theta_(self):
+        """ndarray of shape (n_classes, n_features): means of the current ``estimate``."""
+        return np.asarray(self._current().loc)
+
+    @property
+    def var_(self):
+        """ndarray of shape (n_classes, n_features): variances of the current ``estimate``."""
+        return np.asarray(self._current().var)
+
+    @property
+    def epsilon_(self):
+        """float: the "mle" variance floor, ``var_smoothing`` times the largest pooled variance."""
+        check_is_fitted(self, "stats_")
+        return gaussian.mle_epsilon(self.stats_, self._var_smoothing())
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = False
+        tags.input_tags.allow_nan = False
+        return tags
