@@ -7,7 +7,15 @@ scikit-learn compatible estimators.
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
-from .estimators import BernoulliNB, CategoricalNB, MultinomialNB
+from .estimators import (
+    BernoulliNB,
+    CategoricalNB,
+    GaussianBayesClassifier,
+    GaussianNB,
+    MixedNB,
+    MultinomialNB,
+    PoissonNB,
+)
 from .exceptions import ZeroLikelihoodWarning
 
 try:
@@ -18,7 +26,11 @@ except _PackageNotFoundError:  # pragma: no cover - running from a source tree
 __all__ = [
     "BernoulliNB",
     "CategoricalNB",
+    "GaussianBayesClassifier",
+    "GaussianNB",
+    "MixedNB",
     "MultinomialNB",
+    "PoissonNB",
     "ZeroLikelihoodWarning",
     "__version__",
 ]

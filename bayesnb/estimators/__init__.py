@@ -2,5 +2,18 @@
 
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
+from .gaussian import GaussianNB
+from .gaussian_bayes import GaussianBayesClassifier
+from .mixed import MixedNB
+from .poisson import PoissonNB
 
-__all__ = ["BaseNB", "BernoulliNB", "CategoricalNB", "MultinomialNB"]
+__all__ = [
+    "BaseNB",
+    "BernoulliNB",
+    "CategoricalNB",
+    "GaussianBayesClassifier",
+    "GaussianNB",
+    "MixedNB",
+    "MultinomialNB",
+    "PoissonNB",
+]

@@ -1,0 +1,508 @@
+r"""One naive Bayes model over blocks of columns of different families.
+
+:class:`MixedNB` is a composition and holds no math of its own: each block of columns is
+modelled by its own bayesnb estimator (Gaussian, Bernoulli, categorical, multinomial,
+Poisson, ...), the class proportions live once in :class:`MixedNB`, and every quantity is
+the class part plus the sum of the blocks' feature parts. Naive Bayes already assumes the
+features independent given the class, so grouping them into blocks changes nothing in
+the model, only which family describes which column.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import NamedTuple
+
+import jax
+import numpy as np
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_category_codes
+from ._base import BaseNB
+from .discrete import BernoulliNB, CategoricalNB
+from .gaussian import GaussianNB
+from .poisson import PoissonNB
+
+__all__ = ["MixedNB"]
+
+
+class LabelStats(NamedTuple):
+    """Weighted class counts, the only statistics :class:`MixedNB` keeps itself.
+
+    The feature statistics live in the blocks' estimators, each of which merges its own.
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c = \\sum_{i: y_i = c} w_i`.
+    """
+
+    class_count: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows."""
+        return LabelStats(np.asarray(self.class_count) + np.asarray(other.class_count))
+
+
+class _BlockData:
+    """The columns of one ``X`` split by block (what MixedNB's ``_check_X`` returns).
+
+    Attributes
+    ----------
+    parts : list
+        One array/DataFrame/CSR matrix per block, in the order of ``estimators_``.
+    shape : tuple (n_samples, n_features)
+    """
+
+    __slots__ = ("parts", "shape")
+
+    def __init__(self, parts, shape):
+        self.parts = parts
+        self.shape = shape
+
+
+def _is_dataframe(X):
+    return hasattr(X, "iloc") and hasattr(X, "dtypes") and hasattr(X, "columns")
+
+
+def _dtype_kind(dtype):
+    """'bool', 'float', 'int', 'categorical' or None for a pandas/numpy column dtype."""
+    import pandas as pd
+
+    api = pd.api.types
+    if isinstance(dtype, pd.CategoricalDtype) or api.is_object_dtype(dtype) or api.is_string_dtype(dtype):
+        return "categorical"
+    if api.is_bool_dtype(dtype):
+        return "bool"
+    if api.is_integer_dtype(dtype):
+        return "int"
+    if api.is_float_dtype(dtype):
+        return "float"
+    return None
+
+
+# The family chosen for each inferred column kind, and its block name.
+_INFERRED = {
+    "float": ("gaussian", lambda: GaussianNB()),
+    "bool": ("bernoulli", lambda: BernoulliNB(binarize=None)),
+    "categorical": ("categorical", lambda: CategoricalNB()),
+    "int": ("poisson", lambda: PoissonNB()),
+}
+
+
+class MixedNB(BaseNB):
+    r"""Naive Bayes over blocks of columns, each block modelled by its own family.
+
+    With blocks :math:`B_1, \dots, B_m` partitioning the columns, each modelled by a
+    bayesnb estimator with parameters :math:`\theta_b`, and class proportions
+    :math:`\pi \sim \mathrm{Dir}(\beta)`,
+
+    .. math::
+
+        \log p(x, y=c \mid D) = \log p(y=c \mid D) + \sum_{b=1}^m \log p(x_{B_b} \mid y=c, D),
+
+    where each block's term is its plug-in likelihood (``estimate`` = "mle", "map",
+    "mean") or its exact posterior predictive ("predictive"). The block parameters are
+    a priori independent of each other and of :math:`\pi`, so the posterior factorises
+    and the evidence is a sum:
+
+    .. math::
+
+        \log p(X, y) = \log p(y) + \sum_b \log p(X_{B_b} \mid y).
+
+    Posterior draws are independent across blocks and share one draw of :math:`\pi`.
+
+    Each block's estimator is cloned and fitted on its columns; only its feature part is
+    used: its own ``class_alpha``, ``class_prior``, ``fit_prior`` and ``estimate`` are
+    ignored (they must still be valid for that estimator; the class proportions and the
+    ``estimate`` of :class:`MixedNB` apply to every block).
+
+    Parameters
+    ----------
+    blocks : list of (name, estimator, columns) or None, default=None
+        Like scikit-learn's ``ColumnTransformer``: ``name`` a unique string without
+        ``"__"``, ``estimator`` an unfitted bayesnb estimator (``GaussianNB``,
+        ``BernoulliNB``, ``CategoricalNB``, ``MultinomialNB``, ``PoissonNB``, ...),
+        ``columns`` an int, a list of ints, a slice, a boolean mask, or (for a pandas
+        DataFrame) a column name or list of names. ``None`` requires a DataFrame and
+        infers one block per column kind from the dtypes:
+
+        * float → ``GaussianNB()`` (block ``"gaussian"``);
+        * bool → ``BernoulliNB(binarize=None)`` (block ``"bernoulli"``);
+        * pandas ``category``, object or string → ``CategoricalNB()`` (block
+          ``"categorical"``);
+        * integer → ``PoissonNB()`` (block ``"poisson"``): integers are taken as counts,
+          the natural discrete model of a non-negative integer; a negative integer is an
+          error. Cast such columns to float (Gaussian) or ``category``, or give
+          ``blocks`` explicitly, to model them otherwise.
+
+        Other dtypes (datetimes, complex, ...) are a ``TypeError``.
+    remainder : {"error", "drop"}, default="error"
+        What to do with columns in no block: an error, or ignore them.
+    class_alpha : float or array-like of shape (n_classes,), default=1.0
+        Concentration :math:`\beta` of the Dirichlet prior on the class proportions.
+    class_prior : array-like of shape (n_classes,), default=None
+        Fixed class proportions; overrides the Dirichlet posterior on them.
+    fit_prior : bool, default=True
+        If False (and ``class_prior`` is None) the class proportions are fixed uniform.
+    estimate : {"predictive", "mean", "map", "mle"}, default="predictive"
+        What ``predict*`` use, for the class proportions and every block alike. May be
+        changed after ``fit`` with ``set_params``.
+
+    Attributes
+    ----------
+    estimators_ : list of (name, fitted estimator, column indices)
+        The fitted blocks; ``column indices`` an int ndarray into the columns of ``X``.
+    named_estimators_ : dict
+        Block name → fitted estimator.
+    categories_ : dict
+        Column position → ndarray of the categories of a non-numeric DataFrame column
+        modelled by a ``CategoricalNB`` block; a value's code is its position. Learned
+        from the dtype's categories (pandas ``category``) or the sorted distinct values
+        (object/string) at fit; later ``partial_fit`` calls append new values. A value
+        not seen in training gets a code past the fitted table at predict time, so
+        ``CategoricalNB``'s share of a new category applies.
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+    stats_ : LabelStats
+        The class counts (each block keeps its own feature statistics).
+    prior_ : dict
+        Block name → the block's feature prior pytree.
+    posterior_ : dict
+        Block name → the block's feature posterior pytree.
+    class_posterior_ : Dirichlet or None
+    class_prior_ : ndarray or None
+    class_log_prior_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from bayesnb.estimators.mixed import MixedNB
+    >>> X = pd.DataFrame({"size": [1.0, 1.2, 3.1, 2.9], "red": [True, True, False, False],
+    ...                   "shape": pd.Categorical(["round", "round", "long", "long"])})
+    >>> clf = MixedNB().fit(X, ["apple", "apple", "banana", "banana"])
+    >>> [name for name, _, _ in clf.estimators_]
+    ['gaussian', 'bernoulli', 'categorical']
+    >>> clf.predict(X.iloc[[0, 3]]).tolist()
+    ['apple', 'banana']
+    """
+
+    _family = None  # the feature families are the blocks' own
+
+    # Set only while fit/partial_fit validate their input (see _check_X).
+    _fit_input = False
+
+    def __init__(
+        self,
+        blocks=None,
+        *,
+        remainder="error",
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+    ):
+        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        self.blocks = blocks
+        self.remainder = remainder
+
+    # ------------------------------------------------------------ columns
+    def _column_kinds(self, X):
+        kinds = []
+        for name, dtype in zip(X.columns, X.dtypes):
+            kind = _dtype_kind(dtype)
+            if kind is None:
+                raise TypeError(
+                    f"MixedNB cannot infer a family for column {name!r} of dtype {dtype}; "
+                    "give blocks=[(name, estimator, columns), ...] explicitly"
+                )
+            kinds.append(kind)
+        return kinds
+
+    def _resolve_blocks(self, X):
+        """The ``(name, unfitted clone, int column indices)`` triples for this ``X``."""
+        n_features = X.shape[1]
+        if self.remainder not in ("error", "drop"):
+            raise ValueError(f"remainder must be 'error' or 'drop', got {self.remainder!r}")
+        if self.blocks is None:
+            if not _is_dataframe(X):
+                raise TypeError(
+                    "MixedNB with blocks=None infers the blocks from a pandas DataFrame's "
+                    f"dtypes; got {type(X).__name__}. Pass a DataFrame or give "
+                    "blocks=[(name, estimator, columns), ...]"
+                )
+            kinds = np.array(self._column_kinds(X), dtype=object)
+            return [
+                (name, make(), np.flatnonzero(kinds == kind))
+                for kind, (name, make) in _INFERRED.items()
+                if (kinds == kind).any()
+            ]
+        if not isinstance(self.blocks, (list, tuple)) or not self.blocks:
+            raise TypeError(
+                f"blocks must be a non-empty list of (name, estimator, columns) triples, got {self.blocks!r}"
+            )
+        out, names, owner = [], set(), {}
+        for block in self.blocks:
+            if not isinstance(block, (list, tuple)) or len(block) != 3:
+                raise TypeError(f"each block must be a (name, estimator, columns) triple, got {block!r}")
+            name, est, columns = block
+            if not isinstance(name, str) or not name or "__" in name:
+                raise ValueError(f"block name must be a non-empty string without '__', got {name!r}")
+            if name in names:
+                raise ValueError(f"block name {name!r} is used twice")
+            names.add(name)
+            if not isinstance(est, BaseNB) or isinstance(est, MixedNB):
+                raise TypeError(
+                    f"block {name!r}: unknown estimator type {type(est).__name__}; a block needs a "
+                    "bayesnb estimator such as GaussianNB, BernoulliNB, CategoricalNB, "
+                    "MultinomialNB or PoissonNB"
+                )
+            idx = self._column_indices(X, name, columns)
+            for j in idx:
+                if j in owner:
+                    raise ValueError(f"column {self._column_label(X, j)!r} is in blocks {owner[j]!r} and {name!r}")
+                owner[j] = name
+            out.append((name, clone(est), idx))
+        missing = [j for j in range(n_features) if j not in owner]
+        if missing and self.remainder == "error":
+            labels = [self._column_label(X, j) for j in missing]
+            raise ValueError(
+                f"column(s) {labels!r} are in no block; add them to a block or pass remainder='drop'"
+            )
+        return out
+
+    @staticmethod
+    def _column_label(X, j):
+        return X.columns[j] if _is_dataframe(X) else int(j)
+
+    @staticmethod
+    def _column_indices(X, name, columns):
+        n_features = X.shape[1]
+        if isinstance(columns, slice):
+            idx = np.arange(n_features)[columns]
+        else:
+            sel = np.atleast_1d(np.asarray(columns, dtype=object if isinstance(columns, str) else None))
+            if sel.size == 0:
+                raise ValueError(f"block {name!r} selects no column")
+            if sel.dtype.kind == "b":
+                if sel.shape != (n_features,):
+                    raise ValueError(f"block {name!r}: boolean mask has shape {sel.shape}, X has {n_features} columns")
+                idx = np.flatnonzero(sel)
+            elif sel.dtype.kind in "iu":
+                if sel.size and (sel.min() < -n_features or sel.max() >= n_features):
+                    raise ValueError(f"block {name!r}: column index out of range for {n_features} columns: {columns!r}")
+                idx = np.where(sel < 0, sel + n_features, sel)
+            elif sel.dtype.kind in "OU":
+                if not _is_dataframe(X):
+                    raise ValueError(f"block {name!r}: columns given by name ({columns!r}) need a pandas DataFrame")
+                where = {c: j for j, c in enumerate(X.columns)}
+                absent = [c for c in sel.tolist() if c not in where]
+                if absent:
+                    raise ValueError(f"block {name!r}: column(s) {absent!r} not in the DataFrame")
+                idx = np.array([where[c] for c in sel.tolist()], dtype=np.int64)
+            else:
+                raise TypeError(
+                    f"block {name!r}: columns must be ints, a slice, a boolean mask or column names, got {columns!r}"
+                )
+        idx = np.asarray(idx, dtype=np.int64)
+        if idx.size == 0:
+            raise ValueError(f"block {name!r} selects no column")
+        if np.unique(idx).size != idx.size:
+            raise ValueError(f"block {name!r} lists a column twice: {columns!r}")
+        return idx
+
+    # -------------------------------------------------------- categories
+    def _learn_categories(self, X, blocks):
+        """Categories of the non-numeric DataFrame columns of CategoricalNB blocks (new dict)."""
+        import pandas as pd
+
+        known = dict(getattr(self, "categories_", {}))
+        if not _is_dataframe(X):
+            return known
+        for _, est, idx in blocks:
+            if not isinstance(est, CategoricalNB):
+                continue
+            for j in idx:
+                col = X.iloc[:, j]
+                if _dtype_kind(col.dtype) != "categorical":
+                    continue
+                self._check_no_missing(col, j)
+                if isinstance(col.dtype, pd.CategoricalDtype):
+                    values = np.asarray(col.dtype.categories, dtype=object)
+                else:
+                    try:
+                        values = np.array(sorted(set(col.tolist())), dtype=object)
+                    except TypeError as err:
+                        raise TypeError(
+                            f"column {X.columns[j]!r} mixes values that cannot be ordered ({err}); "
+                            "convert it to a pandas Categorical with the category order you want"
+                        ) from None
+                old = known.get(int(j), np.array([], dtype=object))
+                seen = set(old.tolist())
+                new = [v for v in values.tolist() if v not in seen]
+                known[int(j)] = np.concatenate([old, np.array(new, dtype=object)]) if new else old
+        return known
+
+    def _check_no_missing(self, col, j):
+        if col.isna().any():
+            raise ValueError(
+                f"column {col.name!r} (position {int(j)}) contains NaN/missing values; "
+                "CategoricalNB has no missing-value model (make missing a category of its own)"
+            )
+
+    def _encode(self, X, est, idx):
+        """Category codes for a CategoricalNB block whose DataFrame columns are non-numeric."""
+        out = np.empty((X.shape[0], idx.size), dtype=np.int64)
+        for k, j in enumerate(idx):
+            col = X.iloc[:, j]
+            cats = self.categories_.get(int(j))
+            if cats is None:
+                # A numeric column in the same block: its values must already be codes.
+                out[:, k] = check_category_codes(np.asarray(col)[:, None], "CategoricalNB")[:, 0]
+                continue
+            self._check_no_missing(col, j)
+            lookup = {v: c for c, v in enumerate(cats.tolist())}
+            # An unseen value gets a code past the block's fitted table: the share of a new category.
+            unseen = int(cats.size)
+            if hasattr(est, "n_categories_"):
+                unseen = max(unseen, int(est.n_categories_[k]))
+            out[:, k] = [lookup.get(v, unseen) for v in col.tolist()]
+        return out
+
+    # -------------------------------------------------------------- hooks
+    def _check_X_y(self, X, y, reset):
+        self._fit_input = True
+        try:
+            return super()._check_X_y(X, y, reset)
+        finally:
+            del self._fit_input
+
+    def _check_X(self, X, reset):
+        frame = _is_dataframe(X)
+        if frame:
+            # Columns keep their own dtypes: each block converts its own.
+            validate_data(self, X, skip_check_array=True, reset=reset)
+            if X.shape[0] == 0:
+                raise ValueError("Found array with 0 sample(s) while a minimum of 1 is required by MixedNB.")
+        else:
+            # Finiteness is each block's to check: a block may accept what another refuses.
+            X = validate_data(self, X, accept_sparse="csr", dtype=None, ensure_all_finite=False, reset=reset)
+        if reset:
+            blocks = self._resolve_blocks(X)
+            self._templates = blocks
+            # The user's own min_categories, before _compute_stats raises it to the learned categories.
+            self._user_min_categories = {
+                name: est.min_categories for name, est, _ in blocks if isinstance(est, CategoricalNB)
+            }
+        blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates
+        if self._fit_input:
+            self.categories_ = self._learn_categories(X, blocks)
+        parts = []
+        for name, est, idx in blocks:
+            if frame and isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
+                part = self._encode(X, est, idx)
+            elif frame:
+                part = X.iloc[:, idx]
+            else:
+                part = X[:, idx]
+            self._check_finite(part, name, est, X, idx)
+            if not self._fit_input:
+                # Validated once here, not once per posterior draw in predict_proba_draws.
+                part = est._check_X(part, reset=False)
+            parts.append(part)
+        return _BlockData(parts, X.shape)
+
+    def _check_finite(self, part, name, est, X, idx):
+        if est.__sklearn_tags__().input_tags.allow_nan:
+            return
+        if _is_dataframe(part):
+            bad = part.isna().to_numpy().any(axis=0)
+        else:
+            values = part.data if sp.issparse(part) else np.asarray(part)
+            if values.dtype.kind not in "fc":
+                return
+            if sp.issparse(part):
+                rows = np.isnan(values)
+                bad = np.zeros(part.shape[1], bool)
+                bad[part.indices[rows]] = True
+            else:
+                bad = np.isnan(values).any(axis=0)
+        if np.any(bad):
+            col = self._column_label(X, idx[int(np.flatnonzero(bad)[0])])
+            raise ValueError(
+                f"column {col!r} of block {name!r} contains NaN: {type(est).__name__} does not accept "
+                "missing values (impute them or drop the rows)"
+            )
+
+    def _compute_stats(self, X, y_index, sample_weight):
+        y = self.classes_[y_index]
+        fitted = []
+        blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates
+        for (name, est, idx), part in zip(blocks, X.parts):
+            # A copy is updated so that a batch failing in a later block leaves every block
+            # as it was (BaseNB restores this object's attributes, not the blocks' own).
+            est = copy.deepcopy(est) if hasattr(self, "estimators_") else est
+            if isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
+                est.set_params(min_categories=self._min_categories(name, idx))
+            est.partial_fit(part, y, classes=self.classes_, sample_weight=sample_weight)
+            fitted.append((name, est, idx))
+        self.estimators_ = fitted
+        self.__dict__.pop("_templates", None)
+        class_count = np.bincount(y_index, weights=sample_weight, minlength=self.classes_.size).astype(np.float64)
+        return LabelStats(class_count)
+
+    def _min_categories(self, name, idx):
+        """Every learned category of an encoded column has a slot, observed in a class or not."""
+        ours = np.array([self.categories_[int(j)].size if int(j) in self.categories_ else 1 for j in idx])
+        theirs = self._user_min_categories[name]
+        theirs = 1 if theirs is None else theirs
+        return np.maximum(np.broadcast_to(np.asarray(theirs), ours.shape), ours).astype(np.int64)
+
+    def _feature_prior_posterior(self):
+        return (
+            {name: est.prior_ for name, est, _ in self.estimators_},
+            {name: est.posterior_ for name, est, _ in self.estimators_},
+        )
+
+    def _feature_log_evidence(self):
+        return sum(float(est._feature_log_evidence()) for _, est, _ in self.estimators_)
+
+    def _sample_features(self, key, n):
+        keys = jax.random.split(key, len(self.estimators_))
+        return {name: est._sample_features(k, n) for k, (name, est, _) in zip(keys, self.estimators_)}
+
+    def _point(self, kind):
+        return {name: est._point(kind) for name, est, _ in self.estimators_}
+
+    def _log_likelihood(self, params, X):
+        return sum(est._log_likelihood(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts))
+
+    def _log_predictive(self, X):
+        return sum(est._log_predictive(part) for (_, est, _), part in zip(self.estimators_, X.parts))
+
+    def _named_draws(self, params):
+        out = {}
+        for name, est, _ in self.estimators_:
+            out.update({f"{name}__{key}": value for key, value in est._named_draws(params[name]).items()})
+        return out
+
+    # ---------------------------------------------------- Bayesian methods
+    @property
+    def named_estimators_(self):
+        """dict: block name → fitted estimator."""
+        check_is_fitted(self, "estimators_")
+        return {name: est for name, est, _ in self.estimators_}
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.sparse = isinstance(self.blocks, (list, tuple)) and all(
+            isinstance(b, (list, tuple)) and len(b) == 3 and getattr(b[1], "__sklearn_tags__", None) is not None
+            and b[1].__sklearn_tags__().input_tags.sparse
+            for b in self.blocks
+        )
+        return tags
