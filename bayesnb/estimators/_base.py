@@ -59,9 +59,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _make_prior(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _feature_prior_posterior(self):
-        prior = self._make_prior()
-        return prior, self._family.posterior(prior, self.stats_)
+    def _feature_posterior(self):
+        return self._family.posterior(self.prior_, self.stats_)
 
     def _feature_log_evidence(self):
         return self._family.log_evidence(self.prior_, self.stats_)
@@ -169,7 +168,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         if not isinstance(self.fit_prior, (bool, np.bool_)):
             raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
         n_classes = self.classes_.size
-        self.prior_, self.posterior_ = self._feature_prior_posterior()
+        self.prior_ = self._make_prior()
+        self.posterior_ = self._feature_posterior()
         if self.class_prior is not None:
             self.class_prior_ = check_class_prior(self.class_prior, n_classes)
             self.class_dirichlet_ = self.class_posterior_ = None

@@ -462,11 +462,11 @@ class MixedNB(BaseNB):
         theirs = 1 if theirs is None else theirs
         return np.maximum(np.broadcast_to(np.asarray(theirs), ours.shape), ours).astype(np.int64)
 
-    def _feature_prior_posterior(self):
-        return (
-            {name: est.prior_ for name, est, _ in self.estimators_},
-            {name: est.posterior_ for name, est, _ in self.estimators_},
-        )
+    def _make_prior(self):
+        return {name: est.prior_ for name, est, _ in self.estimators_}
+
+    def _feature_posterior(self):
+        return {name: est.posterior_ for name, est, _ in self.estimators_}
 
     def _feature_log_evidence(self):
         return sum(float(est._feature_log_evidence()) for _, est, _ in self.estimators_)
