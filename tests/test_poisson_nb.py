@@ -619,3 +619,19 @@ def test_prior_is_fixed_and_not_moved_by_data():
     assert_array_equal(clf.prior_.rate, first.rate)
     assert_array_equal(clf.prior_.concentration, np.ones((3, 4)))
     assert_array_equal(clf.prior_.rate, np.full((3, 4), 0.01))
+
+
+def test_prior_instance_equals_alpha_beta_and_is_validated():
+    """``prior=Gamma(a, b)`` is the same model as ``alpha=a, beta=b``; bad priors are named."""
+    rng = np.random.default_rng(3)
+    X = rng.poisson(2.0, size=(40, 5))
+    y = rng.integers(0, 2, size=40)
+    a = rng.uniform(0.5, 3.0, size=(2, 5))
+    by_instance = PoissonNB(prior=Gamma(a, 0.3)).fit(X, y)
+    by_params = PoissonNB(alpha=a, beta=0.3).fit(X, y)
+    np.testing.assert_allclose(by_instance.predict_proba(X), by_params.predict_proba(X), rtol=0, atol=1e-14)
+    assert by_instance.log_evidence() == pytest.approx(by_params.log_evidence(), abs=1e-12)
+    with pytest.raises(ValueError, match=r"prior.rate \(Gamma rate\) must be > 0"):
+        PoissonNB(prior=Gamma(1.0, -1.0)).fit(X, y)
+    with pytest.raises(TypeError, match=r"prior must be a bayesnb.priors.Gamma"):
+        PoissonNB(prior=(1.0, 1.0)).fit(X, y)

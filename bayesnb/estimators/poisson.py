@@ -8,6 +8,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_estimate, check_non_negative
 from ..families import poisson
+from ..priors import Gamma
 from ..stats import poisson_stats
 from ._base import BaseNB
 
@@ -53,6 +54,9 @@ class PoissonNB(BaseNB):
         does not depend on the data, so ``log_evidence`` is a true marginal likelihood and
         ``partial_fit`` never moves the prior. For model comparison by evidence, set
         ``alpha``/``beta`` to a prior you mean.
+    prior : bayesnb.priors.Gamma, default=None
+        The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
+        (n_classes, n_features)); when given it replaces ``alpha``/``beta``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -105,11 +109,20 @@ class PoissonNB(BaseNB):
     _family = poisson
 
     def __init__(
-        self, *, alpha=1.0, beta=0.01, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"
+        self,
+        *,
+        alpha=1.0,
+        beta=0.01,
+        prior=None,
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
     ):
         super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
         self.alpha = alpha
         self.beta = beta
+        self.prior = prior
 
     def _check_X(self, X, reset):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
@@ -122,8 +135,13 @@ class PoissonNB(BaseNB):
         return poisson_stats(X, y_index, self.classes_.size, sample_weight)
 
     def _make_prior(self):
+        shape = (self.classes_.size, self.n_features_in_)
+        if self.prior is None:
+            return poisson.make_prior(self.alpha, self.beta, shape, names=("alpha", "beta"))
+        if not isinstance(self.prior, Gamma):
+            raise TypeError(f"prior must be a bayesnb.priors.Gamma or None, got {type(self.prior).__name__}")
         return poisson.make_prior(
-            self.alpha, self.beta, (self.classes_.size, self.n_features_in_), names=("alpha", "beta")
+            self.prior.concentration, self.prior.rate, shape, names=("prior.concentration", "prior.rate")
         )
 
     def _named_draws(self, params):
