@@ -42,6 +42,7 @@ __all__ = [
 # the plug-in of the posterior mean: callers may reuse cached "mean" parameters for it.
 PREDICTIVE_IS_MEAN_PLUGIN = True
 
+
 class CategoricalParams(NamedTuple):
     """Plug-in parameters.
 
