@@ -16,7 +16,8 @@ from .estimators import (
     MultinomialNB,
     PoissonNB,
 )
-from .exceptions import ZeroLikelihoodWarning
+from .exceptions import ModelFileError, ZeroLikelihoodWarning
+from .persistence import load
 
 try:
     __version__ = _version("bayesnb")
@@ -29,8 +30,10 @@ __all__ = [
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
+    "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
     "ZeroLikelihoodWarning",
     "__version__",
+    "load",
 ]
