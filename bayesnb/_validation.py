@@ -78,7 +78,7 @@ def check_category_codes(X, who):
         raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
     if X.size and X.dtype.kind == "u" and X.max() > np.iinfo(np.int64).max:
         raise ValueError(f"{who}: category code {int(X.max())} does not fit in int64")
-    return X.astype(np.int64)
+    return X.astype(np.int64, copy=False)
 
 
 def check_category_table(n_categories, who):
