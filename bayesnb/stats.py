@@ -365,7 +365,8 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
     -------
     PoissonStats
     """
-    from scipy.special import gammaln
+    from ._linear import row_sums
+    from ._special import log_factorial_np
 
     counts = count_stats(X, y_index, n_classes, sample_weight)
     if sp.issparse(X):
@@ -374,10 +375,10 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
             # log x! is not additive: duplicate entries must be summed before it is taken.
             X = X.copy()
             X.sum_duplicates()
-        per_entry = sp.csr_matrix((gammaln(X.data + 1.0), X.indices, X.indptr), shape=X.shape)
-        row_log_factorial = np.asarray(per_entry.sum(axis=1), dtype=np.float64).ravel()
+        per_entry = sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape)
+        row_log_factorial = row_sums(per_entry)
     else:
-        row_log_factorial = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+        row_log_factorial = log_factorial_np(X).sum(axis=1)
     w = np.ones(row_log_factorial.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     log_factorial = np.bincount(y_index, weights=w * row_log_factorial, minlength=n_classes).astype(np.float64)
     return PoissonStats(counts.class_count, counts.feature_count, log_factorial)
