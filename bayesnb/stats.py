@@ -140,7 +140,12 @@ def _csr_class_totals(X, y_index, n_classes, w):
         values = X.data[s:e]
         if w is not None:
             values = values * np.repeat(w[r0:r1], lengths)
-        block = np.bincount(key, weights=values, minlength=size)
+            block = np.bincount(key, weights=values, minlength=size)
+        elif values.dtype == np.bool_:
+            # 0/1 values (binarised data): count the true entries, without weights.
+            block = np.bincount(key if values.all() else key[values], minlength=size).astype(np.float64)
+        else:
+            block = np.bincount(key, weights=values, minlength=size)
         if out is None:
             out = block
         else:
