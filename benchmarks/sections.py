@@ -259,7 +259,7 @@ def draws(ctx):
 
     n_draws = 20
     rows = []
-    Xz, yz = bench_discrete.make_zipf_corpus(5_000, 5_000 if ctx.quick else 20_000, n_classes=10, seed=4)
+    Xz, yz = bench_discrete.make_zipf_corpus(5_000, 1_000 if ctx.quick else 2_000, n_classes=10, seed=4)
     Xg, yg = bench_gaussian._data(5_000, 50, 10, seed=4)
     Xc, yc = _categorical_data(5_000, seed=4)
     for name, sk, bn, X, y in (

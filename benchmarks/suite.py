@@ -84,7 +84,7 @@ def section(name, description):
 def timed(sk_fn, bn_fn, repeat, floor_fn=None):
     """Interleaved medians of scikit-learn (or None), bayesnb and the plain version (or None)."""
     if sk_fn is None:
-        t = time_pair(bn_fn, bn_fn, repeat, floor_fn)
+        t = time_pair(lambda: None, bn_fn, repeat, floor_fn)
         t["sk"] = t["sk_first"] = None
         return t
     return time_pair(sk_fn, bn_fn, repeat, floor_fn)
