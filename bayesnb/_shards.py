@@ -83,6 +83,12 @@ def _label_index(y, classes):
     return y_index
 
 
+def n_rows(X):
+    """Number of rows of an array, sparse matrix, DataFrame or list of rows."""
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
 def check_classes(classes):
     """``classes`` as a sorted array of distinct labels (or None)."""
     if classes is None:
@@ -109,7 +115,7 @@ def compute(template, X, y, sample_weight=None, classes=None):
     -------
     Shard, or None for a part without rows.
     """
-    if X is None or X.shape[0] == 0:
+    if X is None or n_rows(X) == 0:
         if y is not None and len(y) != 0:
             raise ValueError(f"a part of the data has 0 rows but {len(y)} labels")
         return None

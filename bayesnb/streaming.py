@@ -184,7 +184,7 @@ def fit_stream(estimator, chunks, *, classes=None, total=None, progress=None):
                 running = _shards.merge(running, shard)
             except (ValueError, TypeError) as err:
                 raise type(err)(f"chunk {i}: {err}") from err
-            bar.update(0 if shard is None else int(X.shape[0]))
+            bar.update(0 if shard is None else _shards.n_rows(X))
     finally:
         bar.close()
     if running is None:
