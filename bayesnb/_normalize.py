@@ -28,6 +28,8 @@ def log_normalize(joint, fallback):
         Rows that received the fallback.
     """
     joint = np.asarray(joint, dtype=np.float64)
+    if joint.ndim == 2 and joint.shape[0] and joint.shape[1]:
+        return _log_normalize_rows(joint, np.asarray(fallback, dtype=np.float64))
     top = joint.max(axis=-1)
     dead = np.isneginf(top)
     if dead.any():
@@ -40,4 +42,43 @@ def log_normalize(joint, fallback):
     scratch = np.exp(out)
     lse = np.log(scratch.sum(axis=-1, keepdims=True))
     out -= lse
+    return out, dead
+
+
+# Rows per block of the 2-d path: a block's scratch stays in cache.
+_BLOCK_ROWS = 4096
+
+
+def _log_normalize_rows(joint, fallback):
+    """The 2-d case, a block of rows at a time.
+
+    Row maxima and sums over the few classes are taken as a running maximum / sum over
+    the columns of the block (elementwise operations on whole columns): numpy's reduction
+    along a short last axis pays a fixed cost per row, several times the arithmetic.
+    """
+    n, n_classes = joint.shape
+    out = np.empty_like(joint)
+    dead = np.zeros(n, dtype=bool)
+    size = min(_BLOCK_ROWS, n)
+    top_buf, total_buf, scratch_buf = np.empty(size), np.empty(size), np.empty((size, n_classes))
+    fallback = np.broadcast_to(fallback, (n_classes,))
+    for r0 in range(0, n, _BLOCK_ROWS):
+        j = joint[r0 : r0 + _BLOCK_ROWS]
+        m = j.shape[0]
+        top, total, scratch, o = top_buf[:m], total_buf[:m], scratch_buf[:m], out[r0 : r0 + m]
+        np.copyto(top, j[:, 0])
+        for c in range(1, n_classes):
+            np.maximum(top, j[:, c], out=top)
+        gone = np.isneginf(top)
+        if gone.any():
+            dead[r0 : r0 + m] = gone
+            j = np.where(gone[:, None], fallback, j)
+            top[gone] = fallback.max()
+        np.subtract(j, top[:, None], out=o)
+        np.exp(o, out=scratch)
+        np.copyto(total, scratch[:, 0])
+        for c in range(1, n_classes):
+            total += scratch[:, c]
+        np.log(total, out=total)
+        o -= total[:, None]
     return out, dead

@@ -80,7 +80,7 @@ def check_category_codes(X, who):
         raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
     if X.size and X.dtype.kind == "u" and X.max() > np.iinfo(np.int64).max:
         raise ValueError(f"{who}: category code {int(X.max())} does not fit in int64")
-    return X.astype(np.int64)
+    return X.astype(np.int64, copy=False)
 
 
 def check_category_table(n_categories, who):
@@ -209,8 +209,9 @@ def binarize_csr(X, threshold, *, overwrite=False):
 
     The same result as ``sklearn.preprocessing.binarize`` followed by
     ``eliminate_zeros()``, without its copy of the whole matrix: the 0/1 values are
-    written into a new values array (or into ``X.data`` itself when ``overwrite``) and
-    the index arrays are shared unless some stored values fall to zero.
+    written into a new boolean values array (or into ``X.data`` itself, as float64, when
+    ``overwrite``) and the index arrays are shared unless some stored values fall to
+    zero.
 
     Parameters
     ----------
@@ -230,15 +231,18 @@ def binarize_csr(X, threshold, *, overwrite=False):
         kept = data.all()
         values = data
     else:
+        # 0/1 as booleans: a byte per entry instead of eight. Every consumer reads them
+        # as the numbers 0 and 1 (the statistics count them, the products convert a
+        # block of rows at a time; see bayesnb._linear.matmul).
         kept = on.all()
-        values = on.astype(np.float64)
+        values = on
     if kept:
         return type(X)((values, X.indices, X.indptr), shape=X.shape, copy=False)
     mask = values.astype(bool) if overwrite else on
     counts = row_counts(mask, X.indptr)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(X.indptr.dtype, copy=False)
     indices = X.indices[mask]
-    return type(X)((np.ones(indices.size), indices, indptr), shape=X.shape, copy=False)
+    return type(X)((np.ones(indices.size, dtype=values.dtype), indices, indptr), shape=X.shape, copy=False)
 
 
 def is_sparse_threshold(threshold):

@@ -140,7 +140,12 @@ def _csr_class_totals(X, y_index, n_classes, w):
         values = X.data[s:e]
         if w is not None:
             values = values * np.repeat(w[r0:r1], lengths)
-        block = np.bincount(key, weights=values, minlength=size)
+            block = np.bincount(key, weights=values, minlength=size)
+        elif values.dtype == np.bool_:
+            # 0/1 values (binarised data): count the true entries, without weights.
+            block = np.bincount(key if values.all() else key[values], minlength=size).astype(np.float64)
+        else:
+            block = np.bincount(key, weights=values, minlength=size)
         if out is None:
             out = block
         else:
@@ -168,13 +173,28 @@ def categorical_stats(X, y_index, n_classes, n_categories, sample_weight=None):
     """
     n, n_features = X.shape
     k_max = int(np.max(n_categories, initial=1))
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
-    cell = (y_index[:, None] * n_features + np.arange(n_features)[None, :]) * k_max + X
-    counts = np.bincount(
-        cell.ravel(), weights=np.repeat(w, n_features), minlength=n_classes * n_features * k_max
-    )
-    return CategoricalStats(class_count, counts.reshape(n_classes, n_features, k_max))
+    size = n_classes * n_features * k_max
+    # Rows in blocks, so that the cell index of each (row, feature) pair (and its weight)
+    # is a bounded scratch array rather than an (n_samples x n_features) one; without
+    # weights the cells are counted as integers (exact, and bincount's fast path).
+    step = max(1, _CATEGORY_BLOCK // max(n_features, 1))
+    feature_base = np.arange(n_features, dtype=np.intp) * k_max
+    counts = np.zeros(size, dtype=np.float64 if w is not None else np.intp)
+    for r0 in range(0, n, step):
+        r1 = min(r0 + step, n)
+        cell = np.asarray(y_index[r0:r1], dtype=np.intp)[:, None] * (n_features * k_max) + feature_base
+        cell += X[r0:r1]
+        if w is None:
+            counts += np.bincount(cell.ravel(), minlength=size)
+        else:
+            counts += np.bincount(cell.ravel(), weights=np.repeat(w[r0:r1], n_features), minlength=size)
+    return CategoricalStats(class_count, counts.astype(np.float64).reshape(n_classes, n_features, k_max))
+
+
+# (row, feature) cells per block in ``categorical_stats``.
+_CATEGORY_BLOCK = 1 << 20
 
 
 def _pad_last(a, size):
@@ -363,7 +383,8 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
     -------
     PoissonStats
     """
-    from scipy.special import gammaln
+    from ._linear import row_sums
+    from ._special import log_factorial_np
 
     counts = count_stats(X, y_index, n_classes, sample_weight)
     if sp.issparse(X):
@@ -372,10 +393,10 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
             # log x! is not additive: duplicate entries must be summed before it is taken.
             X = X.copy()
             X.sum_duplicates()
-        per_entry = sp.csr_matrix((gammaln(X.data + 1.0), X.indices, X.indptr), shape=X.shape)
-        row_log_factorial = np.asarray(per_entry.sum(axis=1), dtype=np.float64).ravel()
+        per_entry = sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape)
+        row_log_factorial = row_sums(per_entry)
     else:
-        row_log_factorial = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+        row_log_factorial = log_factorial_np(X).sum(axis=1)
     w = np.ones(row_log_factorial.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     log_factorial = np.bincount(y_index, weights=w * row_log_factorial, minlength=n_classes).astype(np.float64)
     return PoissonStats(counts.class_count, counts.feature_count, log_factorial)

@@ -312,7 +312,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return np.exp(self._log_proba(X))
+        log_proba = self._log_proba(X)
+        # In place: the log probabilities are this call's own array.
+        return np.exp(log_proba, out=log_proba)
 
     def predict(self, X):
         """Most probable class of each row.

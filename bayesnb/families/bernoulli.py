@@ -78,11 +78,12 @@ def posterior(prior, stats):
     -------
     Beta
     """
-    counts = _outcome_counts(stats)
-    return Beta(
-        np.asarray(prior.concentration1) + counts[..., 1],
-        np.asarray(prior.concentration0) + counts[..., 0],
-    )
+    # The two outcome counts directly, without the stacked (..., 2) array of
+    # _outcome_counts: the same numbers, a third of the memory traffic.
+    on = np.asarray(stats.feature_count, dtype=np.float64)
+    off = np.maximum(np.asarray(stats.class_count, dtype=np.float64)[:, None] - on, 0.0)
+    off += np.asarray(prior.concentration0)
+    return Beta(np.asarray(prior.concentration1) + on, off)
 
 
 def point(prior, stats, kind):
