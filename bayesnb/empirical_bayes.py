@@ -224,7 +224,14 @@ def _curvature(grad_at, u, g0, valid, structure):
 
 
 def _direction(grad, curv, free, structure):
-    """Ascent direction: the Newton step with |curvature| (0 on coordinates held at a bound)."""
+    """Ascent direction: the Newton step with |curvature| (0 on coordinates held at a bound).
+
+    In log space the evidence is concave near its maximum but often convex far from it
+    (where a hyperparameter should grow by orders of magnitude); such directions get the
+    absolute value of their curvature. Steps are capped at :data:`MAX_STEP` per block
+    (blocks are independent) or per coordinate (simplex), so that one coordinate with a
+    flat curvature does not shrink the step of all the others.
+    """
     g = np.where(free, grad, 0.0)
     if structure == "blocks":
         neg = -np.asarray(curv)
@@ -236,19 +243,23 @@ def _direction(grad, curv, free, structure):
         scale = np.max(np.abs(lam), axis=-1, keepdims=True)
         lam = np.maximum(np.abs(lam), 1e-12 * scale + 1e-300)
         coef = np.einsum("bki,bk->bi", vec, g) / lam
-        return np.einsum("bki,bi->bk", vec, coef)
+        step = np.einsum("bki,bi->bk", vec, coef)
+        size = np.max(np.abs(step), axis=1, keepdims=True)
+        return step * np.minimum(1.0, MAX_STEP / np.maximum(size, 1e-300))
     d, z, theta = (np.asarray(v) for v in curv)
     g1 = g[:, 0]
     D = np.where(free[:, 0], -d, 1.0)
     th = np.where(free[:, 0], theta, 0.0)
-    floor = 1e-12 * np.max(np.abs(D)) + 1e-300
-    if np.all(D > floor):
-        s = z * np.sum(th * th / D)
-        if s < 1.0 - 1e-12:
-            # Sherman–Morrison: (diag(D) - z θθᵀ)⁻¹ g.
-            gd = g1 / D
-            return (gd + z * (th / D) * np.dot(th, gd) / (1.0 - s))[:, None]
-    return (g1 / np.maximum(np.abs(D), floor))[:, None]
+    D = np.maximum(np.abs(D), 1e-12 * np.max(np.abs(D)) + 1e-300)
+    diagonal = np.clip(g1 / D, -MAX_STEP, MAX_STEP)
+    s = z * np.sum(th * th / D)
+    if s < 1.0 - 1e-12:
+        # Sherman–Morrison: (diag(D) - z θθᵀ)⁻¹ g, positive definite here.
+        gd = g1 / D
+        step = np.clip(gd + z * (th / D) * np.dot(th, gd) / (1.0 - s), -MAX_STEP, MAX_STEP)
+        if np.dot(g1, step) > 0:
+            return step[:, None]
+    return diagonal[:, None]
 
 
 def maximize(objective, data, u0, layout, *, names, valid=None, structure="blocks", max_iter=_MAX_ITER):
