@@ -23,11 +23,10 @@ _STRICT = (
 )
 
 _ESTIMATORS = [
-    MultinomialNB(alpha="evidence"),
-    MultinomialNB(alpha="evidence", alpha_scope="feature", class_alpha="evidence"),
-    BernoulliNB(alpha=("evidence", "evidence"), alpha_scope="class"),
-    CategoricalNB(alpha="evidence", alpha_scope="feature", class_alpha="evidence"),
-    GaussianNB(prior="evidence", prior_scope="feature"),
+    MultinomialNB(alpha="evidence", class_alpha="evidence"),
+    BernoulliNB(alpha=("evidence", "evidence"), alpha_scope="feature"),
+    CategoricalNB(alpha="evidence", alpha_scope="class"),
+    GaussianNB(prior="evidence"),
     BayesFactorSelector(k=2),
 ]
 
