@@ -33,9 +33,14 @@ every new shape). The Hessian is never formed densely:
   :math:`\mathrm{diag}(d) + z\,\alpha\alpha^\top`, read off two gradient differences and
   inverted in :math:`O(n)` by the Sherman–Morrison formula.
 
-Directions of negative curvature are flipped (the absolute eigenvalues are used), a step
-moves each :math:`\log\eta` by at most :data:`MAX_STEP`, and a backtracking line search
-makes every accepted step increase the evidence. Hyperparameters are kept within
+Far from the optimum the evidence can be convex in :math:`\log\eta`: such directions get
+the absolute value of their curvature. A step moves each :math:`\log\eta` by at most
+:data:`MAX_STEP`, a backtracking line search makes every accepted step increase the
+evidence, and a step that gains more than its quadratic model predicts (a slope that
+flattens toward a supremum at zero or infinity, where Newton steps stay of size ~1) is
+doubled while the evidence keeps increasing. The iteration stops after a Newton step
+whose predicted gain is below :math:`10^{-12}` of the evidence (that step is exact to
+working precision), when the step vanishes, or at ``max_iter``. Hyperparameters are kept within
 [:data:`LOWER`, :data:`UPPER`]; when the evidence still increases toward a bound (the
 supremum is at zero or infinity) the bound is returned and
 :class:`bayesnb.exceptions.EvidenceWarning` says so.

@@ -424,3 +424,18 @@ def test_grid_search_over_alpha_including_evidence():
     scoped = GridSearchCV(MultinomialNB(alpha="evidence"), {"alpha_scope": ["shared", "class", "feature"]}, cv=3)
     _quiet(scoped.fit, X, y)
     assert np.all(np.isfinite(scoped.cv_results_["mean_test_score"]))
+
+
+def test_class_alpha_evidence_is_shared_by_every_estimator():
+    """The label part depends on the class counts only: every family learns the same beta."""
+    from bayesnb import GaussianBayesClassifier, PoissonNB
+
+    X, _ = _data("multinomial")
+    y = np.repeat([0, 1, 2], [10, 80, 30])
+    ref = MultinomialNB(class_alpha="evidence").fit(X, y).class_alpha_
+    for est in (PoissonNB(class_alpha="evidence"), GaussianBayesClassifier(class_alpha="evidence")):
+        est.fit(X.astype(float) if isinstance(est, GaussianBayesClassifier) else X, y)
+        assert est.class_alpha_ == pytest.approx(ref, rel=1e-10)
+        assert list(est.evidence_trace_) == ["class_alpha"]
+    fixed = MultinomialNB(class_alpha="evidence", class_prior=[0.2, 0.3, 0.5]).fit(X, y)
+    assert fixed.class_alpha_ is None and fixed.evidence_trace_ == {}
