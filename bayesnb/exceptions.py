@@ -1,6 +1,6 @@
 """Warnings and errors raised by bayesnb."""
 
-__all__ = ["ModelFileError", "ZeroLikelihoodWarning"]
+__all__ = ["EvidenceWarning", "ModelFileError", "ZeroLikelihoodWarning"]
 
 
 class ZeroLikelihoodWarning(UserWarning):
@@ -21,4 +21,17 @@ class ModelFileError(ValueError):
     contents (modified after it was written), one written by a newer format version, and
     one whose saved state does not make a model. A ``ValueError``, so generic handlers
     catch it.
+    """
+
+
+class EvidenceWarning(UserWarning):
+    """An empirical-Bayes optimisation of the log evidence ended on a bound or did not converge.
+
+    ``alpha="evidence"`` (and its siblings) maximise the log marginal likelihood over
+    log-hyperparameters kept within ``[1e-8, 1e8]``. When the evidence keeps increasing
+    toward a bound (e.g. ``class_alpha`` grows without limit when the class counts are
+    more even than multinomial sampling would make them, or a per-feature concentration
+    shrinks to zero for a feature never observed), the optimum is at infinity or zero and
+    the bound is returned; the fitted ``evidence_trace_`` records which parameters stopped
+    there.
     """

@@ -84,9 +84,21 @@ _ZIP_MAGIC = b"PK\x03\x04"
 # dtype kinds an array member may have: booleans, numbers, strings, dates.
 _ARRAY_KINDS = "biufcUSMm"
 
-# Fitted attributes recomputed by ``BaseNB._refresh`` on load (never stored).
+# Fitted attributes recomputed by ``BaseNB._refresh`` on load (never stored). The
+# evidence-learned hyperparameters are among them: they are a deterministic function of
+# the statistics, so the optimisation re-run on load gives the same values bit for bit.
 _DERIVED = frozenset(
-    {"prior_", "posterior_", "class_prior_", "class_dirichlet_", "class_posterior_", "class_count_"}
+    {
+        "prior_",
+        "posterior_",
+        "class_prior_",
+        "class_dirichlet_",
+        "class_posterior_",
+        "class_count_",
+        "alpha_",
+        "class_alpha_",
+        "evidence_trace_",
+    }
 )
 # Fitted attributes that are state: stored and restored as they are.
 _STATE = (

@@ -28,6 +28,8 @@ from .._validation import (
     check_n_draws,
     check_sample_weight,
 )
+from ..empirical_bayes import class_alpha as learn_class_alpha
+from ..empirical_bayes import is_evidence
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
 from ..stats import merge
@@ -216,8 +218,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         if not isinstance(self.fit_prior, (bool, np.bool_)):
             raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
         n_classes = self.classes_.size
+        # Hyperparameters set to "evidence" are re-learned here from all statistics seen.
+        self.evidence_trace_ = {}
         self.prior_ = self._make_prior()
         self.posterior_ = self._feature_posterior()
+        self.class_alpha_ = None
         if self.class_prior is not None:
             self.class_prior_ = check_class_prior(self.class_prior, n_classes)
             self.class_dirichlet_ = self.class_posterior_ = None
@@ -226,7 +231,10 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             self.class_dirichlet_ = self.class_posterior_ = None
         else:
             self.class_prior_ = None
-            self.class_dirichlet_ = dirichlet_from_alpha(self.class_alpha, (n_classes,), "class_alpha")
+            self.class_alpha_ = self.class_alpha
+            if is_evidence(self.class_alpha):
+                self.class_alpha_, self.evidence_trace_["class_alpha"] = learn_class_alpha(self.stats_.class_count)
+            self.class_dirichlet_ = dirichlet_from_alpha(self.class_alpha_, (n_classes,), "class_alpha")
             self.class_posterior_ = _class_prior.posterior(self.class_dirichlet_, self.stats_.class_count)
         self.class_count_ = np.asarray(self.stats_.class_count)
         self._cache = {}

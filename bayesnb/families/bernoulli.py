@@ -30,6 +30,7 @@ __all__ = [
     "log_likelihood",
     "log_predictive",
     "log_evidence",
+    "relevance_log_bayes_factor",
     "sample",
 ]
 
@@ -120,6 +121,25 @@ def log_evidence(prior, stats):
     .. math:: \sum_{c,j} \log\frac{B(a + T_{cj},\, b + N_c - T_{cj})}{B(a, b)}
     """
     return float(_dirichlet.log_evidence(_concentration(prior), _outcome_counts(stats)))
+
+
+def relevance_log_bayes_factor(prior, stats):
+    r"""Per-feature log Bayes factor: :math:`\theta_{cj}` per class against one :math:`\theta_j` shared.
+
+    .. math::
+
+        \log\mathrm{BF}_j = \sum_c \log\frac{B(a + T_{cj},\, b + N_c - T_{cj})}{B(a, b)}
+            - \log\frac{B(a + T_j,\, b + N - T_j)}{B(a, b)},
+
+    :math:`T_j = \sum_c T_{cj}`, :math:`N = \sum_c N_c` (see
+    :func:`bayesnb.families._dirichlet.pooled_log_bayes_factor`). The prior must be the
+    same for every class.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    return _dirichlet.pooled_log_bayes_factor(_concentration(prior), _outcome_counts(stats))
 
 
 def sample(key, post, n):

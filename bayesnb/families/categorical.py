@@ -32,6 +32,7 @@ __all__ = [
     "log_likelihood",
     "log_predictive",
     "log_evidence",
+    "relevance_log_bayes_factor",
     "sample",
 ]
 
@@ -214,6 +215,26 @@ def log_evidence(prior, stats):
     conc = np.asarray(prior.concentration)
     counts = _pad_counts(stats.category_count, conc.shape[-1])
     return float(_dirichlet.log_evidence(conc, counts, prior.mask))
+
+
+def relevance_log_bayes_factor(prior, stats):
+    r"""Per-feature log Bayes factor: :math:`\theta_{cj}` per class against one :math:`\theta_j` shared.
+
+    .. math::
+
+        \log\mathrm{BF}_j = \sum_c \big[\log B(\alpha_j + n_{cj\cdot}) - \log B(\alpha_j)\big]
+            - \big[\log B(\alpha_j + n_{\cdot j\cdot}) - \log B(\alpha_j)\big]
+
+    (see :func:`bayesnb.families._dirichlet.pooled_log_bayes_factor`). The prior must be
+    the same for every class.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    conc = np.asarray(prior.concentration)
+    counts = _pad_counts(stats.category_count, conc.shape[-1])
+    return _dirichlet.pooled_log_bayes_factor(conc, counts, prior.mask)
 
 
 def sample(key, post, n):
