@@ -71,6 +71,10 @@ CASES = [
     ("poisson", PoissonNB(alpha=2.0, beta=0.5), COUNTS),
     ("poisson-prior", PoissonNB(prior=Gamma(np.full(4, 2.0), 0.1)), COUNTS),
     ("mixed-frame", MixedNB(class_alpha=2.0), FRAME),
+    # Hyperparameters learned from the evidence are re-optimised from the stored statistics.
+    ("multinomial-evidence", MultinomialNB(alpha="evidence", alpha_scope="class"), COUNTS),
+    ("bernoulli-evidence", BernoulliNB(alpha=("evidence", "evidence"), binarize=1.5), COUNTS),
+    ("gaussian-evidence", GaussianNB(prior="evidence"), REAL),
     (
         "mixed-blocks",
         MixedNB(
