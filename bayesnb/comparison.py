@@ -368,7 +368,7 @@ def _fmt(value, digits=4):
     return f"{value:.{digits}f}"
 
 
-def format_comparison(result, *, style="text", intervals=False, differences=False, metrics=METRICS):
+def format_comparison(result, *, style="text", intervals=False, differences=False, values=True, metrics=METRICS):
     """Render a :func:`compare` result as a plain-text or Markdown table.
 
     Parameters
@@ -379,6 +379,9 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
         Show each metric's bootstrap interval next to it.
     differences : bool
         Add the paired difference from the reference estimate, with its interval.
+    values : bool
+        Show the metrics themselves (with ``differences=True`` and ``values=False`` the
+        table holds the differences only).
     metrics : sequence of str
 
     Returns
@@ -388,7 +391,11 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
     if style not in ("text", "markdown"):
         raise ValueError(f"style must be 'text' or 'markdown', got {style!r}")
     names, records, attrs = _records_of(result)
-    header = list(names) + [_TITLES.get(m, m) for m in metrics] + ["log evidence", "zero-lik rows"]
+    if not values and not differences:
+        raise ValueError("nothing to show: values=False needs differences=True")
+    header = list(names)
+    if values:
+        header += [_TITLES.get(m, m) for m in metrics] + ["log evidence", "zero-lik rows"]
     if differences:
         header += [f"Δ {_TITLES[m]}" for m in metrics]
     rows = []
@@ -399,15 +406,16 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
             rows.append((key, f"n/a ({reason if style == 'markdown' else short_reason(reason)})"))
             continue
         cells = []
-        for m in metrics:
-            cell = _fmt(rec.get(m))
-            if intervals and rec.get(f"{m}_lo") is not None:
-                cell += f" [{_fmt(rec[f'{m}_lo'])}, {_fmt(rec[f'{m}_hi'])}]"
-            cells.append(cell)
-        ev = rec.get("log_evidence")
-        cells.append("n/a" if ev is None else f"{ev:.2f}")
-        zero = rec.get("zero_likelihood_rows")
-        cells.append(_fmt(zero) if zero is None or float(zero).is_integer() else f"{zero:.1f}")
+        if values:
+            for m in metrics:
+                cell = _fmt(rec.get(m))
+                if intervals and rec.get(f"{m}_lo") is not None:
+                    cell += f" [{_fmt(rec[f'{m}_lo'])}, {_fmt(rec[f'{m}_hi'])}]"
+                cells.append(cell)
+            ev = rec.get("log_evidence")
+            cells.append("n/a" if ev is None else f"{ev:.2f}")
+            zero = rec.get("zero_likelihood_rows")
+            cells.append(_fmt(zero) if zero is None else str(int(zero)) if float(zero).is_integer() else f"{zero:.1f}")
         if differences:
             for m in metrics:
                 d = rec.get(f"{m}_diff")
@@ -574,6 +582,7 @@ def compare(
     n_bins=15,
     random_state=0,
     as_frame="auto",
+    refit=True,
     progress=None,
 ):
     """Score every estimate (MLE, MAP, posterior mean, posterior predictive) of one model.
@@ -609,6 +618,9 @@ def compare(
     as_frame : {"auto", True, False}
         Return a pandas DataFrame ("auto": when pandas is installed) or a
         :class:`ComparisonTable`.
+    refit : bool, default True
+        False: score the estimator(s) as already fitted (hold-out mode only;
+        ``X_train`` and ``y_train`` are then ignored and may be None).
     progress : callable, optional
         Called as ``progress(done, total, message)`` after each fit.
 
@@ -649,6 +661,11 @@ def compare(
         raise ValueError(f"as_frame must be 'auto', True or False, got {as_frame!r}")
     if cv is not None and train_sizes is not None:
         raise ValueError("cv and train_sizes are two different modes: pass one of them")
+    if not refit:
+        return _compare_fitted(
+            models, named, X_test, y_test, estimates, cv, train_sizes, reference, n_bootstrap, level, n_bins,
+            random_state, as_frame,
+        )
     y_train = np.asarray(y_train)
     if y_train.ndim != 1:
         raise ValueError(f"y_train must be 1-d, got shape {y_train.shape}")
@@ -751,6 +768,49 @@ def compare(
     y_index = _label_index(np.asarray(y_eval), classes, "y_test" if mode != "cv" else "y_train")
     records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
     columns = [c for c in records[0] if c not in index_names] if records else []
+    return _as_result(index_names, columns, records, attrs, as_frame)
+
+
+def _compare_fitted(
+    models, named, X_test, y_test, estimates, cv, train_sizes, reference, n_bootstrap, level, n_bins, random_state,
+    as_frame,
+):
+    from sklearn.utils.validation import check_is_fitted
+
+    if cv is not None or train_sizes is not None:
+        raise ValueError("refit=False scores fitted estimators on a test set: cv and train_sizes need refitting")
+    if X_test is None or y_test is None:
+        raise ValueError("X_test and y_test are required")
+    y_test = np.asarray(y_test)
+    if y_test.ndim != 1:
+        raise ValueError(f"y_test must be 1-d, got shape {y_test.shape}")
+    if _n_rows(X_test) != y_test.shape[0]:
+        raise ValueError(f"X_test has {_n_rows(X_test)} rows but y_test has {y_test.shape[0]} labels")
+    classes = None
+    groups, evidences = {}, {}
+    for name, clf in models.items():
+        check_is_fitted(clf, "stats_")
+        if classes is None:
+            classes = clf.classes_
+        elif not np.array_equal(classes, clf.classes_):
+            raise ValueError("the fitted models have different classes")
+        key = (name,) if named else ()
+        groups[key] = [_predict_all(clf, X_test, estimates)]
+        evidences[key] = [float(clf.log_evidence())]
+    rng = np.random.default_rng(random_state)
+    y_index = _label_index(y_test, classes, "y_test")
+    index_names = (["model"] if named else []) + ["estimate"]
+    records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    attrs = {
+        "mode": "holdout",
+        "level": level,
+        "n_bootstrap": int(n_bootstrap),
+        "reference": reference,
+        "n_bins": n_bins,
+        "n_train": int(sum(float(np.sum(m.class_count_)) for m in models.values()) / len(models)),
+        "n_test": int(y_test.shape[0]),
+    }
+    columns = [c for c in records[0] if c not in index_names]
     return _as_result(index_names, columns, records, attrs, as_frame)
 
 

@@ -33,6 +33,8 @@ __all__ = [
 
 # One colour per estimate, the same in every plot.
 _COLOURS = {"mle": "#d62728", "map": "#ff7f0e", "mean": "#1f77b4", "predictive": "#2ca02c"}
+# Line styles too: with alpha = 1 the MAP equals the MLE and its line lies on top.
+_STYLES = {"mle": "--", "map": ":", "mean": "-.", "predictive": "-"}
 
 
 def _new_axes(ax, figsize):
@@ -46,7 +48,7 @@ def _new_axes(ax, figsize):
     return fig.add_subplot()
 
 
-def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=10, ax=None):
+def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, ax=None):
     """Reliability diagram: accuracy against confidence, one line per estimate.
 
     The confidence of a row is its largest class probability; rows are grouped in
@@ -82,14 +84,14 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=10, ax=N
             continue
         count, conf, acc, ece = reliability_bins(y, pred.proba, estimator.classes_, n_bins=n_bins)
         used = count > 0
-        ax.plot(conf[used], acc[used], "-", color=colour, lw=1.5, label=f"{estimate} (ECE {ece:.3f})")
+        ax.plot(conf[used], acc[used], _STYLES[estimate], color=colour, lw=1.5, label=f"{estimate} (ECE {ece:.3f})")
         ax.scatter(conf[used], acc[used], s=12 + 200 * count[used] / count.sum(), color=colour, alpha=0.8)
     low = 1.0 / len(estimator.classes_)
     ax.set_xlim(low - 0.02, 1.01)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("confidence (largest class probability)")
     ax.set_ylabel("accuracy")
-    ax.set_title(f"Reliability: {type(estimator).__name__}")
+    ax.set_title(f"Reliability: {type(estimator).__name__} ({n_bins} confidence bins)")
     ax.legend(loc="upper left", fontsize="small")
     return ax
 
@@ -313,9 +315,9 @@ def _boundary_title(estimator):
     head = f"{name}(covariance={covariance!r})" if covariance else name
     tail = f", estimate={estimate!r}" if estimate else ""
     if shape and estimate != "predictive":
-        return f"{head}{tail}: {shape} boundary"
+        return f"{head}\n{tail.lstrip(', ')}: {shape} boundary"
     if shape:
-        return f"{head}{tail}: Student-t predictive"
+        return f"{head}\n{tail.lstrip(', ')}: Student-t predictive"
     return f"{head}{tail}"
 
 
@@ -378,7 +380,7 @@ def learning_curve(result, metric="log_loss", *, model=None, ax=None):
             continue
         size = np.array([r["train_size"] for r in rows], dtype=float)
         value = np.array([r[metric] for r in rows])
-        ax.plot(size, value, "o-", color=_COLOURS.get(estimate), label=estimate, ms=4)
+        ax.plot(size, value, marker="o", ls=_STYLES.get(estimate, "-"), color=_COLOURS.get(estimate), label=estimate, ms=4)
         if rows[0].get(f"{metric}_lo") is not None:
             lo = np.array([r[f"{metric}_lo"] for r in rows])
             hi = np.array([r[f"{metric}_hi"] for r in rows])
