@@ -17,7 +17,8 @@ from .estimators import (
     MultinomialNB,
     PoissonNB,
 )
-from .exceptions import ZeroLikelihoodWarning
+from .exceptions import ModelFileError, ZeroLikelihoodWarning
+from .persistence import load
 
 try:
     __version__ = _version("bayesnb")
@@ -30,9 +31,11 @@ __all__ = [
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
+    "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
     "ZeroLikelihoodWarning",
     "__version__",
     "compare",
+    "load",
 ]

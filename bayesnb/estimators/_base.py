@@ -279,6 +279,24 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         log_proba = self._log_proba(X)
         return self.classes_[np.argmax(log_proba, axis=1)]
 
+    # ----------------------------------------------------------- persistence
+    def save(self, path):
+        """Write this estimator (fitted or not) to ``path``; read it back with :func:`bayesnb.load`.
+
+        No pickle: a ZIP/``.npz`` archive of arrays plus JSON metadata with the library
+        and format versions and a SHA-256 checksum (see :mod:`bayesnb.persistence`).
+        The saved state is the parameters and the sufficient statistics; ``load``
+        recomputes the posterior, so predictions are bit-identical after the round trip
+        and ``partial_fit`` continues from the saved statistics.
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+        """
+        from ..persistence import save
+
+        save(self, path)
+
     # ------------------------------------------------------ Bayesian methods
     def log_evidence(self):
         r"""Log marginal likelihood :math:`\log p(X, y)` of the training data.
