@@ -24,8 +24,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
-import json
 import os
 import sys
 import textwrap
@@ -33,16 +31,15 @@ import time
 import warnings
 from pathlib import Path
 
-from . import __version__
+from . import __version__, _report, _userdata
+from ._report import DIGITS_BINARIZE_THRESHOLD, DIGITS_N_CATEGORIES
+from ._userdata import DataError
 from ._validation import ESTIMATES
 
 __all__ = ["main", "build_parser"]
 
 PROG = "bayesnb"
 
-# Pixels above this intensity (0..16) are "on" for the Bernoulli family.
-DIGITS_BINARIZE_THRESHOLD = 0.0
-DIGITS_N_CATEGORIES = 17
 
 #: Families ``bayesnb fit`` / ``compare`` can use.
 FAMILIES = (
@@ -56,13 +53,6 @@ FAMILIES = (
     "gaussian-full",
     "mixed",
 )
-_TEXT_FAMILIES = ("multinomial", "bernoulli", "poisson")
-_SPEC_FORMAT = "bayesnb-cli-model"
-_SPEC_VERSION = 1
-
-
-class DataError(Exception):
-    """A file or data set the command cannot use (reported with exit status 1)."""
 
 
 # ------------------------------------------------------------------ argument parsing
@@ -217,6 +207,11 @@ def build_parser():
         help="report directory (default: a new bayesnb-report-YYYYmmdd-HHMMSS in the working directory)",
     )
     demo.add_argument(
+        "--no-report",
+        action="store_true",
+        help="print the summary table only: no report directory, plots, learning curve or posterior draws",
+    )
+    demo.add_argument(
         "--alpha",
         type=_positive_float,
         default=1.0,
@@ -364,222 +359,6 @@ class _Progress:
         return update
 
 
-# ------------------------------------------------------------------------- data
-def _split(X, y, test_size, seed):
-    from sklearn.model_selection import train_test_split
-
-    classes = sorted(set(y.tolist()))
-    if len(classes) < 2:
-        raise DataError(f"need at least 2 classes to classify, found {len(classes)} ({classes})")
-    try:
-        return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
-    except ValueError as exc:
-        raise DataError(f"cannot make a stratified train/test split: {exc}") from None
-
-
-class _Problem:
-    """One demo data set: families to fit, rows, labels and how to name things."""
-
-    def __init__(self, header, families, y_train, y_test, notes, feature_names, describe_row, name):
-        self.header = header
-        self.families = families  # [(name, estimator, X_train, X_test)]
-        self.y_train = y_train
-        self.y_test = y_test
-        self.notes = notes
-        self.feature_names = feature_names  # {family: [names]}
-        self.describe_row = describe_row  # test row index -> short text
-        self.name = name
-
-
-def _digits_problem(args):
-    """Bundled digits: one design matrix per family."""
-    import numpy as np
-
-    from .datasets import load_digits_counts
-    from .estimators import BernoulliNB, CategoricalNB, MultinomialNB
-
-    X, y = load_digits_counts()
-    index = np.arange(X.shape[0])
-    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed)
-    # The same split of the row numbers (same seed, same stratification), to name test rows.
-    _, idx_test = _split(index, y, args.test_size, args.seed)[:2]
-    families = [
-        ("multinomial", MultinomialNB(alpha=args.alpha), X_train, X_test),
-        ("bernoulli", BernoulliNB(alpha=args.alpha, binarize=DIGITS_BINARIZE_THRESHOLD), X_train, X_test),
-        ("categorical", CategoricalNB(alpha=args.alpha, min_categories=DIGITS_N_CATEGORIES), X_train, X_test),
-    ]
-    header = [
-        f"data: scikit-learn digits (bundled), {X.shape[0]} images x {X.shape[1]} pixels, "
-        f"{len(set(y.tolist()))} classes",
-        "  multinomial: pixel intensities 0..16 as counts",
-        f"  bernoulli: a pixel is on if its intensity is > {DIGITS_BINARIZE_THRESHOLD:g}",
-        f"  categorical: each intensity is one of {DIGITS_N_CATEGORIES} categories",
-    ]
-    pixels = [f"pixel({j // 8},{j % 8})" for j in range(64)]
-
-    def describe(i):
-        return f"image #{int(idx_test[i])} (label {y_test[i]})"
-
-    names = {"multinomial": pixels, "bernoulli": pixels, "categorical": pixels}
-    return _Problem(header, families, y_train, y_test, [], names, describe, "scikit-learn digits")
-
-
-def _text_problem(args):
-    """A user's labelled text file: word counts / word presence."""
-    import numpy as np
-    from sklearn.feature_extraction.text import CountVectorizer
-
-    from .datasets import read_labelled_text
-    from .estimators import BernoulliNB, MultinomialNB
-
-    try:
-        texts, labels = read_labelled_text(args.data)
-    except (OSError, ValueError) as exc:
-        raise DataError(str(exc) if str(exc) else f"cannot read {args.data}") from None
-
-    docs = np.asarray(texts, dtype=object)
-    docs_train, docs_test, y_train, y_test = _split(docs, labels, args.test_size, args.seed)
-    vectorizer = CountVectorizer()
-    try:
-        X_train = vectorizer.fit_transform(docs_train)
-    except ValueError as exc:  # e.g. "empty vocabulary"
-        raise DataError(f"{args.data}: cannot build a vocabulary from the training texts: {exc}") from None
-    X_test = vectorizer.transform(docs_test)
-    families = [
-        ("multinomial", MultinomialNB(alpha=args.alpha), X_train, X_test),
-        ("bernoulli", BernoulliNB(alpha=args.alpha, binarize=0.0), X_train, X_test),
-    ]
-    names, counts = np.unique(labels, return_counts=True)
-    shown = ", ".join(f"{n} {c}" for n, c in zip(names[:8], counts[:8]))
-    more = f", ... ({names.size} in all)" if names.size > 8 else ""
-    header = [
-        f"data: {args.data}, {len(texts)} documents, {names.size} classes ({shown}{more})",
-        f"  vocabulary: {X_train.shape[1]} words (CountVectorizer fitted on the training split)",
-        "  multinomial: word counts; bernoulli: word presence",
-    ]
-    notes = [
-        "categorical: skipped for text (a bag of words is sparse counts, not categorical codes).",
-    ]
-    words = [str(w) for w in vectorizer.get_feature_names_out()]
-
-    def describe(i):
-        text = " ".join(str(docs_test[i]).split())
-        return f"[{y_test[i]}] {text[:90]}{'...' if len(text) > 90 else ''}"
-
-    return _Problem(
-        header, families, y_train, y_test, notes, {"multinomial": words, "bernoulli": words}, describe, str(args.data)
-    )
-
-
-# ---------------------------------------------------------------------- output
-def _format_table(header, rows, align):
-    """Plain-text table; ``rows`` items are lists of cells, or a (key..., text) tuple."""
-    widths = [len(h) for h in header]
-    for row in rows:
-        if isinstance(row, list):
-            widths = [max(w, len(c)) for w, c in zip(widths, row)]
-
-    def line(cells):
-        out = []
-        for cell, w, a in zip(cells, widths, align):
-            out.append(cell.rjust(w) if a == ">" else cell.ljust(w))
-        return "  ".join(out).rstrip()
-
-    lines = [line(header), line(["-" * w for w in widths])]
-    for row in rows:
-        if isinstance(row, list):
-            lines.append(line(row))
-        else:
-            *keys, text = row
-            lead = "  ".join(k.ljust(w) for k, w in zip(keys, widths))
-            lines.append(f"{lead}  {text}")
-    return lines
-
-
-_METRIC_HEADER = ["accuracy", "log loss", "Brier", "ECE", "macro-F1"]
-
-
-def _summary_rows(results):
-    """Terminal rows ``family estimate metrics... zero-lik`` from {family: compare records}."""
-    from .comparison import METRICS, short_reason
-
-    rows = []
-    for family, records in results.items():
-        for rec in records:
-            if not rec["available"]:
-                rows.append((family, rec["estimate"], f"n/a ({short_reason(rec['reason'])})"))
-            else:
-                cells = [f"{rec[m]:.4f}" for m in METRICS]
-                rows.append([family, rec["estimate"], *cells, str(int(rec["zero_likelihood_rows"]))])
-    return rows
-
-
-def _demo_summary(args, problem, results, evidences, n_train, n_test, report_path):
-    out = [f"bayesnb {__version__} demo", *problem.header]
-    out.append(
-        f"split: {n_train} train / {n_test} test rows (stratified, test size {args.test_size:g}, "
-        f"seed {args.seed}); prior alpha = {args.alpha:g}, class_alpha = 1"
-    )
-    out.append("")
-    out += _format_table(
-        ["family", "estimate", *_METRIC_HEADER, "zero-lik rows"],
-        _summary_rows(results),
-        ["<", "<", ">", ">", ">", ">", ">", ">"],
-    )
-    out.append("")
-    out.append("log evidence log p(X_train, y_train), nats:")
-    ev_rows = [[name, f"{value:.2f}"] for name, value in evidences.items()]
-    out += ["  " + s for s in _format_table(["family", "log evidence"], ev_rows, ["<", ">"])]
-    out.append("")
-    out.append("notes:")
-    bullets = list(problem.notes) + [
-        "every estimate of a family comes from one fit (one posterior), switched with set_params(estimate=...).",
-        "zero-lik rows: test rows impossible under every class for that estimate (a feature value "
-        "never seen in training); they get the class proportions as probabilities "
-        "(bayesnb.ZeroLikelihoodWarning, counted here instead of printed).",
-        "log loss clips probabilities at machine epsilon (scikit-learn), so a zero probability on "
-        "the true class costs about 36 nats instead of infinity. Brier: sum over classes (0..2). "
-        "ECE: 15 equal-width confidence bins.",
-        "the families model different representations of the data, so their log evidences are "
-        "not comparable with each other.",
-    ]
-    if args.alpha == 1.0:
-        bullets.append("with alpha = 1 and class_alpha = 1 the MAP (posterior mode) equals the MLE.")
-    for family, records in results.items():
-        for rec in records:
-            if not rec["available"]:
-                bullets.append(f"{family} {rec['estimate']}: {rec['reason']}")
-    for bullet in bullets:
-        out += textwrap.wrap(bullet, width=100, initial_indent="  - ", subsequent_indent="    ")
-    out.append("")
-    out.append(f"report: {report_path} (95% bootstrap intervals, learning curve, uncertainty, plots)")
-    return "\n".join(out)
-
-
-def _report_dir(requested):
-    if requested is not None:
-        path = Path(requested)
-        if path.exists() and not path.is_dir():
-            raise DataError(f"--out {path}: exists and is not a directory")
-    else:
-        stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-        path = Path.cwd() / f"bayesnb-report-{stamp}"
-        k = 1
-        while path.exists():
-            path = Path.cwd() / f"bayesnb-report-{stamp}-{k}"
-            k += 1
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise DataError(f"cannot create the report directory {path}: {exc.strerror or exc}") from None
-    return path
-
-
-def _save(ax, path):
-    ax.figure.savefig(path, dpi=110)
-    return path.name
-
-
 # ------------------------------------------------------------------------- demo
 def _run_demo(args):
     import numpy as np
@@ -589,8 +368,10 @@ def _run_demo(args):
 
     progress = _Progress(args.progress)
     with progress.step("loading the data"):
-        problem = _digits_problem(args) if args.data is None else _text_problem(args)
-    out_dir = _report_dir(args.out)
+        problem = _report.digits_problem(args) if args.data is None else _report.text_problem(args)
+    if args.no_report and args.out is not None:
+        raise DataError("--out and --no-report contradict each other")
+    out_dir = None if args.no_report else _report.report_dir(args.out)
     y_train, y_test = problem.y_train, problem.y_test
     results, evidences, tables, fitted = {}, {}, {}, {}
     for name, clf, X_train, X_test in problem.families:
@@ -602,12 +383,15 @@ def _run_demo(args):
         tables[name] = table
         results[name] = table.records
 
+    if out_dir is None:
+        print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), None))
+        return 0
     first, (clf, X_train, X_test) = next(iter(fitted.items()))
-    sizes = _curve_sizes(len(y_train), len(np.unique(y_train)))
+    sizes = _report.curve_sizes(len(y_train), len(np.unique(y_train)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ZeroLikelihoodWarning)
         curve = compare(
-            type(clf)(**clf.get_params()),
+            clf,  # cloned and refitted on each training subset
             X_train,
             y_train,
             X_test,
@@ -619,466 +403,52 @@ def _run_demo(args):
             as_frame=False,
             progress=progress.bar(f"learning curve ({first})"),
         )
-    report = _write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress)
-    print(_demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report))
+    report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress)
+    print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report))
     return 0
 
 
-def _curve_sizes(n_train, n_classes):
-    base = [n_classes * k for k in (1, 2, 5, 10, 25)] + [n_train // 4, n_train // 2, n_train]
-    return sorted({s for s in base if 1 <= s <= n_train})
-
-
-def _write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress):
-    import numpy as np
-
-    from . import plots
-    from .comparison import format_comparison
-    from .uncertainty import decompose_uncertainty, top_features
-
-    y_test = problem.y_test
-    first, (clf, X_train, X_test) = next(iter(fitted.items()))
-    images = {}
-    with progress.step("drawing reliability diagrams and the learning curve"):
-        for name, (est, _, X_te) in fitted.items():
-            images[f"reliability_{name}"] = _save(
-                plots.reliability_diagram(est, X_te, y_test), out_dir / f"reliability_{name}.png"
-            )
-        images["learning_curve"] = _save(plots.learning_curve(curve, "log_loss"), out_dir / "learning_curve.png")
-        images["learning_curve_accuracy"] = _save(
-            plots.learning_curve(curve, "accuracy"), out_dir / "learning_curve_accuracy.png"
-        )
-    with progress.step(f"posterior uncertainty of {len(y_test)} test predictions ({args.draws} draws)"):
-        decomposition = decompose_uncertainty(clf, X_test, n_draws=args.draws, random_state=args.seed)
-        images["uncertainty"] = _save(
-            plots.uncertainty_histogram(decomposition=decomposition), out_dir / "uncertainty.png"
-        )
-        labels, counts = np.unique(problem.y_train, return_counts=True)
-        target = labels[np.argmin(counts)] if args.data is not None else clf.classes_[0]
-        names = problem.feature_names[first]
-        top = top_features(clf, target, 15, level=0.9, n_draws=args.draws, random_state=args.seed)
-        images["top_features"] = _save(
-            plots.top_features(clf, target, 15, feature_names=names, n_draws=args.draws, random_state=args.seed),
-            out_dir / "top_features.png",
-        )
-    order = np.argsort(-decomposition.epistemic, kind="stable")[:8]
-    predicted = clf.classes_[np.argmax(decomposition.mean_proba, axis=1)]
-
-    md = [f"# bayesnb {__version__} demo report", ""]
-    md.append(f"Generated {_dt.datetime.now().isoformat(timespec='seconds')} by `bayesnb demo`.")
-    md.append("")
-    md += [line.strip() if not line.startswith("  ") else f"- {line.strip()}" for line in problem.header]
-    md.append("")
-    md.append(
-        f"Split: {len(problem.y_train)} training / {len(y_test)} test rows (stratified, test size "
-        f"{args.test_size:g}, seed {args.seed}); prior alpha = {args.alpha:g}, class_alpha = 1. "
-        "Each family is fitted once; its four estimates come from that one posterior."
-    )
-    md.append("")
-    md.append("## Estimates compared on the test split")
-    md.append("")
-    md.append(
-        "Point values with 95% percentile bootstrap intervals over the test rows (1000 resamples). "
-        "Log loss in nats (probabilities clipped at machine epsilon, as scikit-learn); Brier summed "
-        "over classes (0 to 2); ECE with 15 equal-width confidence bins; zero-lik rows: test rows "
-        "impossible under every class (given the class proportions)."
-    )
-    for name, table in tables.items():
-        md += ["", f"### {name}", "", format_comparison(table, style="markdown", intervals=True), ""]
-        md.append(
-            "Paired differences from the exact posterior predictive (estimate minus predictive; an "
-            "interval excluding 0 is a difference the test set resolves):"
-        )
-        md += ["", format_comparison(
-            table, style="markdown", differences=True, values=False, metrics=("accuracy", "log_loss", "brier")
-        ), ""]
-        md.append(f"![reliability diagram, {name}]({images[f'reliability_{name}']})")
-    md += ["", "## Log evidence", "", "| family | log p(X_train, y_train) (nats) |", "|---|---|"]
-    md += [f"| {k} | {v:.2f} |" for k, v in evidences.items()]
-    md += [
-        "",
-        "The families model different representations of the data, so their evidences are not "
-        "comparable with each other; within a family they compare priors.",
-        "",
-        "## Where full Bayes matters: learning curve",
-        "",
-        f"{type(clf).__name__} ({first}) refitted on random stratified training subsets "
-        f"(5 per size), scored on the same {len(y_test)} test rows; bands are 95% bootstrap "
-        "intervals over the test rows.",
-        "",
-        f"![log loss by training size]({images['learning_curve']})",
-        f"![accuracy by training size]({images['learning_curve_accuracy']})",
-        "",
-        format_comparison(curve, style="markdown", metrics=("accuracy", "log_loss")),
-        "",
-        "Paired differences from the exact posterior predictive (estimate minus predictive):",
-        "",
-        format_comparison(curve, style="markdown", differences=True, values=False, metrics=("accuracy", "log_loss")),
-        "",
-        _curve_verdict(curve),
-        "",
-        "## Posterior uncertainty of the predictions",
-        "",
-        f"From {args.draws} exact posterior draws of the {first} model: per test row, total "
-        "uncertainty (entropy of the mean class probabilities) = aleatoric (mean entropy of each "
-        "draw's probabilities) + epistemic (mutual information between the label and the "
-        "parameters: what more training data would remove).",
-        "",
-        f"![uncertainty histogram]({images['uncertainty']})",
-        "",
-        "Test rows with the highest epistemic uncertainty:",
-        "",
-        "| row | predicted | epistemic | aleatoric | total |",
-        "|---|---|---|---|---|",
-    ]
-    for i in order:
-        md.append(
-            f"| {_md_escape(problem.describe_row(int(i)))} | {predicted[i]} | {decomposition.epistemic[i]:.4f} | "
-            f"{decomposition.aleatoric[i]:.4f} | {decomposition.total[i]:.4f} |"
-        )
-    names = problem.feature_names[first]
-    md += [
-        "",
-        f"## Features that most raise p({target})",
-        "",
-        f"Posterior median and 90% credible interval of each feature's contribution to the "
-        f"log-odds of {target} ({top.unit}), from {args.draws} posterior draws.",
-        "",
-        f"![top features]({images['top_features']})",
-        "",
-        "| feature | median | 90% interval |",
-        "|---|---|---|",
-    ]
-    for f, m, lo, hi in zip(top.feature, top.median, top.lower, top.upper):
-        md.append(f"| {_md_escape(names[f])} | {m:.3f} | [{lo:.3f}, {hi:.3f}] |")
-    md.append("")
-    path = out_dir / "report.md"
-    path.write_text("\n".join(md), encoding="utf-8")
-    return path
-
-
-def _md_escape(text):
-    return str(text).replace("|", "\\|")
-
-
-def _curve_verdict(curve):
-    """One sentence: at which sizes the predictive beats the posterior-mean plug-in in log loss."""
-    recs = [r for r in curve.records if r["estimate"] == "mean" and r["available"] and r.get("log_loss_diff_lo") is not None]
-    if not recs:
-        return ""
-    better = [r["train_size"] for r in recs if r["log_loss_diff_lo"] > 0]  # mean worse than predictive
-    same = [r["train_size"] for r in recs if r["log_loss_diff_lo"] <= 0 <= r["log_loss_diff_hi"]]
-    worse = [r["train_size"] for r in recs if r["log_loss_diff_hi"] < 0]
-    parts = []
-    if better:
-        parts.append(f"the exact predictive has a lower log loss than the posterior-mean plug-in at {_sizes_text(better)} training rows")
-    if same:
-        parts.append(f"the difference is not resolved at {_sizes_text(same)}")
-    if worse:
-        parts.append(f"the plug-in is better at {_sizes_text(worse)}")
-    return "Paired 95% intervals of Δ log loss (mean − predictive): " + "; ".join(parts) + "."
-
-
-def _sizes_text(sizes):
-    return ", ".join(str(s) for s in sizes)
-
-
 # ------------------------------------------------------------- user data: fit / predict
-def _read_table(path, sep, header):
-    from .datasets import read_table
-
-    try:
-        return read_table(path, sep=sep, header=header)
-    except (OSError, ValueError) as exc:
-        raise DataError(str(exc) or f"cannot read {path}") from None
-
-
-_LABEL_NAMES = ("label", "class", "target", "y", "category")
-
-
-def _label_column(table, requested):
-    if requested is not None:
-        try:
-            return table.index(requested)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-    lowered = [c.lower() for c in table.columns]
-    for name in _LABEL_NAMES:
-        if name in lowered:
-            return lowered.index(name)
-    raise DataError(
-        f"{table.path}: no label column found (none named {', '.join(_LABEL_NAMES)}); name it with --label"
-    )
-
-
-def _spec_from_args(args, table):
-    """Which columns hold the label, the text or the features, and their types."""
-    import numpy as np
-
-    label = _label_column(table, args.label)
-    spec = {
-        "format": _SPEC_FORMAT,
-        "format_version": _SPEC_VERSION,
-        "bayesnb_version": __version__,
-        "sep": args.sep,
-        "header": not args.no_header,
-        "label": table.columns[label],
-    }
-    if args.text is not None:
-        if args.features is not None:
-            raise DataError("--text and --features are exclusive: a model of a text column uses no other column")
-        try:
-            text = table.index(args.text)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        if text == label:
-            raise DataError("--text names the label column")
-        family = "multinomial" if args.family == "auto" else args.family
-        if family not in _TEXT_FAMILIES:
-            raise DataError(f"--family {family} cannot model a text column; use one of {', '.join(_TEXT_FAMILIES)}")
-        spec.update(kind="text", text=table.columns[text], family=family)
-        return spec
-    if args.features is not None:
-        try:
-            cols = [table.index(c.strip()) for c in args.features.split(",") if c.strip()]
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        if label in cols:
-            raise DataError("--features includes the label column")
-        if not cols:
-            raise DataError("--features names no column")
-    else:
-        cols = [j for j in range(len(table.columns)) if j != label]
-    if not cols:
-        raise DataError(f"{table.path}: no feature columns besides the label")
-    types = {}
-    for j in cols:
-        numeric = _as_numbers(table.values[j]) is not None
-        types[table.columns[j]] = "numeric" if numeric else "categorical"
-    family = args.family
-    if family == "auto":
-        kinds = set(types.values())
-        family = "gaussian" if kinds == {"numeric"} else "categorical" if kinds == {"categorical"} else "mixed"
-    if family in ("multinomial", "bernoulli", "poisson", "gaussian", "gaussian-shared", "gaussian-full"):
-        bad = [c for c, t in types.items() if t != "numeric"]
-        if bad:
-            column = bad[0]
-            values = table.column(column)
-            example = next(v for v in values.tolist() if _as_numbers(np.asarray([v])) is None)
-            raise DataError(f"--family {family} needs numeric columns; column {column!r} holds {example!r}")
-    if family == "categorical":
-        types = dict.fromkeys(types, "categorical")
-    spec.update(kind="tabular", features=[table.columns[j] for j in cols], types=types, family=family)
-    return spec
-
-
-def _as_numbers(values):
-    import numpy as np
-
-    try:
-        out = np.asarray(values, dtype=np.float64)
-    except ValueError:
-        return None
-    return out if np.all(np.isfinite(out)) else None
-
-
-def _design(spec, table, *, fit):
-    """The feature matrix of ``table`` under ``spec`` (learning vocabulary/categories if ``fit``)."""
-    import numpy as np
-
-    if spec["kind"] == "text":
-        from sklearn.feature_extraction.text import CountVectorizer
-
-        try:
-            texts = table.column(spec["text"])
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        if fit:
-            vectorizer = CountVectorizer()
-            try:
-                X = vectorizer.fit_transform(texts.tolist())
-            except ValueError as exc:
-                raise DataError(f"{table.path}: cannot build a vocabulary from column {spec['text']!r}: {exc}") from None
-            spec["vocabulary"] = [str(w) for w in vectorizer.get_feature_names_out()]
-            return X
-        return CountVectorizer(vocabulary=spec["vocabulary"]).transform(texts.tolist())
-    columns = []
-    if fit:
-        spec["categories"] = {}
-    for name in spec["features"]:
-        try:
-            values = table.column(name)
-        except ValueError as exc:
-            raise DataError(str(exc)) from None
-        if spec["types"][name] == "numeric":
-            numbers = _as_numbers(values)
-            if numbers is None:
-                bad = next(
-                    (i for i, v in enumerate(values.tolist()) if _as_numbers(np.asarray([v])) is None), 0
-                )
-                raise DataError(
-                    f"{table.path}, line {int(table.lines[bad])}: column {name!r} must be a finite number, "
-                    f"got {values[bad]!r}"
-                )
-            columns.append(numbers)
-        else:
-            if fit:
-                spec["categories"][name] = sorted(set(values.tolist()))
-            cats = spec["categories"][name]
-            lookup = {v: k for k, v in enumerate(cats)}
-            # A value not seen at fit gets the code after the fitted ones: CategoricalNB's
-            # share of a new category.
-            columns.append(np.array([lookup.get(v, len(cats)) for v in values.tolist()], dtype=np.float64))
-    X = np.column_stack(columns)
-    if spec["family"] == "categorical":
-        X = X.astype(np.int64)
-    return X
-
-
-def _make_estimator(spec, alpha):
-    import numpy as np
-
-    from . import estimators as E
-
-    family = spec["family"]
-    if family == "multinomial":
-        return E.MultinomialNB(alpha=alpha)
-    if family == "bernoulli":
-        return E.BernoulliNB(alpha=alpha)
-    if family == "poisson":
-        return E.PoissonNB(alpha=alpha)
-    if family == "gaussian":
-        return E.GaussianNB()
-    if family in ("gaussian-shared", "gaussian-full"):
-        return E.GaussianBayesClassifier(covariance=family.split("-")[1])
-    if family == "categorical":
-        k = [len(spec["categories"][c]) for c in spec["features"]]
-        return E.CategoricalNB(alpha=alpha, min_categories=np.asarray(k, dtype=np.int64))
-    # mixed: one Gaussian block of the numeric columns, one categorical block of the others
-    numeric = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "numeric"]
-    categorical = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "categorical"]
-    blocks = []
-    if numeric:
-        blocks.append(("gaussian", E.GaussianNB(), numeric))
-    if categorical:
-        k = [len(spec["categories"][spec["features"][j]]) for j in categorical]
-        blocks.append(("categorical", E.CategoricalNB(alpha=alpha, min_categories=np.asarray(k, dtype=np.int64)), categorical))
-    return E.MixedNB(blocks=blocks)
-
-
-def _labels(spec, table, required=True):
-    import numpy as np
-
-    name = spec["label"]
-    if name not in table.columns:
-        if required:
-            raise DataError(f"{table.path}: no label column {name!r}")
-        return None
-    y = table.column(name)
-    empty = np.flatnonzero(y == "")
-    if empty.size:
-        raise DataError(f"{table.path}, line {int(table.lines[empty[0]])}: empty label")
-    return y
-
-
-@contextlib.contextmanager
-def _user_errors(what):
-    """Errors that the user's data causes (ValueError/TypeError) become one-line DataErrors."""
-    try:
-        yield
-    except DataError:
-        raise
-    except (ValueError, TypeError) as exc:
-        message = " ".join(str(exc).split()) or type(exc).__name__
-        raise DataError(f"{what}: {message}") from None
-
-
-def _spec_path(model_path):
-    return Path(str(model_path) + ".cli.json")
-
-
-def _save_model(clf, spec, path):
-    path = Path(path)
-    if path.is_dir():
-        raise DataError(f"--model {path} is a directory")
-    if not hasattr(clf, "save"):
-        raise DataError(
-            "saving a model needs bayesnb.persistence (estimator.save / bayesnb.load), which this "
-            "installation does not have"
-        )
-    try:
-        clf.save(path)
-        _spec_path(path).write_text(json.dumps(spec, indent=1, ensure_ascii=False), encoding="utf-8")
-    except OSError as exc:
-        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
-
-
-def _load_model(path):
-    import bayesnb
-
-    path = Path(path)
-    if not path.exists():
-        raise DataError(f"no such file: {path}")
-    if not path.is_file():
-        raise DataError(f"not a regular file: {path}")
-    spec_path = _spec_path(path)
-    if not spec_path.is_file():
-        raise DataError(f"{spec_path} not found: the column layout saved next to the model by 'bayesnb fit'")
-    try:
-        spec = json.loads(spec_path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{spec_path}: not a bayesnb column layout ({exc})") from None
-    if not isinstance(spec, dict) or spec.get("format") != _SPEC_FORMAT:
-        raise DataError(f"{spec_path}: not a bayesnb column layout")
-    if spec.get("format_version", 0) > _SPEC_VERSION:
-        raise DataError(f"{spec_path}: written by a newer bayesnb (format {spec.get('format_version')})")
-    load = getattr(bayesnb, "load", None)
-    if load is None:
-        raise DataError("loading a model needs bayesnb.load (bayesnb.persistence), which this installation does not have")
-    try:
-        clf = load(path)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        raise DataError(f"{path}: cannot load the model: {' '.join(str(exc).split())}") from None
-    return clf, spec
-
-
 def _run_fit(args):
     import numpy as np
 
-    table = _read_table(args.data, args.sep, not args.no_header)
-    spec = _spec_from_args(args, table)
-    y = _labels(spec, table)
+    table = _userdata.read_data(args.data, args.sep, not args.no_header)
+    spec = _userdata.spec_from_args(args, table)
+    y = _userdata.labels(spec, table)
     if np.unique(y).size < 2:
         raise DataError(f"{table.path}: need at least 2 classes to classify, found {np.unique(y).tolist()}")
-    X = _design(spec, table, fit=True)
-    clf = _make_estimator(spec, args.alpha)
-    with _user_errors(f"cannot fit {type(clf).__name__} on {table.path}"):
+    X = _userdata.design(spec, table, fit=True)
+    clf = _userdata.make_estimator(spec, args.alpha)
+    with _userdata.user_errors(f"cannot fit {type(clf).__name__} on {table.path}"):
         clf.fit(X, y)
     spec["alpha"] = args.alpha
-    _save_model(clf, spec, args.model)
+    _userdata.save_model(clf, spec, args.model)
     names, counts = np.unique(y, return_counts=True)
-    what = f"text column {spec['text']!r}, {X.shape[1]} words" if spec["kind"] == "text" else (
-        f"{len(spec['features'])} columns ({', '.join(f'{c}: {t}' for c, t in spec['types'].items())[:200]})"
-    )
+    if spec["kind"] == "text":
+        what = f"text column {spec['text']!r}, {X.shape[1]} words"
+    else:
+        kinds = list(spec["types"].values())
+        parts = [f"{kinds.count(k)} {k}" for k in ("numeric", "categorical") if kinds.count(k)]
+        what = f"{len(kinds)} feature columns ({', '.join(parts)})"
     print(f"fitted {type(clf).__name__} ({spec['family']}) on {len(y)} rows of {table.path}: {what}")
     print(f"classes: {', '.join(f'{n} ({c})' for n, c in zip(names, counts))}")
     print(f"log evidence log p(X, y): {clf.log_evidence():.2f} nats")
-    print(f"model: {args.model} (column layout: {_spec_path(args.model)})")
+    print(f"model: {args.model} (column layout: {_userdata.spec_path(args.model)})")
     return 0
 
 
 def _run_predict(args):
     import numpy as np
 
-    clf, spec = _load_model(args.model)
+    clf, spec = _userdata.load_model(args.model)
     sep = args.sep if args.sep is not None else spec.get("sep")
     header = spec.get("header", True) and not args.no_header
-    table = _read_table(args.data, sep, header)
-    X = _design(spec, table, fit=False)
+    table = _userdata.read_data(args.data, sep, header)
+    X = _userdata.design(spec, table, fit=False)
     clf.set_params(estimate=args.estimate)
     from .exceptions import ZeroLikelihoodWarning
 
-    with _user_errors(f"cannot predict the rows of {table.path}"), warnings.catch_warnings():
+    with _userdata.user_errors(f"cannot predict the rows of {table.path}"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ZeroLikelihoodWarning)
         proba = clf.predict_proba(X)
         lo = hi = None
@@ -1086,7 +456,7 @@ def _run_predict(args):
             lo, hi = clf.predict_proba_interval(X, args.interval, n_draws=args.draws, random_state=args.seed)
     classes = [str(c) for c in clf.classes_]
     predicted = clf.classes_[np.argmax(proba, axis=1)]
-    y = _labels(spec, table, required=False)
+    y = _userdata.labels(spec, table, required=False)
     out_sep = "\t" if args.out and str(args.out).lower().endswith(".tsv") else ","
     header_row = ["line"] + (["label"] if y is not None else []) + ["predicted"] + [f"p({c})" for c in classes]
     if lo is not None:
@@ -1129,26 +499,26 @@ def _run_compare(args):
 
     from .comparison import compare, format_comparison
 
-    table = _read_table(args.data, args.sep, not args.no_header)
-    spec = _spec_from_args(args, table)
-    y = _labels(spec, table)
-    X = _design(spec, table, fit=True)
+    table = _userdata.read_data(args.data, args.sep, not args.no_header)
+    spec = _userdata.spec_from_args(args, table)
+    y = _userdata.labels(spec, table)
+    X = _userdata.design(spec, table, fit=True)
     if args.test_data is not None:
-        test = _read_table(args.test_data, args.sep, not args.no_header)
-        X_test, y_test = _design(spec, test, fit=False), _labels(spec, test)
+        test = _userdata.read_data(args.test_data, args.sep, not args.no_header)
+        X_test, y_test = _userdata.design(spec, test, fit=False), _userdata.labels(spec, test)
         X_train, y_train = X, y
         unknown = sorted(set(y_test.tolist()) - set(y_train.tolist()))
         if unknown:
             raise DataError(f"{test.path}: labels {unknown[:5]} do not occur in {table.path}")
     elif args.cv is None:
-        X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed)
+        X_train, X_test, y_train, y_test = _userdata.split(X, y, args.test_size, args.seed)
     else:
         X_train, y_train, X_test, y_test = X, y, None, None
     if np.unique(y_train).size < 2:
         raise DataError(f"{table.path}: need at least 2 classes to classify")
-    clf = _make_estimator(spec, args.alpha)
+    clf = _userdata.make_estimator(spec, args.alpha)
     progress = _Progress(args.progress)
-    with _user_errors(f"cannot compare {type(clf).__name__} on {table.path}"), warnings.catch_warnings():
+    with _userdata.user_errors(f"cannot compare {type(clf).__name__} on {table.path}"), warnings.catch_warnings():
         from .exceptions import ZeroLikelihoodWarning
 
         warnings.simplefilter("ignore", ZeroLikelihoodWarning)

@@ -331,7 +331,7 @@ def _as_result(index_names, columns, records, attrs, as_frame):
     if as_frame is False:
         return table
     try:
-        import pandas  # noqa: F401
+        import pandas  # noqa: F401  (only whether it is installed)
     except ImportError:
         if as_frame is True:
             raise ImportError("as_frame=True needs pandas (pip install pandas)") from None

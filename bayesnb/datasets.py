@@ -237,8 +237,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8"):
     path : str or Path
     sep : str, optional
         Field separator; by default TAB for ``.tsv``/``.tab`` files, comma for ``.csv``,
-        otherwise TAB if the first line holds one, else comma. Fields may be quoted
-        (Python's :mod:`csv` dialect: ``"a, b"`` is one field).
+        otherwise TAB if the first line holds one, else comma. With a comma (or any
+        separator but TAB) fields may be quoted as in CSV (``"a, b"`` is one field);
+        TAB-separated fields are taken as they are (the TSV convention: no quoting).
     header : bool, default True
         Whether the first non-empty line names the columns.
     encoding : str, default "utf-8"
@@ -279,7 +280,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8"):
     if not isinstance(sep, str) or len(sep) != 1:
         raise ValueError(f"sep must be a single character, got {sep!r}")
     rows, numbers = [], []
-    reader = csv.reader(lines, delimiter=sep)
+    # Tab-separated files follow the TSV convention of no quoting (a text may hold a
+    # quote character); other separators follow CSV's, where a quoted field may hold it.
+    reader = csv.reader(lines, delimiter=sep, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
     try:
         for row in reader:
             if not any(field.strip() for field in row):
