@@ -223,6 +223,8 @@ def _predict_all(clf, X, estimates):
     under every class get the class proportions (as ``predict_proba``), and are counted
     rather than warned about.
     """
+    # Bad input is the caller's error, not an undefined estimate: checked once, raised.
+    clf._check_X(X, reset=False)
     original = clf.estimate
     out = {}
     try:
@@ -315,7 +317,7 @@ class ComparisonTable:
 
     def to_frame(self):
         """The same table as a pandas DataFrame (requires pandas)."""
-        import pandas as pd
+        pd = _import_pandas()
 
         frame = pd.DataFrame.from_records(self.records, columns=self.index_names + self.columns)
         frame = frame.set_index(self.index_names)
@@ -331,12 +333,19 @@ def _as_result(index_names, columns, records, attrs, as_frame):
     if as_frame is False:
         return table
     try:
-        import pandas  # noqa: F401  (only whether it is installed)
+        _import_pandas()
     except ImportError:
         if as_frame is True:
             raise ImportError("as_frame=True needs pandas (pip install pandas)") from None
         return table
     return table.to_frame()
+
+
+def _import_pandas():
+    # pandas is optional (a test extra, not a dependency): imported only here, when used.
+    import pandas
+
+    return pandas
 
 
 def _records_of(result):
