@@ -19,6 +19,8 @@ __all__ = [
     "check_category_table",
     "check_sample_weight",
     "check_class_prior",
+    "check_labels",
+    "check_classes",
     "check_n_draws",
     "check_level",
     "sparse_counts_input",
@@ -95,7 +97,10 @@ def check_sample_weight(sample_weight, n_samples):
     """Return float64 weights of shape (n_samples,), checking length, finiteness and sign."""
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"sample_weight must be numeric: {err}") from None
     if w.ndim == 0:
         w = np.full(n_samples, float(w))
     if w.shape != (n_samples,):
@@ -119,6 +124,42 @@ def check_class_prior(class_prior, n_classes):
     if not np.isclose(p.sum(), 1.0, rtol=0, atol=1e-8):
         raise ValueError(f"class_prior must sum to one, sums to {p.sum():.10g}")
     return p
+
+
+def check_labels(y, name="y"):
+    """Raise unless the labels ``y`` are free of missing values and of one orderable kind.
+
+    Class labels are sorted (``classes_``), so a missing label (``None``, ``NaN``) or a
+    mix of strings and numbers in an object array is refused here, naming the first
+    offending position, instead of failing inside ``numpy.unique``.
+    """
+    y = np.asarray(y)
+    if y.dtype.kind == "O":
+        items = y.ravel().tolist()
+        for i, v in enumerate(items):
+            if v is None or (isinstance(v, float) and v != v):
+                raise ValueError(f"{name} contains a missing label ({v!r}) at position {i}")
+        text = [isinstance(v, (str, bytes)) for v in items]
+        if any(text) and not all(text):
+            i = text.index(not text[0])
+            raise TypeError(
+                f"{name} mixes string and non-string labels ({items[0]!r} and {items[i]!r} at "
+                f"position {i}), which cannot be ordered into classes_; convert them to one type"
+            )
+    elif y.dtype.kind in "fc" and np.isnan(y).any():
+        raise ValueError(f"{name} contains NaN at position {int(np.flatnonzero(np.isnan(y))[0])}")
+    return y
+
+
+def check_classes(classes):
+    """``classes`` of ``partial_fit`` as the sorted unique labels (1-d, non-empty, no NaN)."""
+    arr = np.asarray(classes)
+    if arr.ndim != 1:
+        raise ValueError(f"classes must be a 1-d array of class labels, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("classes is empty: pass every class label on the first call to partial_fit")
+    check_labels(arr, "classes")
+    return np.unique(arr)
 
 
 def check_n_draws(n, name="n_draws"):

@@ -295,11 +295,24 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
     order = np.argsort(y_index, kind="stable")
     bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
     scatter = np.zeros((n_classes, n_features, n_features))
-    for c in range(n_classes):
-        rows = centred[order[bounds[c] : bounds[c + 1]]]
-        if rows.shape[0]:
-            scatter[c] = rows.T @ rows
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        for c in range(n_classes):
+            rows = centred[order[bounds[c] : bounds[c + 1]]]
+            if rows.shape[0]:
+                scatter[c] = rows.T @ rows
+    if not (np.all(np.isfinite(scatter)) and np.all(np.isfinite(mean))):
+        _raise_non_finite("scatter_stats", X, w)
     return ScatterStats(class_count, mean, scatter)
+
+
+def _raise_non_finite(who, X, w):
+    """Name why statistics came out non-finite: bad input, or finite input that overflowed."""
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(w))):
+        raise ValueError(f"{who}: X or sample_weight contains NaN or infinity")
+    raise ValueError(
+        f"{who}: the weighted sums of squared deviations overflow float64 (|X| up to "
+        f"{np.max(np.abs(X)):.3g}, weights up to {np.max(w, initial=0):.3g}); rescale the features"
+    )
 
 
 __all__ += ["ScatterStats", "scatter_stats"]
@@ -577,7 +590,7 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
             state = _gaussian_update(state, X[n_full:], y_index[n_full:], w[n_full:], np)
     out = GaussianStats(*(np.asarray(a, dtype=np.float64) for a in state))
     if not all(np.all(np.isfinite(a)) for a in out):
-        raise ValueError("gaussian_stats: X or sample_weight contains NaN or infinity")
+        _raise_non_finite("gaussian_stats", X, w)
     return out
 
 

@@ -21,7 +21,9 @@ from .._normalize import log_normalize
 from .._random import key_from_random_state
 from .._validation import (
     check_class_prior,
+    check_classes,
     check_estimate,
+    check_labels,
     check_n_draws,
     check_sample_weight,
 )
@@ -87,7 +89,10 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels.
+            Class labels (no missing label; strings or numbers, not both). A single
+            class is accepted, as in scikit-learn: ``classes_`` has one entry,
+            ``predict`` returns it and ``predict_proba`` is a column of ones, while
+            ``log_evidence`` and the posterior remain those of the data.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights; a weight ``k`` counts like ``k`` copies of the row.
 
@@ -128,7 +133,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         try:
             X, y = self._check_X_y(X, y, reset=first)
             if classes is not None:
-                classes = np.unique(np.asarray(classes))
+                classes = check_classes(classes)
                 if not first and not np.array_equal(classes, self.classes_):
                     raise ValueError(
                         f"classes={classes!r} differs from the classes of the first call {self.classes_!r}"
@@ -146,7 +151,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     def _check_X_y(self, X, y, reset):
         X = self._check_X(X, reset=reset)
-        y = column_or_1d(np.asarray(y), warn=True)
+        y = check_labels(column_or_1d(np.asarray(y), warn=True))
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
         return X, y

@@ -10,6 +10,7 @@ the model, only which family describes which column.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import NamedTuple
 
@@ -44,6 +45,17 @@ class LabelStats(NamedTuple):
     def merge(self, other):
         """Statistics of the union of two disjoint sets of rows."""
         return LabelStats(np.asarray(self.class_count) + np.asarray(other.class_count))
+
+
+@contextlib.contextmanager
+def _in_block(name):
+    """Prefix a block's own ValueError/TypeError with the block's name (same type, chained)."""
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        if type(err) not in (ValueError, TypeError) or str(err).startswith("block "):
+            raise
+        raise type(err)(f"block {name!r}: {err}") from err
 
 
 class _BlockData:
@@ -412,7 +424,8 @@ class MixedNB(BaseNB):
             self._check_finite(part, name, est, X, idx)
             if not self._fit_input:
                 # Validated once here, not once per posterior draw in predict_proba_draws.
-                part = est._check_X(part, reset=False)
+                with _in_block(name):
+                    part = est._check_X(part, reset=False)
             parts.append(part)
         return _BlockData(parts, X.shape)
 
@@ -448,7 +461,8 @@ class MixedNB(BaseNB):
             est = copy.deepcopy(est) if hasattr(self, "estimators_") else est
             if isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
                 est.set_params(min_categories=self._min_categories(name, idx))
-            est.partial_fit(part, y, classes=self.classes_, sample_weight=sample_weight)
+            with _in_block(name):
+                est.partial_fit(part, y, classes=self.classes_, sample_weight=sample_weight)
             fitted.append((name, est, idx))
         self.estimators_ = fitted
         self.__dict__.pop("_templates", None)
