@@ -356,3 +356,21 @@ def test_bad_data():
         compare(SkMultinomialNB(), X_train, y_train, X_test, y_test)
     with pytest.raises(ValueError, match="Negative"):
         compare(MultinomialNB(), X_train, y_train, -X_test, y_test)
+
+
+def test_readme_research_snippet_runs(tmp_path, monkeypatch):
+    """The README's research-workflow code is what users copy: it must run as written."""
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Research workflows") :]
+    code = re.search(r"```python\n(.*?)```", section, re.S).group(1)
+    monkeypatch.chdir(tmp_path)
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    assert namespace["draws"].shape == (100, 450, 10)
+    assert (tmp_path / "reliability.png").stat().st_size > 10_000
+    curve = namespace["curve"]
+    assert sorted({size for size, _ in curve.index}) == [10, 50, 200, 1347]
+    assert len(namespace["ask_first"]) == 10
