@@ -171,7 +171,7 @@ def design(spec, table, *, fit):
                 )
                 raise DataError(
                     f"{table.path}, line {int(table.lines[bad])}: column {name!r} must be a finite number, "
-                    f"got {values[bad]!r}"
+                    f"got {str(values[bad])!r}"
                 )
             columns.append(numbers)
         else:
