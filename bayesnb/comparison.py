@@ -650,7 +650,7 @@ def compare(
     >>> import numpy as np
     >>> from bayesnb import MultinomialNB, compare
     >>> rng = np.random.default_rng(0)
-    >>> X = rng.poisson([[3, 1, 1]] * 40 + [[1, 1, 3]] * 40)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
     >>> y = np.repeat(["a", "b"], 40)
     >>> table = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], n_bootstrap=200, as_frame=False)
     >>> [r["estimate"] for r in table.records]

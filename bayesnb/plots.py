@@ -84,12 +84,12 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, ax=N
             continue
         count, conf, acc, ece = reliability_bins(y, pred.proba, estimator.classes_, n_bins=n_bins)
         used = count > 0
-        ax.plot(conf[used], acc[used], _STYLES[estimate], color=colour, lw=1.5, label=f"{estimate} (ECE {ece:.3f})")
+        ax.plot(conf[used], acc[used], _STYLES[estimate], color=colour, lw=1.2, alpha=0.85, label=f"{estimate} (ECE {ece:.3f})")
         ax.scatter(conf[used], acc[used], s=12 + 200 * count[used] / count.sum(), color=colour, alpha=0.8)
     low = 1.0 / len(estimator.classes_)
     ax.set_xlim(low - 0.02, 1.01)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("confidence (largest class probability)")
+    ax.set_xlabel("confidence (largest class probability); marker area ∝ rows in the bin")
     ax.set_ylabel("accuracy")
     ax.set_title(f"Reliability: {type(estimator).__name__} ({n_bins} confidence bins)")
     ax.legend(loc="upper left", fontsize="small")
