@@ -82,8 +82,8 @@ def test_top_features_draws_the_posterior_intervals():
     X, y = _counts()
     clf = MultinomialNB().fit(X, y)
     names = ["win", "cash", "lunch", "home", "free"]
-    ax = plots.top_features(clf, "a", 3, feature_names=names, n_draws=300, random_state=0, level=0.8)
-    top = top_features(clf, "a", 3, n_draws=300, random_state=0, level=0.8)
+    ax = plots.top_features(clf, "a", 3, feature_names=names, n_draws=40, random_state=0, level=0.8)
+    top = top_features(clf, "a", 3, n_draws=40, random_state=0, level=0.8)
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == [names[f] for f in top.feature]  # ticks from the top down: the best first
     assert [t.get_position()[1] for t in ax.get_yticklabels()] == [2, 1, 0]
@@ -94,18 +94,18 @@ def test_top_features_draws_the_posterior_intervals():
     assert_allclose([s[0][0] for s in segments], top.lower)
     assert_allclose([s[1][0] for s in segments], top.upper)
     with pytest.raises(ValueError, match="feature_names"):
-        plots.top_features(clf, "a", 3, feature_names=names[:2], n_draws=50)
+        plots.top_features(clf, "a", 3, feature_names=names[:2], n_draws=40)
 
 
 def test_uncertainty_histogram_counts_every_row():
     X, y = _counts()
     clf = BernoulliNB().fit(X[:30], y[:30])
-    u = decompose_uncertainty(clf, X, n_draws=100, random_state=0)
+    u = decompose_uncertainty(clf, X, n_draws=40, random_state=0)
     ax = plots.uncertainty_histogram(decomposition=u, bins=12)
     assert len(ax.patches) == 3
     for patch, part in zip(ax.patches, ("total", "aleatoric", "epistemic")):
         assert part in [t.get_text().split(" ")[0] for t in ax.get_legend().get_texts()]
-    same = plots.uncertainty_histogram(clf, X, n_draws=100, random_state=0, components=("epistemic",))
+    same = plots.uncertainty_histogram(clf, X, n_draws=40, random_state=0, components=("epistemic",))
     assert len(same.patches) == 1
     with pytest.raises(ValueError, match="decomposition"):
         plots.uncertainty_histogram()
