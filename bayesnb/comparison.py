@@ -224,7 +224,7 @@ def _predict_all(clf, X, estimates):
     rather than warned about.
     """
     # Bad input is the caller's error, not an undefined estimate: checked once, raised.
-    clf._check_X(X, reset=False)
+    clf._input(X, reset=False)
     original = clf.estimate
     out = {}
     try:

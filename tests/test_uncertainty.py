@@ -152,6 +152,26 @@ def test_many_blocks_of_draws_have_the_law_of_one_block():
     assert np.all(np.abs(one.mean(0) - many.mean(0)) <= 5 * se + 1e-9)
 
 
+@pytest.mark.parametrize(
+    "est", [GaussianNB(missing="ignore"), GaussianBayesClassifier(covariance="shared", missing="ignore")],
+    ids=["gaussian-nb", "gaussian-shared"],
+)
+def test_draws_with_missing_values_are_those_of_the_observed_entries(est):
+    X, y = _data("real")
+    clf = est.fit(X, y)
+    X_new = X[:6].copy()
+    X_new[0, 1] = X_new[2, 0] = X_new[3, :2] = np.nan
+    draws = clf.predict_proba_draws(X_new, n_draws=N_DRAWS, random_state=3)
+    log_class, params = clf._draw(N_DRAWS, 3)
+    Xv = clf._input(X_new, reset=False)
+    for d in (0, 17, N_DRAWS - 1):
+        joint = clf._feature_ll(jax.tree.map(lambda a: a[d], params), Xv) + log_class[d]
+        assert_allclose(draws[d], np.exp(joint - logsumexp(joint, axis=1, keepdims=True)), rtol=1e-10)
+    lo, hi = clf.predict_proba_interval(X_new, 0.9, n_draws=N_DRAWS, random_state=3)
+    assert_allclose(lo, U.credible_interval(draws, 0.9)[0])
+    assert np.all(np.isfinite(draws))
+
+
 def test_chunk_entries_is_validated():
     X, y = _data("counts")
     clf = MultinomialNB().fit(X, y)

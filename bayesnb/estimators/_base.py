@@ -17,6 +17,8 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import class_prior as _class_prior
+from .. import missing as _missing
+from .. import uncertainty as _uncertainty
 from .._normalize import log_normalize
 from .._random import key_from_random_state
 from .._validation import (
@@ -30,7 +32,6 @@ from .._validation import (
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
 from ..stats import merge
-from .. import uncertainty as _uncertainty
 from ..uncertainty import check_interval_args
 
 __all__ = ["BaseNB"]
@@ -46,11 +47,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     _family = None
 
-    def __init__(self, *, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
+    def __init__(self, *, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive", missing="error"):
         self.class_alpha = class_alpha
         self.class_prior = class_prior
         self.fit_prior = fit_prior
         self.estimate = estimate
+        self.missing = missing
 
     # ------------------------------------------------------------------ hooks
     def _check_X(self, X, reset):  # pragma: no cover - abstract
@@ -63,9 +65,13 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     def _feature_posterior(self):
+        if _missing.is_masked(self.stats_):
+            return _missing.posterior(self)
         return self._family.posterior(self.prior_, self.stats_)
 
     def _feature_log_evidence(self):
+        if _missing.is_masked(self.stats_):
+            return _missing.log_evidence(self)
         return self._family.log_evidence(self.prior_, self.stats_)
 
     def _sample_features(self, key, n):
@@ -80,6 +86,43 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _named_draws(self, params):  # pragma: no cover - abstract
         """Map the family's sampled params pytree to user-facing named arrays."""
         raise NotImplementedError
+
+    # -------------------------------------------------------- missing values
+    # missing="error" (the default) takes the ordinary path untouched; with
+    # missing="ignore", input with NaNs becomes a MaskedX and is handled by the separate
+    # layer bayesnb.missing (statistics, posteriors and likelihoods of observed entries).
+    def _input(self, X, reset):
+        """``_check_X`` under the ``missing`` policy."""
+        if isinstance(self.missing, str) and self.missing == "error":
+            return self._check_X(X, reset=reset)
+        _missing.check_missing(self.missing)
+        return _missing.split(self, X, reset)
+
+    def _stats(self, X, y_index, sample_weight):
+        if isinstance(X, _missing.MaskedX) or _missing.is_masked(getattr(self, "stats_", None)):
+            return _missing.stats(self, X, y_index, sample_weight)
+        return self._compute_stats(X, y_index, sample_weight)
+
+    def _feature_ll(self, params, X):
+        if isinstance(X, _missing.MaskedX):
+            return _missing.log_likelihood(self, params, X)
+        return self._log_likelihood(params, X)
+
+    def _feature_lp(self, X):
+        if isinstance(X, _missing.MaskedX):
+            return _missing.log_predictive(self, X)
+        return self._log_predictive(X)
+
+    def _fits_missing(self):
+        """Whether ``missing="ignore"`` can fit rows with NaNs (not the joint models)."""
+        return True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = (
+            isinstance(self.missing, str) and self.missing == "ignore" and self._fits_missing()
+        )
+        return tags
 
     # ------------------------------------------------------------- fitting
     def fit(self, X, y, sample_weight=None):
@@ -150,7 +193,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             self.__dict__.pop(name, None)
 
     def _check_X_y(self, X, y, reset):
-        X = self._check_X(X, reset=reset)
+        X = self._input(X, reset=reset)
         y = check_labels(column_or_1d(np.asarray(y), warn=True))
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
@@ -163,7 +206,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
         w = check_sample_weight(sample_weight, X.shape[0])
         self.classes_ = classes
-        new = self._compute_stats(X, y_index, w)
+        new = self._stats(X, y_index, w)
         self.stats_ = new if not hasattr(self, "stats_") else merge(self.stats_, new)
         self._refresh()
         return self
@@ -197,6 +240,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return _class_prior.point_log(self.class_dirichlet_, self.stats_.class_count, kind)
 
     def _point(self, kind):
+        if _missing.is_masked(self.stats_):
+            return _missing.point(self, "mean" if kind == "predictive" else kind)
         if kind not in self._cache:
             self._cache[kind] = self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind)
         return self._cache[kind]
@@ -223,12 +268,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
         """
         check_is_fitted(self, "stats_")
-        X = self._check_X(X, reset=False)
+        X = self._input(X, reset=False)
         kind = check_estimate(self.estimate)
         if kind == "predictive" and not getattr(self._family, "PREDICTIVE_IS_MEAN_PLUGIN", False):
-            joint = self._log_predictive(X)
+            joint = self._feature_lp(X)
         else:
-            joint = self._log_likelihood(self._point(kind), X)
+            joint = self._feature_ll(self._point(kind), X)
         return joint + self._class_log_prob(kind)
 
     def _log_proba(self, X):
@@ -338,10 +383,16 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     def _log_likelihood_draws(self, params, X):
         """Plug-in log-likelihood under a block of draws, shape (n_draws, n_samples, n_classes)."""
+        if isinstance(X, _missing.MaskedX):
+            # Rows with unobserved entries: the likelihood of the observed ones, per draw.
+            n = jax.tree.leaves(params)[0].shape[0]
+            return np.stack([self._feature_ll(jax.tree.map(lambda a: a[d], params), X) for d in range(n)])
         return _uncertainty.stacked_log_likelihood(self._log_likelihood, params, X, self.classes_.size)
 
     def _take_rows(self, X, start, stop):
-        """Rows ``start:stop`` of validated input (as returned by ``_check_X``)."""
+        """Rows ``start:stop`` of validated input (as returned by ``_input``)."""
+        if isinstance(X, _missing.MaskedX):
+            return _missing.MaskedX(X.X[start:stop], X.mask[start:stop])
         return X[start:stop]
 
     def _draw_source(self, X, n_draws, random_state):
@@ -353,7 +404,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self, "stats_")
         n_draws = check_n_draws(n_draws)
-        X = self._check_X(X, reset=False)
+        X = self._input(X, reset=False)
         key_class, key_feat = jax.random.split(key_from_random_state(random_state))
         return _uncertainty.DrawSource(
             X=X,

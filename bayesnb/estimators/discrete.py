@@ -28,8 +28,12 @@ __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
 class _DiscreteNB(BaseNB):
     """Families with Dirichlet/Beta priors set by a scikit-learn style ``alpha``."""
 
-    def __init__(self, *, alpha=1.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+    def __init__(
+        self, *, alpha=1.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive", missing="error"
+    ):
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.alpha = alpha
 
     def _feature_probs(self, log_probs):
@@ -132,6 +136,9 @@ class MultinomialNB(_DiscreteNB):
     def feature_count_(self):
         return np.asarray(self.stats_.feature_count)
 
+    def _fits_missing(self):
+        return False  # a document's counts are one draw: see bayesnb.missing
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
@@ -182,10 +189,23 @@ class BernoulliNB(_DiscreteNB):
     _family = bernoulli
 
     def __init__(
-        self, *, alpha=1.0, binarize=0.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"
+        self,
+        *,
+        alpha=1.0,
+        binarize=0.0,
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+        missing="error",
     ):
         super().__init__(
-            alpha=alpha, class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate
+            alpha=alpha,
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
         )
         self.binarize = binarize
 
@@ -278,9 +298,15 @@ class CategoricalNB(_DiscreteNB):
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
         super().__init__(
-            alpha=alpha, class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate
+            alpha=alpha,
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
         )
         self.min_categories = min_categories
 

@@ -9,6 +9,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_estimate
+from .. import missing as _missing
 from ..families import gaussian
 from ..stats import gaussian_stats
 from ._base import BaseNB
@@ -73,6 +74,12 @@ class GaussianNB(BaseNB):
         joint posterior mode :math:`(m_n, b_n/(a_n + 3/2))` in :math:`(\mu, \sigma^2)`;
         or of the maximum-likelihood estimate :math:`(\bar x, M_2/N + \epsilon)`. The
         class proportions follow the same estimate. May be changed after ``fit``.
+    missing : {"error", "ignore"}, default="error"
+        What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
+        feature, left out of its row's statistics and likelihood (exact: each feature is
+        its own Normal-Inverse-Gamma factor, updated with the rows that observe it; the
+        default prior is scaled to each feature's observed values). See
+        :mod:`bayesnb.missing`.
 
     Attributes
     ----------
@@ -117,8 +124,11 @@ class GaussianNB(BaseNB):
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.prior = prior
         self.var_smoothing = var_smoothing
 
@@ -143,10 +153,14 @@ class GaussianNB(BaseNB):
     def _make_prior(self):
         self._var_smoothing()
         if self.prior is None:
+            if _missing.is_masked(self.stats_):
+                return _missing.default_gaussian_prior(self.stats_)
             return gaussian.default_prior(self.stats_)
         return gaussian.check_prior(self.prior, self.classes_.size, self.n_features_in_)
 
     def _point(self, kind):
+        if _missing.is_masked(self.stats_):
+            return BaseNB._point(self, kind)
         kind = "mean" if kind == "predictive" else kind
         vs = self._var_smoothing()
         # var_smoothing only enters "mle"; it is part of the key because set_params may
@@ -181,10 +195,11 @@ class GaussianNB(BaseNB):
     def epsilon_(self):
         """float: the "mle" variance floor, ``var_smoothing`` times the largest pooled variance."""
         check_is_fitted(self, "stats_")
+        if _missing.is_masked(self.stats_):
+            return _missing.mle_epsilon(self)
         return gaussian.mle_epsilon(self.stats_, self._var_smoothing())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = False
         return tags
