@@ -7,6 +7,7 @@ scikit-learn compatible estimators.
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
+from .comparison import compare
 from .estimators import (
     BernoulliNB,
     CategoricalNB,
@@ -35,5 +36,6 @@ __all__ = [
     "PoissonNB",
     "ZeroLikelihoodWarning",
     "__version__",
+    "compare",
     "load",
 ]

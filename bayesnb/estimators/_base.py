@@ -18,6 +18,7 @@ from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import class_prior as _class_prior
 from .. import missing as _missing
+from .. import uncertainty as _uncertainty
 from .._normalize import log_normalize
 from .._random import key_from_random_state
 from .._validation import (
@@ -33,7 +34,7 @@ from ..empirical_bayes import is_evidence
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
 from ..stats import merge
-from ..uncertainty import check_interval_args, credible_interval
+from ..uncertainty import check_interval_args
 
 __all__ = ["BaseNB"]
 
@@ -378,15 +379,53 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
         return label_part + float(self._feature_log_evidence())
 
-    def _draw(self, n, random_state):
-        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    def _class_draws(self, key, n):
+        """``n`` posterior draws of the log class proportions, shape (n, n_classes)."""
         if self.class_posterior_ is None:
             with np.errstate(divide="ignore"):
-                log_class = np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
-        else:
-            log_class = np.asarray(_class_prior.sample_log(key_class, self.class_posterior_, n))
+                return np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
+        return np.asarray(_class_prior.sample_log(key, self.class_posterior_, n))
+
+    def _draw(self, n, random_state):
+        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
         params = self._sample_features(key_feat, n)
-        return log_class, jax.tree.map(np.asarray, params)
+        return self._class_draws(key_class, n), jax.tree.map(np.asarray, params)
+
+    def _log_likelihood_draws(self, params, X):
+        """Plug-in log-likelihood under a block of draws, shape (n_draws, n_samples, n_classes)."""
+        if isinstance(X, _missing.MaskedX):
+            # Rows with unobserved entries: the likelihood of the observed ones, per draw.
+            n = jax.tree.leaves(params)[0].shape[0]
+            return np.stack([self._feature_ll(jax.tree.map(lambda a: a[d], params), X) for d in range(n)])
+        return _uncertainty.stacked_log_likelihood(self._log_likelihood, params, X, self.classes_.size)
+
+    def _take_rows(self, X, start, stop):
+        """Rows ``start:stop`` of validated input (as returned by ``_input``)."""
+        if isinstance(X, _missing.MaskedX):
+            return _missing.MaskedX(X.X[start:stop], X.mask[start:stop])
+        return X[start:stop]
+
+    def _draw_source(self, X, n_draws, random_state):
+        """Validated ``X`` and the posterior draws of the uncertainty engine.
+
+        The key is split as in :meth:`sample_posterior`: the same ``random_state`` gives
+        the same draws of the class proportions and (when they fit in one block, see
+        :mod:`bayesnb.uncertainty`) of the feature parameters.
+        """
+        check_is_fitted(self, "stats_")
+        n_draws = check_n_draws(n_draws)
+        X = self._input(X, reset=False)
+        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+        return _uncertainty.DrawSource(
+            X=X,
+            n_rows=X.shape[0],
+            log_class=self._class_draws(key_class, n_draws),
+            key=key_feat,
+            sample=self._sample_features,
+            log_likelihood=self._log_likelihood_draws,
+            take_rows=self._take_rows,
+            draw_size=_uncertainty.draw_size(self.posterior_),
+        )
 
     def sample_posterior(self, n=1000, random_state=None):
         """Exact iid draws of every parameter from the conjugate posterior.
@@ -415,8 +454,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
         Each draw of :math:`(\pi, \theta)` from the posterior gives one vector of class
         probabilities per row; their spread is the epistemic uncertainty of the
-        prediction, and their average converges to the exact posterior predictive class
-        probabilities only for the families whose predictive is the mean plug-in.
+        prediction. Vectorised over draws and bounded in memory (see
+        :func:`bayesnb.uncertainty.proba_draws`).
 
         Parameters
         ----------
@@ -428,18 +467,14 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
-        check_is_fitted(self, "stats_")
-        n_draws = check_n_draws(n_draws)
-        X = self._input(X, reset=False)
-        log_class, params = self._draw(n_draws, random_state)
-        out = np.empty((n_draws, X.shape[0], self.classes_.size))
-        for d in range(n_draws):
-            joint = self._feature_ll(jax.tree.map(lambda a: a[d], params), X) + log_class[d]
-            out[d] = np.exp(log_normalize(joint, log_class[d])[0])
-        return out
+        return _uncertainty.proba_draws(self._draw_source(X, n_draws, random_state))
 
     def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
         """Credible interval of :math:`p(y=c \\mid x, \\theta, \\pi)` for every row and class.
+
+        Computed from ``n_draws`` posterior draws, block of rows by block of rows (see
+        :func:`bayesnb.uncertainty.proba_interval`); the draws are those of
+        :meth:`predict_proba_draws` with the same ``random_state``.
 
         Parameters
         ----------
@@ -455,5 +490,4 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         lower, upper : ndarrays of shape (n_samples, n_classes)
         """
         check_interval_args(level, method)
-        draws = self.predict_proba_draws(X, n_draws=n_draws, random_state=random_state)
-        return credible_interval(draws, level=level, method=method)
+        return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)

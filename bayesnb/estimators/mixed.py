@@ -520,6 +520,15 @@ class MixedNB(BaseNB):
     def _log_predictive(self, X):
         return sum(est._feature_lp(part) for (_, est, _), part in zip(self.estimators_, X.parts))
 
+    def _log_likelihood_draws(self, params, X):
+        return sum(
+            est._log_likelihood_draws(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts)
+        )
+
+    def _take_rows(self, X, start, stop):
+        parts = [est._take_rows(part, start, stop) for (_, est, _), part in zip(self.estimators_, X.parts)]
+        return _BlockData(parts, (len(range(*slice(start, stop).indices(X.shape[0]))), X.shape[1]))
+
     def _named_draws(self, params):
         out = {}
         for name, est, _ in self.estimators_:
