@@ -1,0 +1,162 @@
+"""Griffe extension: the reStructuredText subset of bayesnb's numpydoc docstrings, as Markdown.
+
+bayesnb's docstrings follow numpydoc and write math and cross-references the way Sphinx
+reads them (``:math:`...```, ``.. math::`` blocks, ``:class:`...```, ``:func:`...``` and
+friends). mkdocstrings renders docstring text as Markdown, so before parsing, this
+extension rewrites exactly that subset:
+
+* ``:math:`x``` becomes inline arithmatex ``\\(x\\)``; a ``.. math::`` directive and its
+  indented body become a ``$$ ... $$`` block (rendered by MathJax in the browser);
+* ``:class:``, ``:func:``, ``:meth:``, ``:attr:``, ``:mod:``, ``:data:``, ``:exc:`` and
+  ``:obj:`` targets that name a public bayesnb object become autorefs links
+  (``[name][bayesnb.full.path]``), resolved like Sphinx resolves them: absolute, or
+  relative to the object, its class and its module. ``mkdocs build --strict`` then fails
+  on a link whose target is not rendered anywhere in the site, as Sphinx's nitpicky mode
+  would. Targets that are private (a ``_name`` component) or outside bayesnb
+  (``ValueError``) become code spans: they are not part of the documented API.
+
+A class whose docstring is assembled at import time (``__doc__ = "..." + _COMMON_PARAMS``,
+as the discrete estimators share their common parameters) has no docstring for static
+analysis; its runtime ``__doc__`` is used instead, so the reference shows what ``help()``
+shows.
+
+The docstrings themselves stay as they are (``help()`` and numpydoc read them unchanged).
+"""
+
+from __future__ import annotations
+
+import re
+
+import griffe
+
+_ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|mod|data|exc|obj):`(~?)([^`<]+?)`")
+_MATH_ROLE = re.compile(r":math:`([^`]*)`")
+# A numpydoc "name : type" line (Parameters, Returns, Attributes sections).
+_TYPED_LINE = re.compile(r"^([ \t]*[\w*][\w*, ]* : )(.*)$", re.M)
+_MATH_DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)\.\. math::[ \t]*(?P<first>.*)$")
+
+
+def _is_private(path):
+    return any(part.startswith("_") and not part.startswith("__") for part in path.split("."))
+
+
+def _scopes(obj):
+    """Paths a relative target may hang from, innermost first (object, class, module)."""
+    scopes = []
+    current = obj
+    while current is not None:
+        scopes.append(current.path)
+        current = current.parent
+    return scopes
+
+
+def _lookup(collection, path):
+    try:
+        return collection[path]
+    except (KeyError, ValueError, AttributeError, griffe.AliasResolutionError, griffe.CyclicAliasError):
+        return None
+
+
+def _resolve(target, obj, collection):
+    """The documented path of ``target`` seen from ``obj``, or None."""
+    target = target.strip().rstrip("()")
+    candidates = [target] if target.startswith("bayesnb") else []
+    candidates += [f"{scope}.{target}" for scope in _scopes(obj)]
+    for path in candidates:
+        found = _lookup(collection, path)
+        if found is not None:
+            return path
+    return None
+
+
+def _math_blocks(text):
+    """``.. math::`` directives (first line and indented body) as ``$$`` blocks."""
+    lines = text.split("\n")
+    out = []
+    i = 0
+    while i < len(lines):
+        m = _MATH_DIRECTIVE.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        indent = m.group("indent")
+        body = [m.group("first")] if m.group("first").strip() else []
+        i += 1
+        block = []
+        while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > len(indent)):
+            block.append(lines[i])
+            i += 1
+        while block and not block[-1].strip():
+            i -= 1  # give trailing blank lines back to the text
+            block.pop()
+        stripped = [line.strip() for line in body + block if line.strip()]
+        if out and out[-1].strip():
+            out.append("")
+        out += [f"{indent}$$"] + [f"{indent}{line}" for line in stripped] + [f"{indent}$$"]
+        if i < len(lines) and lines[i].strip():
+            out.append("")
+    return "\n".join(out)
+
+
+def to_markdown(text, obj=None, collection=None):
+    """Rewrite the RST subset of one docstring (see the module docstring)."""
+
+    def role(match):
+        kind, short, target = match.groups()
+        shown = target.strip().split(".")[-1] if short else target.strip()
+        if kind in ("func", "meth") and not shown.endswith("()"):
+            shown += "()"
+        path = None
+        if collection is not None and not _is_private(target):
+            path = _resolve(target, obj, collection)
+        if path is None or _is_private(path):
+            return f"`{shown}`"
+        return f"[`{shown}`][{path}]"
+
+    def plain(match):
+        kind, short, target = match.groups()
+        return target.strip().split(".")[-1] if short else target.strip()
+
+    def typed_line(match):
+        # The type after "name : " is shown as plain text, not Markdown: no links there.
+        return match.group(1) + _ROLE.sub(plain, match.group(2))
+
+    text = _math_blocks(text)
+    text = _MATH_ROLE.sub(lambda m: f"\\({m.group(1)}\\)", text)
+    text = _TYPED_LINE.sub(typed_line, text)
+    return _ROLE.sub(role, text)
+
+
+def _use_runtime_docstring(cls, loader):
+    runtime = griffe.dynamic_import(cls.path)
+    if runtime.__doc__:
+        cls.docstring = griffe.Docstring(
+            runtime.__doc__,
+            parent=cls,
+            parser=loader.docstring_parser,
+            parser_options=loader.docstring_options,
+        )
+    del cls.members["__doc__"]
+
+
+class RstToMarkdown(griffe.Extension):
+    """Rewrite every docstring once the package is loaded (all targets are known then)."""
+
+    def on_package(self, *, pkg, loader, **kwargs):
+        collection = loader.modules_collection
+        seen = set()
+
+        def walk(obj):
+            if id(obj) in seen or obj.is_alias:
+                return
+            seen.add(id(obj))
+            if obj.is_class and "__doc__" in obj.members:
+                _use_runtime_docstring(obj, loader)
+            if obj.docstring is not None:
+                obj.docstring.value = to_markdown(obj.docstring.value, obj, collection)
+            for member in obj.members.values():
+                if not member.is_alias:
+                    walk(member)
+
+        walk(pkg)
