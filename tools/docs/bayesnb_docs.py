@@ -202,17 +202,18 @@ def matplotlib_figure(fig, caption=None, dpi=96):
     return figure_html(buf.getvalue(), "image/png", caption)
 
 
-def command(*args, timeout=300):
+
+def command(*args):
     """Markdown for a ``bayesnb`` command run while the page is built: the line and its output.
 
-    Runs ``python -m bayesnb ARGS`` with the interpreter building the docs (so the command
-    of the environment being documented, whatever is on ``PATH``).
+    Calls the command's entry point, :func:`bayesnb.cli.main`, in this process (what the
+    ``bayesnb`` script runs, without starting another interpreter) and captures what it
+    prints.
 
     Parameters
     ----------
     *args : str
         Arguments of the ``bayesnb`` command.
-    timeout : float
 
     Returns
     -------
@@ -222,16 +223,24 @@ def command(*args, timeout=300):
     Raises
     ------
     ExampleError
-        If the command exits with a non-zero status.
+        If the command returns a non-zero exit status.
     """
-    proc = subprocess.run(
-        [sys.executable, "-m", "bayesnb", *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        env=dict(os.environ, MPLBACKEND="Agg", COLUMNS="88"),
-        cwd=ROOT,
-    )
-    if proc.returncode != 0:
-        raise ExampleError(f"bayesnb {' '.join(args)} exited with {proc.returncode}:\n{proc.stderr[-4000:]}")
-    return _fence(f"$ bayesnb {' '.join(args)}\n{proc.stdout}", "console")
+    import contextlib
+    import io
+
+    from bayesnb.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "88"  # argparse wraps help text to the terminal width
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
+    if status:
+        raise ExampleError(f"bayesnb {' '.join(args)} exited with {status}:\n{err.getvalue()[-4000:]}")
+    return _fence(f"$ bayesnb {' '.join(args)}\n{out.getvalue()}", "console")
