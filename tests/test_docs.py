@@ -292,3 +292,20 @@ def test_cross_reference_roles(rst):
     # In a numpydoc "name : type" line the type stays plain text.
     assert rst.to_markdown("prior : :class:`bayesnb.priors.Beta`", obj, collection) == "prior : bayesnb.priors.Beta"
 
+
+
+def test_rst_bullet_items_keep_their_blocks(rst):
+    text = "* one\n  more\n\n  .. math:: x\n\n  after\n* two\n  cont"
+    assert rst.to_markdown(text) == "* one\n    more\n\n    $$\n    x\n    $$\n\n    after\n\n* two\n    cont"
+
+
+def test_choice_type_without_default_is_not_shown_with_one(rst):
+    import griffe
+
+    loader = griffe.GriffeLoader()
+    loader.load("bayesnb.class_prior")
+    obj = loader.modules_collection["bayesnb.class_prior.point_log"]  # kind has no default
+    line = 'kind : {"mle", "map", "mean", "predictive"}'
+    assert rst.to_markdown(line, obj) == 'kind : one of {"mle", "map", "mean", "predictive"}'
+    est = "estimate : {\"predictive\", \"mean\"}, default=\"predictive\""
+    assert rst.to_markdown(est, obj) == est

@@ -7,6 +7,12 @@ extension rewrites exactly that subset:
 
 * ``:math:`x``` becomes inline arithmatex ``\\(x\\)``; a ``.. math::`` directive and its
   indented body become a ``$$ ... $$`` block (rendered by MathJax in the browser);
+* bullet items continued with RST's two-space hanging indent are re-indented by two
+  more spaces, so that Python-Markdown (which wants four) keeps an indented paragraph or
+  math block inside its item;
+* a parameter typed as a set of choices, ``kind : {"mle", "map", "mean"}``, whose
+  signature has no default, is typed ``one of {...}``: numpydoc reads the first choice
+  of a brace set as the default, which would be shown as one;
 * ``:class:``, ``:func:``, ``:meth:``, ``:attr:``, ``:mod:``, ``:data:``, ``:exc:`` and
   ``:obj:`` targets that name a public bayesnb object become autorefs links
   (``[name][bayesnb.full.path]``), resolved like Sphinx resolves them: absolute, or
@@ -33,6 +39,9 @@ _ROLE = re.compile(r":(?:py:)?(class|func|meth|attr|mod|data|exc|obj):`(~?)([^`<
 _MATH_ROLE = re.compile(r":math:`([^`]*)`")
 # A numpydoc "name : type" line (Parameters, Returns, Attributes sections).
 _TYPED_LINE = re.compile(r"^([ \t]*[\w*][\w*, ]* : )(.*)$", re.M)
+# A parameter typed as a brace set of choices and nothing else.
+_CHOICE_LINE = re.compile(r"^([ \t]*)(\w+) : (\{[^}]*\})[ \t]*$", re.M)
+_BULLET = re.compile(r"^[ \t]*[*-] \S")
 _MATH_DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)\.\. math::[ \t]*(?P<first>.*)$")
 
 
@@ -99,6 +108,49 @@ def _math_blocks(text):
     return "\n".join(out)
 
 
+def _list_items(text):
+    """Re-indent the continuation lines of RST bullet items from two spaces to four."""
+    out = []
+    item = None  # indentation of the bullet whose continuation lines follow
+    in_math = False
+    for line in text.split("\n"):
+        indent = len(line) - len(line.lstrip())
+        fence = line.strip() == "$$"
+        bullet = not in_math and _BULLET.match(line)
+        if bullet:
+            if item is not None and out and out[-1].strip():
+                # Python-Markdown ends an item's indented paragraph only at a blank line.
+                out.append("")
+            item = indent
+        elif item is not None and line.strip():
+            if indent >= item + 2:
+                line = "  " + line
+            else:
+                item = None
+        if fence:
+            in_math = not in_math
+        out.append(line)
+    return "\n".join(out)
+
+
+def _choice_types(text, obj):
+    """``name : {a, b}`` becomes ``name : one of {a, b}`` where ``name`` has no default."""
+    try:
+        parameters = obj.parameters
+    except (AttributeError, TypeError):
+        return text
+
+    def retype(match):
+        lead, name, choices = match.groups()
+        try:
+            default = parameters[name].default
+        except (KeyError, TypeError):
+            return match.group(0)
+        return match.group(0) if default is not None else f"{lead}{name} : one of {choices}"
+
+    return _CHOICE_LINE.sub(retype, text)
+
+
 def to_markdown(text, obj=None, collection=None):
     """Rewrite the RST subset of one docstring (see the module docstring)."""
 
@@ -119,10 +171,13 @@ def to_markdown(text, obj=None, collection=None):
         return target.strip().split(".")[-1] if short else target.strip()
 
     def typed_line(match):
-        # The type after "name : " is shown as plain text, not Markdown: no links there.
-        return match.group(1) + _ROLE.sub(plain, match.group(2))
+        # The type after "name : " is shown as plain text, not Markdown: no links or
+        # literal markup there.
+        return match.group(1) + _ROLE.sub(plain, match.group(2)).replace("``", "")
 
-    text = _math_blocks(text)
+    if obj is not None:
+        text = _choice_types(text, obj)
+    text = _list_items(_math_blocks(text))
     text = _MATH_ROLE.sub(lambda m: f"\\({m.group(1)}\\)", text)
     text = _TYPED_LINE.sub(typed_line, text)
     return _ROLE.sub(role, text)
