@@ -309,3 +309,10 @@ def test_choice_type_without_default_is_not_shown_with_one(rst):
     assert rst.to_markdown(line, obj) == 'kind : one of {"mle", "map", "mean", "predictive"}'
     est = "estimate : {\"predictive\", \"mean\"}, default=\"predictive\""
     assert rst.to_markdown(est, obj) == est
+
+
+def test_return_types_are_plain_text(rst):
+    text = "Summary.\n\nReturns\n-------\nndarray, in the order of ``classes_``\n    Described with ``code``."
+    assert rst.to_markdown(text) == (
+        "Summary.\n\nReturns\n-------\nndarray, in the order of classes_\n    Described with ``code``."
+    )

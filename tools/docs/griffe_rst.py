@@ -41,6 +41,7 @@ _MATH_ROLE = re.compile(r":math:`([^`]*)`")
 _TYPED_LINE = re.compile(r"^([ \t]*[\w*][\w*, ]* : )(.*)$", re.M)
 # A parameter typed as a brace set of choices and nothing else.
 _CHOICE_LINE = re.compile(r"^([ \t]*)(\w+) : (\{[^}]*\})[ \t]*$", re.M)
+_UNDERLINE = re.compile(r"^[ \t]*-{3,}[ \t]*$")
 _BULLET = re.compile(r"^[ \t]*[*-] \S")
 _MATH_DIRECTIVE = re.compile(r"^(?P<indent>[ \t]*)\.\. math::[ \t]*(?P<first>.*)$")
 
@@ -180,7 +181,22 @@ def to_markdown(text, obj=None, collection=None):
     text = _list_items(_math_blocks(text))
     text = _MATH_ROLE.sub(lambda m: f"\\({m.group(1)}\\)", text)
     text = _TYPED_LINE.sub(typed_line, text)
+    text = _return_types(text, lambda t: _ROLE.sub(plain, t).replace("``", ""))
     return _ROLE.sub(role, text)
+
+
+def _return_types(text, clean):
+    """Apply ``clean`` to the type lines of Returns/Yields sections (shown as plain text)."""
+    lines = text.split("\n")
+    section, indent = None, 0
+    for i, line in enumerate(lines):
+        if i + 1 < len(lines) and _UNDERLINE.match(lines[i + 1]) and line.strip():
+            section, indent = line.strip(), len(line) - len(line.lstrip())
+            continue
+        if section in ("Returns", "Yields") and line.strip() and not _UNDERLINE.match(line):
+            if len(line) - len(line.lstrip()) == indent:
+                lines[i] = clean(line)
+    return "\n".join(lines)
 
 
 def _use_runtime_docstring(cls, loader):
