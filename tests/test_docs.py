@@ -183,15 +183,29 @@ def test_section_check_catches_a_bare_docstring():
     }
 
 
+def _executed_blocks(markdown):
+    """Code of the blocks markdown-exec runs (not those quoted inside a longer fence)."""
+    markdown = re.sub(r"^(`{4,})[^\n]*\n.*?^\1[ \t]*$", "", markdown, flags=re.S | re.M)
+    return re.findall(r'^```python exec="on"[^\n]*\n(.*?)^```', markdown, flags=re.S | re.M)
+
+
 def test_every_example_has_a_tutorial_page():
     examples = sorted(p.stem for p in (ROOT / "examples").glob("*.py") if not p.name.startswith("_"))
-    pages = "\n".join(p.read_text() for p in (DOCS / "tutorials").glob("*.md"))
-    run = set(re.findall(r"""\bexample\(\s*["']([\w-]+)["']""", pages))
+    code = "\n".join(b for p in (DOCS / "tutorials").glob("*.md") for b in _executed_blocks(p.read_text()))
+    run = set(re.findall(r"""\bexample\(\s*["']([\w-]+)["']""", code))
     missing = [name for name in examples if name not in run]
     assert not missing, (
         f"examples without a tutorial page that runs them: {missing} "
         "(see docs/tutorials/index.md: a page with `print(example(NAME))` in an executed block)"
     )
+
+
+def test_quoted_blocks_do_not_count_as_executed():
+    page = (DOCS / "tutorials" / "index.md").read_text()
+    assert 'print(example("spam_uncertainty"))' in page  # shown as a template only
+    assert _executed_blocks(page) == []
+    quick = _executed_blocks((DOCS / "tutorials" / "quickstart.md").read_text())
+    assert quick and "load_digits_counts" in quick[0]
 
 
 def test_every_page_is_in_the_navigation():
