@@ -19,7 +19,9 @@ extension rewrites exactly that subset:
   relative to the object, its class and its module. ``mkdocs build --strict`` then fails
   on a link whose target is not rendered anywhere in the site, as Sphinx's nitpicky mode
   would. Targets that are private (a ``_name`` component) or outside bayesnb
-  (``ValueError``) become code spans: they are not part of the documented API.
+  (``ValueError``) become code spans: they are not part of the documented API;
+* types (after ``name : `` and the type lines of Returns/Yields) are shown as plain
+  text, so there roles become bare names and double backticks are dropped.
 
 A class whose docstring is assembled at import time (``__doc__ = "..." + _COMMON_PARAMS``,
 as the discrete estimators share their common parameters) has no docstring for static
