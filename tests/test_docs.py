@@ -208,6 +208,16 @@ def test_quoted_blocks_do_not_count_as_executed():
     assert quick and "load_digits_counts" in quick[0]
 
 
+def test_ci_builds_the_docs_strict():
+    ci = (ROOT / ".ci" / "run").read_text()
+    build = [line for line in ci.splitlines() if "mkdocs build" in line and not line.lstrip().startswith("#")]
+    assert len(build) == 1 and "--strict" in build[0]
+    # `mkdocs build -q --strict` exits 0 on a failing tutorial: quiet mode stops the
+    # warning count that --strict relies on.
+    assert not re.search(r"\s(-q|--quiet)\b", build[0])
+    assert "strict: true" in (ROOT / "mkdocs.yml").read_text()
+
+
 def test_every_page_is_in_the_navigation():
     nav = (ROOT / "mkdocs.yml").read_text()
     pages = [p.relative_to(DOCS).as_posix() for p in DOCS.rglob("*.md")]
