@@ -210,7 +210,7 @@ def test_quoted_blocks_do_not_count_as_executed():
 
 def test_ci_builds_the_docs_strict():
     ci = (ROOT / ".ci" / "run").read_text()
-    build = [line for line in ci.splitlines() if "mkdocs build" in line and not line.lstrip().startswith("#")]
+    build = [line for line in ci.splitlines() if "-m mkdocs build" in line and not line.lstrip().startswith("#")]
     assert len(build) == 1 and "--strict" in build[0]
     # `mkdocs build -q --strict` exits 0 on a failing tutorial: quiet mode stops the
     # warning count that --strict relies on.
