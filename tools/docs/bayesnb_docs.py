@@ -28,6 +28,7 @@ import base64
 import html
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -117,21 +118,9 @@ def run(name, *args, quick=None, timeout=600):
 
 
 def _fence(text, lang=""):
-    ticks = "`" * max(3, 1 + max((len(run) for run in _backtick_runs(text)), default=0))
+    """A fenced code block around ``text``, its fence longer than any backtick run inside."""
+    ticks = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", text)])
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}\n"
-
-
-def _backtick_runs(text):
-    run = 0
-    for ch in text:
-        if ch == "`":
-            run += 1
-        else:
-            if run:
-                yield run
-            run = 0
-    if run:
-        yield run
 
 
 def figure_html(data, media_type="image/png", caption=None):
