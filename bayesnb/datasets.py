@@ -148,15 +148,15 @@ def read_20newsgroups_bydate(path, subset="train", categories=None):
 def read_categorical_table(path, label_column=0, sep=","):
     """Read a headerless table of categorical codes (UCI mushroom, car evaluation, ...).
 
+    A missing-value token (such as ``?`` in the mushroom data) is kept as a category of
+    its own.
+
     Parameters
     ----------
     path : str or Path
     label_column : int
         Column holding the class (negative counts from the end).
     sep : str
-
-    A missing-value token (such as ``?`` in the mushroom data) is kept as a category of
-    its own.
 
     Returns
     -------
