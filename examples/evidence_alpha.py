@@ -11,8 +11,8 @@ from ``CountVectorizer``:
   cross-validation over a grid of alphas, then a refit.
 
 For each: the chosen alpha, the wall-clock time to choose it and fit, and the test
-accuracy and log loss. ``--plot PATH`` also saves the log evidence against alpha with
-the test log loss on a twin axis (:func:`bayesnb.evidence.plot_evidence_curve`).
+accuracy and log loss. ``--out DIR`` also saves ``DIR/evidence_curve.png``: the log
+evidence against alpha with the test log loss on a twin axis (:func:`bayesnb.evidence.plot_evidence_curve`).
 
 Run::
 
@@ -43,7 +43,7 @@ def _parse(argv):
         default=REPO.parent / "shared" / "data",
         help="folder holding 20newsgroups_bydate/20news-bydate.tar.gz (default: ../shared/data)",
     )
-    parser.add_argument("--plot", type=Path, default=None, help="save the evidence/log-loss curve to this PNG")
+    parser.add_argument("--out", metavar="DIR", type=Path, default=None, help="write the evidence/log-loss curve here (PNG)")
     parser.add_argument("--seed", type=int, default=0)
     return parser.parse_args(argv)
 
@@ -138,15 +138,17 @@ def main(argv=None):
         f"(log evidence {MultinomialNB(alpha=best).fit(X_train, y_train).log_evidence():.1f})"
     )
 
-    if args.plot is not None:
+    if args.out is not None:
         from bayesnb.evidence import plot_evidence_curve
 
         alphas = np.geomspace(1e-3, 10.0, 25 if args.quick else 41)
         ax = plot_evidence_curve(MultinomialNB(), X_train, y_train, X_test, y_test, alphas=alphas)
         ax.axvline(best, color="0.3", ls="-.", lw=1, label=f"cross-validated: α = {best:.3g}")
         ax.legend(*_all_handles(ax), loc="best", fontsize="small")
-        ax.figure.savefig(args.plot, dpi=120)
-        print(f"plot saved to {args.plot}")
+        args.out.mkdir(parents=True, exist_ok=True)
+        path = args.out / "evidence_curve.png"
+        ax.figure.savefig(path, dpi=120)
+        print(f"plot saved to {path}")
     return 0
 
 
