@@ -25,6 +25,8 @@ from bayesnb import (
     PoissonNB,
 )
 
+from _sklearn_expected import ALWAYS_FRACTIONAL, FAIL_ON_FRACTIONAL_X, FRACTIONAL
+
 ESTIMATORS = [
     GaussianNB(missing="ignore"),
     BernoulliNB(missing="ignore"),
@@ -51,49 +53,8 @@ _CATEGORICAL = {
     "check_classifiers_one_label_sample_weights": "feeds random floats, so the non-integer-code error comes before "
     "the one-class error the check looks for",
 }
-# PoissonNB refuses non-integer counts (see test_poisson_nb.py); these checks draw X
-# with rng.uniform whatever the tags say.
-_POISSON = {
-    name: "feeds random non-integer floats as X; PoissonNB refuses non-integer counts instead of rounding them"
-    for name in (
-        "check_sample_weight_equivalence_on_dense_data",
-        "check_sample_weight_equivalence_on_sparse_data",
-        "check_classifiers_one_label_sample_weights",
-        "check_all_zero_sample_weights_error",
-        "check_classifiers_classes",
-        "check_classifiers_one_label",
-        "check_classifiers_regression_target",
-        "check_classifiers_train",
-        "check_dict_unchanged",
-        "check_dont_overwrite_parameters",
-        "check_dtype_object",
-        "check_estimator_sparse_array",
-        "check_estimator_sparse_matrix",
-        "check_estimator_sparse_tag",
-        "check_estimators_dtypes",
-        "check_estimators_fit_returns_self",
-        "check_estimators_nan_inf",
-        "check_estimators_overwrite_params",
-        "check_estimators_partial_fit_n_features",
-        "check_estimators_pickle",
-        "check_f_contiguous_array_estimator",
-        "check_fit2d_1feature",
-        "check_fit2d_1sample",
-        "check_fit2d_predict1d",
-        "check_fit_check_is_fitted",
-        "check_fit_idempotent",
-        "check_fit_score_takes_y",
-        "check_methods_sample_order_invariance",
-        "check_methods_subset_invariance",
-        "check_n_features_in",
-        "check_n_features_in_after_fitting",
-        "check_pipeline_consistency",
-        "check_readonly_memmap_input",
-        "check_requires_y_none",
-        "check_sample_weights_list",
-        "check_supervised_y_2d",
-    )
-}
+# PoissonNB refuses non-integer counts: see tests/_sklearn_expected.py.
+_POISSON = {name: FRACTIONAL for name in ALWAYS_FRACTIONAL + FAIL_ON_FRACTIONAL_X}
 # With allow_nan (missing="ignore") scikit-learn keeps categorical data as float64 and
 # this check then subtracts the mean, so the "codes" are non-integer: refused, not cast.
 _CATEGORICAL_IGNORE = {
