@@ -595,17 +595,6 @@ def evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None, samp
     return EvidenceCurve(alphas, evidence, loss, alpha_hat, trace, at_optimum)
 
 
-def _new_axes(ax):
-    if ax is not None:
-        if not hasattr(ax, "figure") or not hasattr(ax, "plot"):
-            raise TypeError(f"ax must be a matplotlib Axes, got {type(ax).__name__}")
-        return ax
-    # A Figure without pyplot: no GUI backend (headless-safe), nothing left open.
-    from matplotlib.figure import Figure
-
-    return Figure(figsize=(6.4, 4.2), layout="constrained").add_subplot()
-
-
 def plot_evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None, sample_weight=None, ax=None):
     r"""Plot the log evidence against :math:`\alpha`, with the held-out log loss on a twin axis.
 
@@ -628,7 +617,9 @@ def plot_evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None,
         data).
     """
     curve = evidence_curve(estimator, X, y, X_val, y_val, alphas=alphas, sample_weight=sample_weight)
-    ax = _new_axes(ax)
+    from .plots import _new_axes
+
+    ax = _new_axes(ax, (6.4, 4.2))
     ax.plot(curve.alphas, curve.log_evidence, color="#1f77b4", label="log evidence (train)")
     iterates = curve.trace.values[:, 0, 0]
     # The trace holds the feature part; shift it onto the total evidence at the optimum.
