@@ -525,9 +525,8 @@ def _first_rows(y, n_classes, xp):
     return xp.minimum(jax.ops.segment_min(xp.arange(n), y, n_classes), n - 1)
 
 
-def _gaussian_update(state, X, y, w, xp):
-    """Merge the statistics of one chunk of rows into ``state`` (count, mean, m2, mean_residual)."""
-    n_classes = state[0].shape[0]
+def _gaussian_chunk(X, y, w, n_classes, xp):
+    """Statistics (count, mean, m2, mean_residual) of one chunk of rows."""
     count = _segment_sum(w, y, n_classes, xp)
     safe = xp.where(count > 0, count, 1.0)[:, None]
     # Everything is computed on deviations from one row of the class (exact, by
@@ -546,10 +545,29 @@ def _gaussian_update(state, X, y, w, xp):
     correction = resid / safe
     hi, low = _two_sum(ref, mean + correction)
     m2 = xp.maximum(m2 - resid * correction, 0.0)
-    return _chan_merge(state, (count, hi, m2, low), xp)
+    return count, hi, m2, low
 
 
-_gaussian_update_jit = None
+def _gaussian_update(state, X, y, w, xp):
+    """Merge the statistics of one chunk of rows into ``state`` (count, mean, m2, mean_residual)."""
+    return _chan_merge(state, _gaussian_chunk(X, y, w, state[0].shape[0], xp), xp)
+
+
+_gaussian_jit = None
+
+
+def _gaussian_kernels():
+    """The compiled chunk statistics and merge (one compilation per shape)."""
+    global _gaussian_jit
+    if _gaussian_jit is None:
+        import jax
+        import jax.numpy as jnp
+
+        _gaussian_jit = (
+            jax.jit(lambda X, y, w, n_classes: _gaussian_chunk(X, y, w, n_classes, jnp), static_argnums=3),
+            jax.jit(lambda a, b: _chan_merge(a, b, jnp)),
+        )
+    return _gaussian_jit
 
 
 def gaussian_stats(X, y_index, n_classes, sample_weight=None):
@@ -581,7 +599,6 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
     ValueError
         If ``X`` or ``sample_weight`` contains NaN or infinity.
     """
-    global _gaussian_update_jit
     if sp.issparse(X):
         raise TypeError("gaussian_stats needs dense data; got a sparse matrix (call .toarray())")
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -594,17 +611,21 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
     n_full = (n // chunk) * chunk
     state = (np.zeros(n_classes),) + tuple(np.zeros((n_classes, n_features)) for _ in range(3))
     if n_full:
-        import jax
-        import jax.numpy as jnp
-
+        from ._linear import map_threads
         from ._x64 import enable_x64
 
-        if _gaussian_update_jit is None:
-            _gaussian_update_jit = jax.jit(lambda s, a, b, c: _gaussian_update(s, a, b, c, jnp))
+        chunk_stats, merge = _gaussian_kernels()
         with enable_x64():
-            for start in range(0, n_full, chunk):
-                stop = start + chunk
-                state = _gaussian_update_jit(state, X[start:stop], y_index[start:stop], w[start:stop])
+            # The chunks' statistics are independent (computed on threads when there are
+            # several CPUs: XLA releases the GIL); they are merged in row order, so the
+            # result does not depend on the number of threads.
+            parts = map_threads(
+                lambda i: chunk_stats(X[i : i + chunk], y_index[i : i + chunk], w[i : i + chunk], n_classes),
+                range(0, n_full, chunk),
+                x64=True,
+            )
+            for part in parts:
+                state = merge(state, part)
             state = tuple(np.asarray(a, dtype=np.float64) for a in state)
     if n_full < n:
         with np.errstate(all="ignore"):

@@ -142,3 +142,25 @@ def test_integer_counts_are_read_in_place_with_the_same_results():
     bad.data[0] = -1
     with pytest.raises(ValueError, match="Negative values"):
         bayesnb.MultinomialNB().fit(bad, y)
+
+
+def test_gaussian_statistics_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # Chunks are summarised on threads and merged in row order: bit-identical results.
+    rng = np.random.default_rng(3)
+    X = rng.normal(1e6, 1.0, size=(200_003, 4))  # several full chunks and a remainder
+    y = rng.integers(0, 3, X.shape[0])
+    w = rng.random(X.shape[0])
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        results.append(stats.gaussian_stats(X, y, 3, w))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+    # And they are the statistics: weighted means and centred sums of squares.
+    for c in range(3):
+        rows, wc = X[y == c], w[y == c]
+        mean = np.average(rows - 1e6, axis=0, weights=wc) + 1e6
+        np.testing.assert_allclose(results[0].mean[c] + results[0].mean_residual[c], mean, rtol=1e-15)
+        m2 = (wc[:, None] * (rows - mean) ** 2).sum(0)
+        np.testing.assert_allclose(results[0].m2[c], m2, rtol=1e-9)
