@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._linear import map_threads, row_ranges
+
 __all__ = ["log_normalize"]
 
 
@@ -59,26 +61,33 @@ def _log_normalize_rows(joint, fallback):
     n, n_classes = joint.shape
     out = np.empty_like(joint)
     dead = np.zeros(n, dtype=bool)
-    size = min(_BLOCK_ROWS, n)
-    top_buf, total_buf, scratch_buf = np.empty(size), np.empty(size), np.empty((size, n_classes))
     fallback = np.broadcast_to(fallback, (n_classes,))
-    for r0 in range(0, n, _BLOCK_ROWS):
-        j = joint[r0 : r0 + _BLOCK_ROWS]
-        m = j.shape[0]
-        top, total, scratch, o = top_buf[:m], total_buf[:m], scratch_buf[:m], out[r0 : r0 + m]
-        np.copyto(top, j[:, 0])
-        for c in range(1, n_classes):
-            np.maximum(top, j[:, c], out=top)
-        gone = np.isneginf(top)
-        if gone.any():
-            dead[r0 : r0 + m] = gone
-            j = np.where(gone[:, None], fallback, j)
-            top[gone] = fallback.max()
-        np.subtract(j, top[:, None], out=o)
-        np.exp(o, out=scratch)
-        np.copyto(total, scratch[:, 0])
-        for c in range(1, n_classes):
-            total += scratch[:, c]
-        np.log(total, out=total)
-        o -= total[:, None]
+
+    def rows(bounds):
+        r_start, r_stop = bounds
+        size = min(_BLOCK_ROWS, r_stop - r_start)
+        top_buf, total_buf, scratch_buf = np.empty(size), np.empty(size), np.empty((size, n_classes))
+        for r0 in range(r_start, r_stop, _BLOCK_ROWS):
+            j = joint[r0 : min(r0 + _BLOCK_ROWS, r_stop)]
+            m = j.shape[0]
+            top, total, scratch, o = top_buf[:m], total_buf[:m], scratch_buf[:m], out[r0 : r0 + m]
+            np.copyto(top, j[:, 0])
+            for c in range(1, n_classes):
+                np.maximum(top, j[:, c], out=top)
+            gone = np.isneginf(top)
+            if gone.any():
+                dead[r0 : r0 + m] = gone
+                j = np.where(gone[:, None], fallback, j)
+                top[gone] = fallback.max()
+            np.subtract(j, top[:, None], out=o)
+            np.exp(o, out=scratch)
+            np.copyto(total, scratch[:, 0])
+            for c in range(1, n_classes):
+                total += scratch[:, c]
+            np.log(total, out=total)
+            o -= total[:, None]
+
+    # Large inputs: contiguous runs of blocks on threads (numpy's loops release the GIL);
+    # every row is computed the same way whichever thread takes it.
+    map_threads(rows, row_ranges(n, _BLOCK_ROWS))
     return out, dead

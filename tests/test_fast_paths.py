@@ -164,3 +164,28 @@ def test_gaussian_statistics_do_not_depend_on_the_number_of_threads(monkeypatch)
         np.testing.assert_allclose(results[0].mean[c] + results[0].mean_residual[c], mean, rtol=1e-15)
         m2 = (wc[:, None] * (rows - mean) ** 2).sum(0)
         np.testing.assert_allclose(results[0].m2[c], m2, rtol=1e-9)
+
+
+def test_row_blocked_predictions_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # The categorical table look-ups and the log-normalisation split large inputs into
+    # runs of row blocks on threads; each row is computed the same way on any thread.
+    from bayesnb import CategoricalNB, GaussianNB
+
+    rng = np.random.default_rng(4)
+    n = 150_001  # more than two threads' worth of rows, not a whole number of blocks
+    codes = rng.integers(0, 5, (n, 6))
+    real = rng.normal(size=(n, 3))
+    y = rng.integers(0, 4, n)
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        cat = CategoricalNB().fit(codes, y)
+        gauss = GaussianNB().fit(real, y)
+        results.append([cat.predict_log_proba(codes), cat.predict_joint_log_proba(codes), gauss.predict_log_proba(real)])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+    # The blocked normalisation is the plain one.
+    joint = results[0][1]
+    expected = joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)
+    np.testing.assert_allclose(results[0][0], expected, rtol=0, atol=1e-12)

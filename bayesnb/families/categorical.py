@@ -23,6 +23,7 @@ from typing import NamedTuple
 import jax.numpy as jnp
 import numpy as np
 
+from .._linear import map_threads, row_ranges
 from . import _dirichlet
 
 __all__ = [
@@ -187,15 +188,21 @@ def log_likelihood(params, X, n_categories):
         return out
     groups, tables, sizes = _group_tables(lp, params.log_new, n_categories, n)
     top = sizes - 1
-    for r0 in range(0, n, _ROW_BLOCK):
-        codes = np.minimum(X[r0 : r0 + _ROW_BLOCK], top)
-        block = out[r0 : r0 + _ROW_BLOCK]
-        for group, table in zip(groups, tables):
-            key = codes[:, group[0]].copy()
-            for j in group[1:]:
-                key *= sizes[j]
-                key += codes[:, j]
-            block += np.take(table, key, axis=0)
+
+    def rows(bounds):
+        for r0 in range(bounds[0], bounds[1], _ROW_BLOCK):
+            r1 = min(r0 + _ROW_BLOCK, bounds[1])
+            codes = np.minimum(X[r0:r1], top)
+            block = out[r0:r1]
+            for group, table in zip(groups, tables):
+                key = codes[:, group[0]].copy()
+                for j in group[1:]:
+                    key *= sizes[j]
+                    key += codes[:, j]
+                block += np.take(table, key, axis=0)
+
+    # Large inputs: runs of row blocks on threads (numpy's loops release the GIL).
+    map_threads(rows, row_ranges(n, _ROW_BLOCK))
     return out
 
 
