@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import suite  # noqa: E402
 
 # Modules whose import registers sections, in the order they run.
-SECTION_MODULES = ["sections"]
+SECTION_MODULES = ["sections", "sections_bayes"]
 
 
 def main(argv=None):
@@ -75,6 +75,9 @@ def main(argv=None):
     print("ratios: sk/bn = scikit-learn time / bayesnb time, plain/bn = plain NumPy/SciPy time / bayesnb time (> 1: bayesnb faster);")
     print("seconds are medians of the repeats; MiB = tracemalloc peak of one call\n")
     suite.print_table(rows)
+    for r in rows:
+        if r.note:
+            print(f"note ({r.section}, {r.data}, {r.estimator}, {r.operation}): {r.note}")
     for note in ctx.notes:
         print(f"note: {note}")
     return 0
