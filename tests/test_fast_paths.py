@@ -167,21 +167,24 @@ def test_gaussian_statistics_do_not_depend_on_the_number_of_threads(monkeypatch)
 
 
 def test_row_blocked_predictions_do_not_depend_on_the_number_of_threads(monkeypatch):
-    # The categorical table look-ups and the log-normalisation split large inputs into
-    # runs of row blocks on threads; each row is computed the same way on any thread.
+    # The categorical table look-ups, the Gaussian row kernels and the log-normalisation
+    # split large inputs into runs of row blocks on threads; each row is computed the
+    # same way on any thread.
     from bayesnb import CategoricalNB, GaussianNB
 
     rng = np.random.default_rng(4)
     n = 150_001  # more than two threads' worth of rows, not a whole number of blocks
     codes = rng.integers(0, 5, (n, 6))
-    real = rng.normal(size=(n, 3))
+    real = rng.normal(size=(n, 20))  # several compiled chunks of rows for the Gaussian kernels
     y = rng.integers(0, 4, n)
     results = []
     for threads in ("1", "2", "3"):
         monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
         cat = CategoricalNB().fit(codes, y)
         gauss = GaussianNB().fit(real, y)
-        results.append([cat.predict_log_proba(codes), cat.predict_joint_log_proba(codes), gauss.predict_log_proba(real)])
+        student_t = gauss.predict_log_proba(real)
+        plug_in = gauss.set_params(estimate="mean").predict_log_proba(real)
+        results.append([cat.predict_log_proba(codes), cat.predict_joint_log_proba(codes), student_t, plug_in])
     for other in results[1:]:
         for a, b in zip(results[0], other):
             assert a.tobytes() == b.tobytes()

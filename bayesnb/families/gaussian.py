@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from .._linear import map_threads, row_ranges
 from .._x64 import enable_x64, x64
 from ..priors import NormalInverseGamma, real_array
 
@@ -443,15 +444,23 @@ def _map_rows(kernel, X, n_out, args, per_row, target):
     n_full = (n // chunk) * chunk
     if n_full:
         compiled = _compiled(kernel)
-        pending = None
         with enable_x64():
             jargs = tuple(jnp.asarray(a, dtype=jnp.float64) for a in args)
-            for start in range(0, n_full, chunk):
+
+        def rows(bounds):
+            # Within a run, each chunk is dispatched before the previous result is read
+            # back, so JAX's asynchronous dispatch overlaps copy-in and work.
+            pending = None
+            for start in range(bounds[0], bounds[1], chunk):
                 result = compiled(X[start : start + chunk], *jargs)
                 if pending is not None:
                     out[pending[0] : pending[0] + chunk] = np.asarray(pending[1])
                 pending = (start, result)
             out[pending[0] : pending[0] + chunk] = np.asarray(pending[1])
+
+        # Runs of whole chunks on threads (XLA releases the GIL); every row is computed
+        # by the same compiled kernel whichever thread runs it.
+        map_threads(rows, row_ranges(n_full, chunk), x64=True)
     # The numpy remainder in blocks of at most one chunk's worth of entries, so that a
     # wide model does not allocate (rows, classes, features) temporaries at once.
     step = max(1, target // max(per_row, 1))
