@@ -46,6 +46,7 @@ from ._normalize import log_normalize
 from ._validation import check_level, check_n_draws
 
 __all__ = [
+    "CHUNK_ENTRIES",
     "DrawSource",
     "EpistemicRanking",
     "FeatureLogOdds",
