@@ -17,7 +17,8 @@ from .estimators import (
     MultinomialNB,
     PoissonNB,
 )
-from .exceptions import ModelFileError, ZeroLikelihoodWarning
+from .evidence import BayesFactorSelector
+from .exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from .persistence import load
 
 try:
@@ -26,8 +27,10 @@ except _PackageNotFoundError:  # pragma: no cover - running from a source tree
     __version__ = "0.0.0+unknown"
 
 __all__ = [
+    "BayesFactorSelector",
     "BernoulliNB",
     "CategoricalNB",
+    "EvidenceWarning",
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",

@@ -153,6 +153,14 @@ def metric_values(y_true, proba, classes, *, n_bins=15):
 def reliability_bins(y_true, proba, classes, *, n_bins=15):
     """Confidence bins of a reliability diagram (top-label calibration).
 
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+    proba : array-like of shape (n_samples, n_classes)
+        Columns in the order of ``classes``.
+    classes : array-like of shape (n_classes,)
+    n_bins : int
+
     Returns
     -------
     count : ndarray of shape (n_bins,)
@@ -160,6 +168,15 @@ def reliability_bins(y_true, proba, classes, *, n_bins=15):
     confidence, accuracy : ndarrays of shape (n_bins,)
         Mean confidence and accuracy of each bin (NaN for an empty bin: nothing to plot).
     ece : float
+
+    Examples
+    --------
+    >>> count, confidence, accuracy, ece = reliability_bins(
+    ...     ["a", "b", "a"], [[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]], ["a", "b"], n_bins=5)
+    >>> count.tolist()
+    [0.0, 0.0, 1.0, 1.0, 1.0]
+    >>> round(ece, 4)
+    0.2667
     """
     classes = np.asarray(classes)
     y_index = _label_index(np.asarray(y_true), classes, "y_true")
@@ -248,7 +265,23 @@ def _first_sentence(message):
 
 
 def short_reason(message, width=60):
-    """The first clause of an error message (outside parentheses), for a table cell."""
+    """The first clause of an error message (outside parentheses), for a table cell.
+
+    Parameters
+    ----------
+    message : str
+    width : int
+        Longest result; longer text is cut and ends with "...".
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> short_reason("estimate='map': undefined, concentration 0.5 < 1 (the mode is on the boundary)")
+    'undefined'
+    """
     message = message.strip().splitlines()[0] if message.strip() else "error"
     _, colon, rest = message.partition(": ")
     text = rest if colon and rest else message
@@ -291,6 +324,26 @@ class ComparisonTable:
         One dict per row, keys ``index_names + columns``; missing values are None.
     attrs : dict
         Settings of the comparison (mode, level, reference, ...).
+
+    Parameters
+    ----------
+    index_names, columns, records, attrs
+        As the attributes below.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, compare
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
+    >>> y = np.repeat(["a", "b"], 40)
+    >>> table = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], n_bootstrap=100, as_frame=False)
+    >>> table.index_names, len(table)
+    (['estimate'], 4)
+    >>> table["estimate"]
+    ['mle', 'map', 'mean', 'predictive']
+    >>> table.row("predictive")["accuracy"] == table["accuracy"][3]
+    True
     """
 
     def __init__(self, index_names, columns, records, attrs):
@@ -309,14 +362,35 @@ class ComparisonTable:
         return [r[column] for r in self.records]
 
     def row(self, *key):
-        """The record whose index values are ``key``."""
+        """The record whose index values are ``key``.
+
+        Parameters
+        ----------
+        *key
+            One value per index column, in the order of ``index_names``.
+
+        Returns
+        -------
+        dict
+
+        Raises
+        ------
+        KeyError
+            If no record has these index values.
+        """
         for r in self.records:
             if tuple(r[k] for k in self.index_names) == key:
                 return r
         raise KeyError(key)
 
     def to_frame(self):
-        """The same table as a pandas DataFrame (requires pandas)."""
+        """The same table as a pandas DataFrame (requires pandas).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by ``index_names``; ``attrs`` hold the settings.
+        """
         pd = _import_pandas()
 
         frame = pd.DataFrame.from_records(self.records, columns=self.index_names + self.columns)
@@ -396,6 +470,20 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
     Returns
     -------
     str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, compare
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
+    >>> y = np.repeat(["a", "b"], 40)
+    >>> table = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], n_bootstrap=100, as_frame=False)
+    >>> from bayesnb.comparison import format_comparison
+    >>> print(format_comparison(table, metrics=("accuracy",)).splitlines()[0])
+    estimate    accuracy  log evidence  zero-lik rows
+    >>> format_comparison(table, style="markdown", metrics=("accuracy",)).splitlines()[1]
+    '|---|---|---|---|'
     """
     if style not in ("text", "markdown"):
         raise ValueError(f"style must be 'text' or 'markdown', got {style!r}")

@@ -238,6 +238,18 @@ def fit(estimator, X, y=None, sample_weight=None, *, classes=None, split_every=8
         If ``X`` is not a Dask collection of a supported kind, or ``y`` does not match it.
     ValueError
         If the partitions of ``X`` and ``y`` do not line up, or the data has no rows.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, distributed
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(1.0, size=(200, 5)); y = rng.integers(0, 3, 200)
+    >>> clf = distributed.fit(MultinomialNB(), da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    >>> local = MultinomialNB().fit(X, y)
+    >>> bool(np.array_equal(clf.posterior_.concentration, local.posterior_.concentration))
+    True
     """
     dask = _dask()
     if not isinstance(split_every, (int, np.integer)) or isinstance(split_every, bool) or split_every < 2:
@@ -352,26 +364,110 @@ def predict_proba(estimator, X, *, drop=None):
     -------
     Dask array of shape (n_samples, n_classes); a Dask DataFrame with one column per
     class (same index) for a DataFrame; a Bag of arrays for a Bag.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, distributed
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(1.0, size=(200, 5)); y = rng.integers(0, 3, 200)
+    >>> clf = distributed.fit(MultinomialNB(), da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    >>> proba = distributed.predict_proba(clf, da.from_array(X, chunks=50))  # lazy
+    >>> proba.shape, proba.chunks[0]
+    ((200, 3), (50, 50, 50, 50))
+    >>> bool(np.allclose(proba.compute(), clf.predict_proba(X)))
+    True
     """
     return _predict(estimator, X, "predict_proba", drop)
 
 
 def predict_log_proba(estimator, X, *, drop=None):
-    """Lazy ``estimator.predict_log_proba`` over a Dask collection (see :func:`predict_proba`)."""
+    """Lazy ``estimator.predict_log_proba`` over a Dask collection (see :func:`predict_proba`).
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : dask.array.Array, dask.dataframe.DataFrame or dask.bag.Bag
+    drop : list of str, optional
+        DataFrame columns that are not features.
+
+    Returns
+    -------
+    Dask collection
+        As for :func:`predict_proba`, with log-probabilities.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, distributed
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(1.0, size=(200, 5)); y = rng.integers(0, 3, 200)
+    >>> clf = distributed.fit(MultinomialNB(), da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    >>> log_proba = distributed.predict_log_proba(clf, da.from_array(X, chunks=50))
+    >>> bool(np.allclose(log_proba.compute(), clf.predict_log_proba(X)))
+    True
+    """
     return _predict(estimator, X, "predict_log_proba", drop)
 
 
 def predict_joint_log_proba(estimator, X, *, drop=None):
-    """Lazy ``estimator.predict_joint_log_proba`` over a Dask collection (see :func:`predict_proba`)."""
+    """Lazy ``estimator.predict_joint_log_proba`` over a Dask collection (see :func:`predict_proba`).
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : dask.array.Array, dask.dataframe.DataFrame or dask.bag.Bag
+    drop : list of str, optional
+        DataFrame columns that are not features.
+
+    Returns
+    -------
+    Dask collection
+        As for :func:`predict_proba`, with the joint log-probabilities
+        :math:`\\log p(x, y = c)`.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, distributed
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(1.0, size=(200, 5)); y = rng.integers(0, 3, 200)
+    >>> clf = distributed.fit(MultinomialNB(), da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    >>> joint = distributed.predict_joint_log_proba(clf, da.from_array(X, chunks=50))
+    >>> bool(np.allclose(joint.compute(), clf.predict_joint_log_proba(X)))
+    True
+    """
     return _predict(estimator, X, "predict_joint_log_proba", drop)
 
 
 def predict(estimator, X, *, drop=None):
     """Lazy ``estimator.predict`` over a Dask collection.
 
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : dask.array.Array, dask.dataframe.DataFrame or dask.bag.Bag
+    drop : list of str, optional
+        DataFrame columns that are not features (e.g. the label column used in ``fit``).
+
     Returns
     -------
     Dask array of shape (n_samples,); a Dask Series named ``"prediction"`` for a
     DataFrame; a Bag of label arrays for a Bag.
+
+    Examples
+    --------
+    >>> import dask.array as da
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, distributed
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson(1.0, size=(200, 5)); y = rng.integers(0, 3, 200)
+    >>> clf = distributed.fit(MultinomialNB(), da.from_array(X, chunks=50), da.from_array(y, chunks=50))
+    >>> labels = distributed.predict(clf, da.from_array(X, chunks=50))
+    >>> bool(np.array_equal(labels.compute(), clf.predict(X)))
+    True
     """
     return _predict(estimator, X, "predict", drop)

@@ -146,12 +146,44 @@ class EvidenceTrace(NamedTuple):
 
 
 def is_evidence(value):
-    """Whether a hyperparameter is set to ``"evidence"`` (learned by maximising the evidence)."""
+    """Whether a hyperparameter is set to ``"evidence"`` (learned by maximising the evidence).
+
+    Parameters
+    ----------
+    value : object
+        A hyperparameter as passed to an estimator.
+
+    Returns
+    -------
+    bool
+
+    Examples
+    --------
+    >>> is_evidence("evidence"), is_evidence(1.0)
+    (True, False)
+    """
     return isinstance(value, str) and value == "evidence"
 
 
 def check_scope(scope, name="alpha_scope"):
-    """Validate a scope name (see :data:`SCOPES`)."""
+    """Validate a scope name (see :data:`SCOPES`).
+
+    Parameters
+    ----------
+    scope : str
+    name : str
+        Parameter name used in the error message.
+
+    Returns
+    -------
+    str
+        ``scope``, unchanged.
+
+    Raises
+    ------
+    ValueError
+        If ``scope`` is not in :data:`SCOPES`.
+    """
     if not isinstance(scope, str) or scope not in SCOPES:
         raise ValueError(f"{name} must be one of {SCOPES}, got {scope!r}")
     return scope
@@ -296,6 +328,18 @@ def maximize(objective, data, u0, layout, *, names, valid=None, structure="block
         The maximiser found, within ``[log LOWER, log UPPER]``.
     trace : EvidenceTrace
         Over all ``n_blocks`` rows (padding included).
+
+    Examples
+    --------
+    The objective must be a module-level function (``jax.jit`` compiles it once per shape):
+
+    >>> import numpy as np
+    >>> from bayesnb.empirical_bayes import _dirichlet_objective, maximize
+    >>> counts = np.array([[5.0, 0.0, 1.0], [0.0, 6.0, 2.0]])
+    >>> mask = np.ones(3, bool)
+    >>> u, trace = maximize(_dirichlet_objective, (counts, mask), np.zeros((1, 1)), (1, 1), names=("alpha",))
+    >>> bool(trace.converged), bool(trace.grad_norm[-1] < 1e-6)
+    (True, True)
     """
     lo, hi = np.log(LOWER), np.log(UPPER)
     u = np.clip(np.asarray(u0, dtype=np.float64), lo, hi)
@@ -480,6 +524,22 @@ def multinomial_alpha(stats, scope="shared"):
         Broadcastable to (n_classes, n_features), so ``MultinomialNB(alpha=alpha)``
         uses exactly this prior.
     trace : EvidenceTrace
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.stats import count_stats
+    >>> X = np.array([[5, 0, 1], [4, 1, 0], [0, 6, 2], [1, 5, 1]])
+    >>> stats = count_stats(X, np.array([0, 0, 1, 1]), 2)
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.empirical_bayes import multinomial_alpha
+    >>> alpha, trace = multinomial_alpha(stats)
+    >>> clf = MultinomialNB(alpha="evidence").fit(X, [0, 0, 1, 1])
+    >>> bool(np.isclose(alpha, clf.alpha_)), bool(trace.converged)
+    (True, True)
+    >>> per_word, _ = multinomial_alpha(stats, scope="feature")
+    >>> per_word.shape
+    (3,)
     """
     counts = np.asarray(stats.feature_count, dtype=np.float64)
     C, F = counts.shape
@@ -515,6 +575,17 @@ def bernoulli_alpha(stats, scope="shared", pair=False):
         In the layout ``BernoulliNB(alpha=...)`` accepts: a float, an array of shape
         (n_classes, 1) or (n_features,).
     trace : EvidenceTrace
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.empirical_bayes import bernoulli_alpha
+    >>> from bayesnb.stats import count_stats
+    >>> X = np.array([[1, 0, 0], [1, 0, 1], [1, 0, 0], [0, 1, 0], [0, 1, 0], [0, 1, 1]])
+    >>> stats = count_stats(X, np.array([0, 0, 0, 1, 1, 1]), 2)
+    >>> (a, b), trace = bernoulli_alpha(stats, pair=True)
+    >>> trace.names, bool(trace.converged)
+    (('a', 'b'), True)
     """
     # Outcome order (x = 1, x = 0) so that the columns of u are (a, b); the Dirichlet
     # evidence is invariant under permuting coordinates of prior and counts together.
@@ -550,6 +621,17 @@ def categorical_alpha(stats, n_categories, scope="shared"):
     -------
     alpha : float, ndarray of shape (n_classes, 1) or ndarray of shape (n_features,)
     trace : EvidenceTrace
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.empirical_bayes import categorical_alpha
+    >>> from bayesnb.stats import categorical_stats
+    >>> X = np.array([[0, 2], [0, 1], [1, 2], [2, 0], [2, 0], [1, 1]])
+    >>> stats = categorical_stats(X, np.array([0, 0, 0, 1, 1, 1]), 2, 3)
+    >>> alpha, trace = categorical_alpha(stats, np.array([3, 3]))
+    >>> bool(alpha > 0), bool(trace.converged)
+    (True, True)
     """
     n_categories = np.asarray(n_categories, dtype=np.int64)
     k = int(np.max(n_categories, initial=1))
@@ -581,6 +663,14 @@ def class_alpha(class_count):
     -------
     beta : float
     trace : EvidenceTrace
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.empirical_bayes import class_alpha
+    >>> beta, trace = class_alpha(np.array([10.0, 30.0, 5.0]))
+    >>> round(beta, 3), bool(trace.converged)
+    (1.515, True)
     """
     counts = np.asarray(class_count, dtype=np.float64)
     Cp = _bucket(counts.shape[0])
@@ -614,6 +704,21 @@ def gaussian_prior(stats, scope="shared"):
         Arrays of shape (n_classes, n_features).
     trace : EvidenceTrace
         Names ``("kappa", "rate_scale")``: :math:`\kappa_0` and :math:`s`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import GaussianNB
+    >>> from bayesnb.empirical_bayes import gaussian_prior
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(0, 1, (20, 2)), rng.normal(2, 1, (20, 2))])
+    >>> y = np.repeat([0, 1], 20)
+    >>> clf = GaussianNB(prior="evidence").fit(X, y)
+    >>> prior, trace = gaussian_prior(clf.stats_)
+    >>> trace.names, prior.kappa.shape
+    (('kappa', 'rate_scale'), (2, 2))
+    >>> bool(np.allclose(prior.kappa, clf.prior_.kappa))
+    True
     """
     base = _gaussian.default_prior(stats)
     shape = C, F = base.rate.shape

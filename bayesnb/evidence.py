@@ -566,6 +566,21 @@ def evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None, samp
     Returns
     -------
     EvidenceCurve
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.evidence import evidence_curve
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1, 0.2]] * 30 + [[1, 1, 6, 0.2]] * 30)
+    >>> y = np.repeat([0, 1], 30)
+    >>> curve = evidence_curve(MultinomialNB(), X, y, alphas=np.geomspace(0.01, 100, 9))
+    >>> best_on_grid = curve.alphas[np.argmax(curve.log_evidence)]
+    >>> bool(curve.alpha_evidence / 10 < best_on_grid < curve.alpha_evidence * 10)
+    True
+    >>> bool(curve.log_evidence_at_optimum >= curve.log_evidence.max())
+    True
     """
     from sklearn.metrics import log_loss
 
@@ -615,6 +630,19 @@ def plot_evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None,
     ax : matplotlib Axes
         The evidence axis; the log-loss axis is ``ax.right_ax`` (None without held-out
         data).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.evidence import plot_evidence_curve
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1, 0.2]] * 30 + [[1, 1, 6, 0.2]] * 30)
+    >>> y = np.repeat([0, 1], 30)
+    >>> ax = plot_evidence_curve(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], alphas=np.geomspace(0.01, 100, 9))
+    >>> ax.get_ylabel(), ax.right_ax.get_ylabel()
+    ('log evidence', 'held-out log loss')
+    >>> ax.figure.savefig("evidence_curve.png")  # doctest: +SKIP
     """
     curve = evidence_curve(estimator, X, y, X_val, y_val, alphas=alphas, sample_weight=sample_weight)
     from .plots import _new_axes

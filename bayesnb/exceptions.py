@@ -36,6 +36,18 @@ class ModelFileError(ValueError):
     contents (modified after it was written), one written by a newer format version, and
     one whose saved state does not make a model. A ``ValueError``, so generic handlers
     catch it.
+
+    Examples
+    --------
+    >>> import io
+    >>> import bayesnb
+    >>> try:
+    ...     bayesnb.load(io.BytesIO(b"not a model"))
+    ... except bayesnb.ModelFileError as err:
+    ...     print(str(err)[:57])
+    not a bayesnb model file: it is not a ZIP/.npz archive (i
+    >>> issubclass(bayesnb.ModelFileError, ValueError)
+    True
     """
 
 
@@ -49,4 +61,20 @@ class EvidenceWarning(UserWarning):
     shrinks to zero for a feature never observed), the optimum is at infinity or zero and
     the bound is returned; the fitted ``evidence_trace_`` records which parameters stopped
     there.
+
+    Examples
+    --------
+    Two classes of exactly equal size are more even than multinomial sampling makes
+    them, so the evidence for the class-proportion concentration increases without
+    limit:
+
+    >>> import warnings
+    >>> from bayesnb import EvidenceWarning, MultinomialNB
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     clf = MultinomialNB(class_alpha="evidence").fit([[3, 0], [2, 1], [0, 3], [1, 2]], [0, 0, 1, 1])
+    >>> [w.category is EvidenceWarning for w in caught]
+    [True]
+    >>> clf.class_alpha_ >= 1e8, clf.evidence_trace_["class_alpha"].at_bound.tolist()
+    (True, [[True]])
     """

@@ -81,7 +81,21 @@ MISSING = ("error", "ignore")
 
 
 def check_missing(missing):
-    """Return ``missing`` if it is ``"error"`` or ``"ignore"``, else raise ``ValueError``."""
+    """Return ``missing`` if it is ``"error"`` or ``"ignore"``, else raise ``ValueError``.
+
+    Parameters
+    ----------
+    missing : str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> check_missing("ignore")
+    'ignore'
+    """
     if not isinstance(missing, str) or missing not in MISSING:
         raise ValueError(f"missing must be 'error' or 'ignore', got {missing!r}")
     return missing
@@ -90,12 +104,19 @@ def check_missing(missing):
 class MaskedX:
     """Validated input whose NaN entries were replaced by 0, and where they were.
 
-    Attributes
+    Parameters
     ----------
     X : ndarray or CSR matrix of shape (n_samples, n_features)
         The estimator's validated input, 0 at the unobserved entries.
     mask : bool ndarray or CSR matrix of shape (n_samples, n_features)
         True (a stored 1 for CSR) at the unobserved entries.
+
+    Attributes
+    ----------
+    X, mask
+        As given.
+    shape : tuple of int
+        ``X.shape``.
     """
 
     __slots__ = ("X", "mask", "shape")
@@ -106,13 +127,30 @@ class MaskedX:
         self.shape = X.shape
 
     def missing_columns(self):
-        """Features unobserved in at least one row."""
+        """Features unobserved in at least one row.
+
+        Returns
+        -------
+        int ndarray
+            Sorted column indices.
+        """
         if sp.issparse(self.mask):
             return np.unique(self.mask.indices)
         return np.flatnonzero(self.mask.any(axis=0))
 
     def observed_rows(self, j):
-        """Rows that observe feature ``j``."""
+        """Rows that observe feature ``j``.
+
+        Parameters
+        ----------
+        j : int
+            Column index.
+
+        Returns
+        -------
+        int ndarray
+            Sorted row indices.
+        """
         if sp.issparse(self.mask):
             col = self.mask[:, [j]].toarray().ravel().astype(bool)
         else:
@@ -120,6 +158,12 @@ class MaskedX:
         return np.flatnonzero(~col)
 
     def dense_mask(self):
+        """The mask as a dense bool array.
+
+        Returns
+        -------
+        bool ndarray of shape (n_samples, n_features)
+        """
         return self.mask.toarray().astype(bool) if sp.issparse(self.mask) else self.mask
 
 
@@ -169,6 +213,19 @@ def split(est, X, reset):
     Returns what ``est._check_X`` returns when ``X`` has no NaN (the ordinary path), else
     a :class:`MaskedX` of the validated, NaN-free input and the NaN mask. Infinities,
     negative counts, non-binary values etc. are refused as with ``missing="error"``.
+
+    Parameters
+    ----------
+    est : bayesnb estimator
+        Its ``_check_X`` validates the input.
+    X : array-like, DataFrame or sparse matrix of shape (n_samples, n_features)
+    reset : bool
+        As for ``_check_X``: True at ``fit`` (record the number and names of the
+        features), False at prediction (check them).
+
+    Returns
+    -------
+    validated input or MaskedX
     """
     mask = _nan_positions(X)
     if mask is None:
@@ -249,7 +306,18 @@ _MASKED = (MaskedCountStats, MaskedPoissonStats, MaskedGaussianStats)
 
 
 def is_masked(stats):
-    """Whether ``stats`` carries per-cell observation counts (missing values were seen)."""
+    """Whether ``stats`` carries per-cell observation counts (missing values were seen).
+
+    Parameters
+    ----------
+    stats : statistics pytree
+
+    Returns
+    -------
+    bool
+        True for :class:`MaskedCountStats`, :class:`MaskedPoissonStats` and
+        :class:`MaskedGaussianStats`.
+    """
     return isinstance(stats, _MASKED)
 
 

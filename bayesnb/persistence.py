@@ -394,6 +394,10 @@ def save(estimator, path):
         atomically: a temporary file in the same folder is renamed over it once complete,
         so an interrupted save never leaves a truncated model behind.
 
+    Returns
+    -------
+    None
+
     Raises
     ------
     TypeError
@@ -545,6 +549,23 @@ def load(path):
         does not make a model.
     FileNotFoundError
         If ``path`` does not exist.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> import bayesnb
+    >>> X, y = np.array([[3, 0, 1], [0, 2, 2], [4, 1, 0]]), np.array(["ham", "spam", "ham"])
+    >>> clf = bayesnb.MultinomialNB(alpha=0.5).fit(X, y)
+    >>> path = os.path.join(tempfile.mkdtemp(), "model.npz")
+    >>> clf.save(path)
+    >>> loaded = bayesnb.load(path)
+    >>> loaded.get_params() == clf.get_params()
+    True
+    >>> bool(np.array_equal(loaded.predict_proba(X), clf.predict_proba(X)))  # bit for bit
+    True
+    >>> loaded.partial_fit([[0, 1, 3]], ["spam"]).stats_.class_count.tolist()
+    [2.0, 2.0]
     """
     from . import __version__
 

@@ -70,6 +70,18 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, ax=N
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.plots import reliability_diagram
+    >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1], [2, 1, 0], [0, 2, 2]])
+    >>> y = ["spam", "spam", "ham", "ham", "spam", "ham"]
+    >>> ax = reliability_diagram(MultinomialNB().fit(X, y), X, y, n_bins=5)
+    >>> [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()]
+    ['calibrated', 'mle', 'map', 'mean', 'predictive']
+    >>> ax.figure.savefig("reliability.png")  # doctest: +SKIP
     """
     from .comparison import _check_estimates, _predict_all, reliability_bins
 
@@ -133,6 +145,17 @@ def top_features(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.plots import top_features
+    >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1]])
+    >>> clf = MultinomialNB().fit(X, ["spam", "spam", "ham", "ham"])
+    >>> ax = top_features(clf, "spam", 2, feature_names=["free", "lunch", "today"], n_draws=200)
+    >>> [t.get_text() for t in ax.get_yticklabels()]  # from the top of the plot down
+    ['free', 'today']
     """
     from .uncertainty import top_features as _top
 
@@ -205,6 +228,17 @@ def uncertainty_histogram(
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import BernoulliNB
+    >>> from bayesnb.plots import uncertainty_histogram
+    >>> X = np.array([[1, 0], [1, 1], [0, 1], [0, 1], [1, 0], [0, 0]])
+    >>> clf = BernoulliNB().fit(X, [0, 0, 1, 1, 0, 1])
+    >>> ax = uncertainty_histogram(clf, X, n_draws=100, bins=5)
+    >>> ax.get_xlabel()
+    'uncertainty of the prediction (nats)'
     """
     from .uncertainty import decompose_uncertainty
 
@@ -260,6 +294,19 @@ def decision_boundary(estimator, X, y=None, *, resolution=300, margin=0.1, exact
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import GaussianBayesClassifier
+    >>> from bayesnb.plots import decision_boundary
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(0, 1, (20, 2)), rng.normal(3, 1, (20, 2))])
+    >>> y = np.repeat(["a", "b"], 20)
+    >>> clf = GaussianBayesClassifier(covariance="shared", estimate="mean").fit(X, y)
+    >>> ax = decision_boundary(clf, X, y, resolution=50)
+    >>> ax.get_title()
+    "GaussianBayesClassifier(covariance='shared')\\nestimate='mean': linear boundary"
     """
     from matplotlib.colors import to_rgba
 
@@ -358,6 +405,20 @@ def learning_curve(result, metric="log_loss", *, model=None, ax=None):
     Returns
     -------
     matplotlib.axes.Axes
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, compare
+    >>> from bayesnb.plots import learning_curve
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
+    >>> y = np.repeat(["a", "b"], 40)
+    >>> result = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], estimates=("mean", "predictive"),
+    ...                  train_sizes=[4, 10, 40], n_repeats=2, n_bootstrap=50, as_frame=False)
+    >>> ax = learning_curve(result, "log_loss")
+    >>> ax.get_xlabel(), [line.get_label() for line in ax.get_lines()]
+    ('training rows', ['mean', 'predictive'])
     """
     from .comparison import _TITLES, METRICS, _records_of
 

@@ -55,6 +55,19 @@ class ChunkSource:
         The labels, if the source knows them without reading the data.
     description : str, optional
         Shown in the progress bar.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.streaming import ChunkSource, fit_stream
+    >>> def batches():
+    ...     rng = np.random.default_rng(0)
+    ...     for _ in range(3):
+    ...         yield rng.poisson(1.0, size=(50, 4)), rng.integers(0, 2, 50)
+    >>> source = ChunkSource(batches, total=150, description="three batches")
+    >>> float(fit_stream(MultinomialNB(), source, progress=False).stats_.class_count.sum())
+    150.0
     """
 
     def __init__(self, make, total=None, classes=None, description=None):
@@ -158,6 +171,19 @@ def fit_stream(estimator, chunks, *, classes=None, total=None, progress=None):
     ValueError
         If the chunks hold no rows, or disagree (number of features, labels outside
         ``classes``).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import CategoricalNB
+    >>> from bayesnb.streaming import fit_stream
+    >>> X = np.array([[0, 1], [1, 1], [2, 0], [0, 0], [1, 2], [2, 2]]); y = np.array(["a", "a", "b", "b", "c", "a"])
+    >>> chunks = [(X[:2], y[:2]), (X[2:4], y[2:4]), (X[4:], y[4:])]  # label "c" first seen in the last chunk
+    >>> clf = fit_stream(CategoricalNB(), chunks, progress=False)
+    >>> clf.classes_.tolist()
+    ['a', 'b', 'c']
+    >>> bool(np.allclose(clf.predict_proba(X), CategoricalNB().fit(X, y).predict_proba(X)))
+    True
     """
     from sklearn.base import clone
 
@@ -218,6 +244,19 @@ def csv_chunks(path, label, *, weight=None, chunksize=10_000, **read_csv_kwargs)
     -------
     ChunkSource
         Yields ``(X, y)`` or ``(X, y, w)``: ``X`` the DataFrame of the other columns.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import numpy as np
+    >>> from bayesnb import GaussianNB
+    >>> from bayesnb.streaming import csv_chunks, fit_stream
+    >>> path = os.path.join(tempfile.mkdtemp(), "data.csv")
+    >>> with open(path, "w") as f:
+    ...     _ = f.write("height,weight,label\\n" + "\\n".join(f"{1.6 + 0.01 * i},{60 + i},{'ab'[i % 2]}" for i in range(30)))
+    >>> clf = fit_stream(GaussianNB(), csv_chunks(path, "label", chunksize=8), progress=False)
+    >>> clf.feature_names_in_.tolist(), clf.classes_.tolist()
+    (['height', 'weight'], ['a', 'b'])
     """
     import pandas as pd
 
@@ -265,6 +304,25 @@ def text_chunks(directory, *, vectorizer=None, chunksize=1000, encoding="utf-8",
     ChunkSource
         Yields ``(X, y)`` with ``X`` a CSR matrix; ``total`` is the number of files and
         ``classes`` the sub-directory names.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> from bayesnb import MultinomialNB
+    >>> from bayesnb.streaming import fit_stream, text_chunks
+    >>> root = tempfile.mkdtemp()
+    >>> for label, texts in {"ham": ["see you at lunch", "call me later"], "spam": ["win a free prize", "free entry win"]}.items():
+    ...     os.mkdir(os.path.join(root, label))
+    ...     for i, text in enumerate(texts):
+    ...         with open(os.path.join(root, label, f"{i}.txt"), "w") as f:
+    ...             _ = f.write(text)
+    >>> source = text_chunks(root, chunksize=3)
+    >>> source.total, source.classes.tolist()
+    (4, ['ham', 'spam'])
+    >>> clf = fit_stream(MultinomialNB(), source, progress=False)
+    >>> from sklearn.feature_extraction.text import HashingVectorizer
+    >>> clf.predict(HashingVectorizer(alternate_sign=False, norm=None).transform(["free prize"])).tolist()
+    ['spam']
     """
     from sklearn.feature_extraction.text import HashingVectorizer
 

@@ -46,6 +46,7 @@ from ._normalize import log_normalize
 from ._validation import check_level, check_n_draws
 
 __all__ = [
+    "CHUNK_ENTRIES",
     "DrawSource",
     "EpistemicRanking",
     "FeatureLogOdds",
@@ -80,7 +81,22 @@ _KEEP_FACTOR = 4
 
 
 def check_interval_args(level, method):
-    """Validate a credible ``level`` in (0, 1) and an interval ``method``."""
+    """Validate a credible ``level`` in (0, 1) and an interval ``method``.
+
+    Parameters
+    ----------
+    level : float
+    method : str
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        If ``level`` is not in (0, 1) or ``method`` is not "equal-tailed" or "hdi".
+    """
     check_level(level)
     if method not in _METHODS:
         raise ValueError(f"unknown interval method {method!r}; expected 'equal-tailed' or 'hdi'")
@@ -322,6 +338,15 @@ def proba_draws(source, *, chunk_entries=None):
 def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=None):
     """Credible interval of :math:`p(y \\mid x, \\theta, \\pi)`, computed block of rows by block.
 
+    Parameters
+    ----------
+    source : DrawSource
+        From a fitted estimator (see ``BaseNB._draw_source``).
+    level : float in (0, 1)
+    method : {"equal-tailed", "hdi"}
+    chunk_entries : int, optional
+        Bound, in float64 entries, of every temporary (default :data:`CHUNK_ENTRIES`).
+
     Returns
     -------
     lower, upper : ndarrays of shape (n_samples, n_classes)
@@ -457,6 +482,16 @@ def entropy_decomposition(draws):
     Returns
     -------
     UncertaintyDecomposition
+
+    Examples
+    --------
+    Two draws that disagree completely: each is certain (no aleatoric part), their mean
+    is not (all of it epistemic).
+
+    >>> import numpy as np
+    >>> u = entropy_decomposition(np.array([[[1.0, 0.0]], [[0.0, 1.0]]]))
+    >>> float(u.aleatoric[0]), round(float(u.epistemic[0]), 4)  # log 2
+    (0.0, 0.6931)
     """
     draws = _check_draws(draws)
     return _decomposition(draws.mean(axis=0), _entropy(draws).mean(axis=0))
@@ -562,9 +597,27 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
 def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_entries=None):
     """Posterior draws of the class probabilities of a fitted estimator (see :func:`proba_draws`).
 
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+        Bound of every temporary, in float64 entries (default :data:`CHUNK_ENTRIES`).
+
     Returns
     -------
     ndarray of shape (n_draws, n_samples, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], [0, 0, 1, 1])
+    >>> draws = predict_proba_draws(clf, [[1, 0], [0, 1]], n_draws=300, random_state=0)
+    >>> draws.shape, bool(np.allclose(draws.sum(axis=-1), 1))
+    ((300, 2, 2), True)
     """
     return proba_draws(estimator._draw_source(X, n_draws, random_state), chunk_entries=chunk_entries)
 
@@ -574,9 +627,28 @@ def predict_proba_interval(
 ):
     """Credible interval of the class probabilities of a fitted estimator (see :func:`proba_interval`).
 
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    level : float in (0, 1)
+    n_draws : int
+    method : {"equal-tailed", "hdi"}
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+
     Returns
     -------
     lower, upper : ndarrays of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], [0, 0, 1, 1])
+    >>> lower, upper = predict_proba_interval(clf, [[1, 0]], level=0.9, n_draws=500, random_state=0)
+    >>> bool(np.all(lower <= upper)), lower.shape
+    (True, (1, 2))
     """
     check_interval_args(level, method)
     source = estimator._draw_source(X, n_draws, random_state)
@@ -654,6 +726,18 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     Returns
     -------
     FeatureLogOdds
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1]])
+    >>> clf = MultinomialNB().fit(X, ["spam", "spam", "ham", "ham"])
+    >>> odds = feature_log_odds_draws(clf, "spam", n_draws=400, random_state=0)
+    >>> odds.draws.shape, odds.unit
+    ((400, 3), 'one occurrence')
+    >>> bool(np.median(odds.draws[:, 0]) > 0 > np.median(odds.draws[:, 1]))
+    True
     """
     from sklearn.utils.validation import check_is_fitted
 
@@ -720,6 +804,18 @@ def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=100
     """The ``n`` terms with the highest posterior median contribution to the log-odds of ``target``.
 
     See :func:`feature_log_odds_draws` for the terms.
+
+    Parameters
+    ----------
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    target : a class label
+    n : int
+        Number of terms returned.
+    level : float in (0, 1)
+        Level of the equal-tailed credible intervals.
+    versus : a class label, optional
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
 
     Returns
     -------

@@ -266,6 +266,25 @@ def test_example_runner_shows_output_and_figures(tmp_path):
     assert 'def main(argv=None)' in md  # the source, in a collapsed block
 
 
+def test_example_runner_flags_a_run_without_its_data(tmp_path):
+    docs_tools = _load_tool("bayesnb_docs")
+    script = _write_example(
+        tmp_path,
+        """
+        def main(argv=None):
+            print("skipped: /nowhere/corpus.tar.gz not found (the corpus lives in ../shared/data)")
+            return 0
+        """,
+    )
+    md = docs_tools.example(script)
+    notice, _, rest = md.partition("$ python")
+    assert notice.lstrip().startswith('!!! warning "Not run on this build: data not found"')
+    assert "skipped: /nowhere/corpus.tar.gz not found" in notice
+    # A run that found its data gets no notice.
+    assert docs_tools.skip_notice("20 Newsgroups: 4 groups\naccuracy 0.9") == ""
+    assert "SMS part skipped" in docs_tools.skip_notice("(SMS part skipped: /x/SMSSpamCollection not found)")
+
+
 @pytest.mark.parametrize(
     "body, message",
     [

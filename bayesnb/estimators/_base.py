@@ -352,6 +352,23 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         Parameters
         ----------
         path : str, os.PathLike or binary file object
+            Written as given (``.npz`` is the suggested suffix); a path is replaced
+            atomically, so an interrupted save leaves no truncated file.
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> import bayesnb
+        >>> clf = bayesnb.BernoulliNB().fit([[1, 0], [0, 1], [1, 1]], ["a", "b", "a"])
+        >>> buffer = io.BytesIO()  # or a path such as "model.npz"
+        >>> clf.save(buffer)
+        >>> _ = buffer.seek(0)
+        >>> bayesnb.load(buffer).predict_proba([[1, 0]]).tolist() == clf.predict_proba([[1, 0]]).tolist()
+        True
         """
         from ..persistence import save
 

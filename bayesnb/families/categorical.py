@@ -166,7 +166,7 @@ def _group_tables(lp, log_new, n_categories, n_rows):
 
 
 def log_likelihood(params, X, n_categories):
-    """Plug-in log-likelihood of category codes, shape (n_samples, n_classes).
+    r"""Plug-in log-likelihood of category codes, shape (n_samples, n_classes).
 
     :math:`\sum_j \log\theta_{c j x_j}`, read from tables of the sums over groups of
     features (see ``_group_tables``): a code ``>= n_categories[j]`` (a category not

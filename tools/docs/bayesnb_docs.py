@@ -19,6 +19,11 @@ Figures are collected two ways, so an example needs nothing docs-specific: figur
 open when ``main`` returns (``plt.show()`` is a no-op under the Agg backend), and image
 files the script wrote into its working directory (a fresh temporary folder).
 
+An example that reads ``../shared/data`` prints ``skipped: ... not found`` and exits 0
+when the data are absent (the examples contract); :func:`example` then puts a warning
+box at the top of its output naming what was skipped, so a page built without the data
+says so plainly instead of showing an empty run.
+
 Set ``BAYESNB_DOCS_FULL=1`` to run the examples without ``--quick``.
 """
 
@@ -123,6 +128,36 @@ def _fence(text, lang=""):
     return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}\n"
 
 
+# A line in which an example says that it (or a part of it) did not run for lack of data.
+_SKIPPED = re.compile(r"^.*\bskipped: .*\bnot found\b.*$", re.M)
+
+
+def skip_notice(stdout):
+    """A warning admonition for the ``skipped: ... not found`` lines of an example's output.
+
+    Parameters
+    ----------
+    stdout : str
+        What the example printed.
+
+    Returns
+    -------
+    str
+        Markdown (an empty string when nothing was skipped).
+    """
+    lines = [m.group(0).strip() for m in _SKIPPED.finditer(stdout)]
+    if not lines:
+        return ""
+    body = "\n".join(lines)
+    return (
+        '!!! warning "Not run on this build: data not found"\n\n'
+        "    This page was built on a machine without the data this example reads (the\n"
+        "    shared corpora in `../shared/data`, or `--data-dir`), so the example skipped\n"
+        "    that part and its results are missing below:\n\n"
+        + textwrap.indent(_fence(body, "text"), "    ")
+    )
+
+
 def figure_html(data, media_type="image/png", caption=None):
     """An ``<figure>`` with the image inlined as a data URI (the page stays self-contained)."""
     uri = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
@@ -156,6 +191,7 @@ def example(name, *args, quick=None, timeout=600, source=True):
     result = run(script, *args, quick=quick, timeout=timeout)
     rel = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
     parts = [
+        skip_notice(result["stdout"]),
         _fence(f"$ python {rel} {' '.join(result['argv'])}".rstrip(), "console"),
         f"Output (run while this page was built, {result['seconds']:.1f} s):\n",
         _fence(result["stdout"] or "(no output)", "text"),
