@@ -20,7 +20,7 @@ multinomial            ``feature_probs`` :math:`\theta_c \sim \mathrm{Dir}(\alph
 Bernoulli              ``feature_probs`` :math:`\theta_{cj} \sim \mathrm{Beta}(a, b)`     Bernoulli per feature
 categorical            ``feature_probs`` :math:`\theta_{cj} \sim \mathrm{Dir}(\alpha_{cj})` Categorical per feature
 Gaussian (diagonal)    ``var`` :math:`\sim \mathrm{InvGamma}(a_0, b_0)`, ``loc`` :math:`\sim \mathcal N(m_0, \sigma^2/\kappa_0)`  Normal per feature
-Gaussian (NIW)         ``covariance`` :math:`\sim \mathcal W^{-1}(\Psi_0, \nu_0)`, ``loc`` :math:`\sim \mathcal N(m_0, \Sigma/\kappa_0)`  multivariate Normal
+Gaussian (NIW)         ``covariance`` :math:`\sim \mathcal W^{-1}(\Psi_0, \nu_0)` (latent: its Cholesky factor ``covariance_tril``), ``loc`` :math:`\sim \mathcal N(m_0, \Sigma/\kappa_0)`  multivariate Normal
 Poisson                ``rate`` :math:`\lambda_{cj} \sim \mathrm{Gamma}(\alpha, \beta)`   Poisson per feature
 =====================  ============================================  ==========================
 
@@ -101,12 +101,26 @@ def _real(a):
     return jnp.asarray(np.asarray(a, dtype=np.float64))
 
 
-def _weighted(weight, event_dims):
+# Every site of a row lives in the plate "data" at dim -2 (and a block's features in its
+# plate "feature" at dim -1), every per-class parameter in the plate "class" at dim -2: one
+# dim per plate name, so that numpyro.render_model draws one "data" and one "class" box.
+# Sites without a feature axis carry a singleton there.
+_ROW_DIM = _CLASS_DIM = -2
+
+
+def _weighted(weight):
     """Scale the log density of each row by its weight (``None``: no scaling)."""
     if weight is None:
         return contextlib.nullcontext()
-    w = _real(weight)
-    return numpyro.handlers.scale(scale=jnp.reshape(w, w.shape + (1,) * event_dims))
+    return numpyro.handlers.scale(scale=_real(weight)[:, None])
+
+
+def _data_plate(n_rows):
+    return numpyro.plate("data", n_rows, dim=_ROW_DIM)
+
+
+def _class_plate(n_classes):
+    return numpyro.plate("class", n_classes, dim=_CLASS_DIM)
 
 
 def _scope(prefix):
@@ -209,22 +223,27 @@ class _MultinomialSpec(_Spec):
     variables = {"feature_probs": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
-        with numpyro.plate("class", n_classes, dim=-1):
-            theta = numpyro.sample("feature_probs", dist.Dirichlet(_real(self.prior.concentration)))
-        return {"feature_probs": theta}
+        with _class_plate(n_classes):
+            theta = numpyro.sample("feature_probs", dist.Dirichlet(_real(self.prior.concentration)[:, None, :]))
+        return {"feature_probs": theta[:, 0, :]}
 
     def observe(self, values, X, y, feature, n_rows, weight, n_tokens=None):
-        logits = jnp.log(values["feature_probs"])[y]
+        logits = jnp.log(values["feature_probs"])[y][:, None, :]
         if X is not None:
-            total = jnp.sum(X, axis=-1)
+            total = jnp.sum(X, axis=-1)[:, None]
+            X = X[:, None, :]
             kwargs = {}
         else:
             if n_tokens is None:
                 raise ValueError("generating multinomial rows (X=None) needs n_tokens, the length of each document")
-            total = jnp.broadcast_to(jnp.asarray(n_tokens), (n_rows,))
+            total = jnp.broadcast_to(jnp.asarray(n_tokens), (n_rows,))[:, None]
             kwargs = {"total_count_max": int(np.max(n_tokens))}
-        with numpyro.plate("data", n_rows, dim=-1), _weighted(weight, 0):
+        with _data_plate(n_rows), _weighted(weight):
             numpyro.sample("x", dist.Multinomial(total_count=total, logits=logits, **kwargs), obs=X)
+
+    def canonical(self, samples):
+        # The site carries a singleton axis for the feature plate's dim (see _CLASS_DIM).
+        return {"feature_probs": np.asarray(samples["feature_probs"])[..., 0, :]}
 
     def log_likelihood_stats(self, values, stats):
         # The token-sequence likelihood: sum_cj T_cj log theta_cj.
@@ -242,16 +261,15 @@ class _BernoulliSpec(_Spec):
     variables = {"feature_probs": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
-        with numpyro.plate("class", n_classes, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
+        with _class_plate(n_classes), numpyro.plate(feature, self.n_features(), dim=-1):
             theta = numpyro.sample(
                 "feature_probs", dist.Beta(_real(self.prior.concentration1), _real(self.prior.concentration0))
             )
         return {"feature_probs": theta}
 
     def observe(self, values, X, y, feature, n_rows, weight):
-        with numpyro.plate("data", n_rows, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
-            with _weighted(weight, 1):
-                numpyro.sample("x", dist.Bernoulli(probs=values["feature_probs"][y]), obs=X)
+        with _data_plate(n_rows), numpyro.plate(feature, self.n_features(), dim=-1), _weighted(weight):
+            numpyro.sample("x", dist.Bernoulli(probs=values["feature_probs"][y]), obs=X)
 
     def log_likelihood_stats(self, values, stats):
         theta = values["feature_probs"]
@@ -303,16 +321,15 @@ class _CategoricalSpec(_Spec):
         return jnp.where(mask, jnp.log(phi) - jnp.log(total), jnp.finfo(phi.dtype).min)
 
     def sample_params(self, n_classes, feature):
-        with numpyro.plate("class", n_classes, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
+        with _class_plate(n_classes), numpyro.plate(feature, self.n_features(), dim=-1):
             phi = numpyro.sample("padded_feature_probs", dist.Dirichlet(_real(self.padded)))
         log_theta = self._log_theta(phi)
         theta = numpyro.deterministic("feature_probs", jnp.exp(log_theta))
         return {"feature_probs": theta, "log_probs": log_theta}
 
     def observe(self, values, X, y, feature, n_rows, weight):
-        with numpyro.plate("data", n_rows, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
-            with _weighted(weight, 1):
-                numpyro.sample("x", dist.Categorical(logits=values["log_probs"][y]), obs=X)
+        with _data_plate(n_rows), numpyro.plate(feature, self.n_features(), dim=-1), _weighted(weight):
+            numpyro.sample("x", dist.Categorical(logits=values["log_probs"][y]), obs=X)
 
     def log_likelihood_stats(self, values, stats):
         counts = np.asarray(stats.category_count, dtype=np.float64)
@@ -340,15 +357,14 @@ class _GaussianSpec(_Spec):
 
     def sample_params(self, n_classes, feature):
         p = self.prior
-        with numpyro.plate("class", n_classes, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
+        with _class_plate(n_classes), numpyro.plate(feature, self.n_features(), dim=-1):
             var = numpyro.sample("var", dist.InverseGamma(_real(p.concentration), _real(p.rate)))
             loc = numpyro.sample("loc", dist.Normal(_real(p.loc), jnp.sqrt(var / _real(p.kappa))))
         return {"loc": loc, "var": var}
 
     def observe(self, values, X, y, feature, n_rows, weight):
-        with numpyro.plate("data", n_rows, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
-            with _weighted(weight, 1):
-                numpyro.sample("x", dist.Normal(values["loc"][y], jnp.sqrt(values["var"][y])), obs=X)
+        with _data_plate(n_rows), numpyro.plate(feature, self.n_features(), dim=-1), _weighted(weight):
+            numpyro.sample("x", dist.Normal(values["loc"][y], jnp.sqrt(values["var"][y])), obs=X)
 
     def log_likelihood_stats(self, values, stats):
         n = _real(stats.class_count)[:, None]
@@ -391,22 +407,45 @@ class _GaussianMVSpec(_Spec):
     def sample_params(self, n_classes, feature):
         p = self.prior
         kappa = _real(p.kappa)[:, None, None]
+        # The latent site is the Cholesky factor L of Sigma, with numpyro's
+        # InverseWishartCholesky density (the inverse-Wishart pushed through the Cholesky
+        # map, Jacobian included): Sigma = L L^T is exactly W^-1(Psi, nu). Sampling L
+        # (unconstrained by a log-diagonal) rather than Sigma spares the model a Cholesky
+        # factorisation and NUTS the positive-definite bijection, which costs compile time.
+        scale_tril = _real(np.linalg.cholesky(np.asarray(p.scale, dtype=np.float64)))
+        law = dist.InverseWishartCholesky(_real(p.df), scale_tril=scale_tril)
+        loc0 = _real(p.loc)[:, None, :]
+        kappa = kappa[:, None]
         if self.shared:
-            cov = numpyro.sample("covariance", dist.InverseWishart(_real(p.df), scale_matrix=_real(p.scale)))
-            with numpyro.plate("class", n_classes, dim=-1):
-                tril = jnp.linalg.cholesky(cov)
-                loc = numpyro.sample("loc", dist.MultivariateNormal(_real(p.loc), scale_tril=tril / jnp.sqrt(kappa)))
+            tril = numpyro.sample("covariance_tril", law)
+            cov = numpyro.deterministic("covariance", tril @ tril.T)
+            with _class_plate(n_classes):
+                loc = numpyro.sample("loc", dist.MultivariateNormal(loc0, scale_tril=tril / jnp.sqrt(kappa)))
         else:
-            with numpyro.plate("class", n_classes, dim=-1):
-                cov = numpyro.sample("covariance", dist.InverseWishart(_real(p.df), scale_matrix=_real(p.scale)))
-                tril = jnp.linalg.cholesky(cov)
-                loc = numpyro.sample("loc", dist.MultivariateNormal(_real(p.loc), scale_tril=tril / jnp.sqrt(kappa)))
-        return {"loc": loc, "covariance": cov, "scale_tril": tril}
+            law = dist.InverseWishartCholesky(_real(p.df)[:, None], scale_tril=scale_tril[:, None])
+            with _class_plate(n_classes):
+                tril = numpyro.sample("covariance_tril", law)
+                cov = numpyro.deterministic("covariance", tril @ jnp.swapaxes(tril, -1, -2))
+                loc = numpyro.sample("loc", dist.MultivariateNormal(loc0, scale_tril=tril / jnp.sqrt(kappa)))
+            tril, cov = tril[:, 0], cov[:, 0]
+        return {"loc": loc[:, 0], "covariance": cov, "scale_tril": tril}
 
     def observe(self, values, X, y, feature, n_rows, weight):
-        tril = values["scale_tril"] if self.shared else values["scale_tril"][y]
-        with numpyro.plate("data", n_rows, dim=-1), _weighted(weight, 0):
-            numpyro.sample("x", dist.MultivariateNormal(values["loc"][y], scale_tril=tril), obs=X)
+        tril = values["scale_tril"] if self.shared else values["scale_tril"][y][:, None]
+        with _data_plate(n_rows), _weighted(weight):
+            numpyro.sample(
+                "x",
+                dist.MultivariateNormal(values["loc"][y][:, None], scale_tril=tril),
+                obs=None if X is None else X[:, None, :],
+            )
+
+    def canonical(self, samples):
+        # Per-class sites carry a singleton axis for the feature plate's dim (see _CLASS_DIM).
+        cov = np.asarray(samples["covariance"])
+        return {
+            "loc": np.asarray(samples["loc"])[..., 0, :],
+            "covariance": cov if self.shared else cov[..., 0, :, :],
+        }
 
     def log_likelihood_stats(self, values, stats):
         n = _real(stats.class_count)
@@ -436,14 +475,13 @@ class _PoissonSpec(_Spec):
     variables = {"rate": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
-        with numpyro.plate("class", n_classes, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
+        with _class_plate(n_classes), numpyro.plate(feature, self.n_features(), dim=-1):
             rate = numpyro.sample("rate", dist.Gamma(_real(self.prior.concentration), _real(self.prior.rate)))
         return {"rate": rate}
 
     def observe(self, values, X, y, feature, n_rows, weight):
-        with numpyro.plate("data", n_rows, dim=-2), numpyro.plate(feature, self.n_features(), dim=-1):
-            with _weighted(weight, 1):
-                numpyro.sample("x", dist.Poisson(values["rate"][y]), obs=X)
+        with _data_plate(n_rows), numpyro.plate(feature, self.n_features(), dim=-1), _weighted(weight):
+            numpyro.sample("x", dist.Poisson(values["rate"][y]), obs=X)
 
     def log_likelihood_stats(self, values, stats):
         rate = values["rate"]
@@ -516,8 +554,9 @@ def _naive_bayes(blocks, class_prior, X=None, y=None, n_rows=None, sample_weight
         raise ValueError("pass the data (X and/or y) or the number of rows to generate (n_rows)")
     if n_rows is None:
         n_rows = int(np.shape(y)[0]) if y is not None else int(np.shape(next(iter(X.values())))[0])
-    with numpyro.plate("data", n_rows, dim=-1), _weighted(sample_weight, 0):
-        y = numpyro.sample("y", dist.Categorical(probs=pi), obs=None if y is None else jnp.asarray(y))
+    with _data_plate(n_rows), _weighted(sample_weight):
+        y = numpyro.sample("y", dist.Categorical(probs=pi), obs=None if y is None else jnp.asarray(y)[:, None])
+    y = y[:, 0]
     for block in blocks:
         X_block = None if X is None else X[block.name]
         with _scope(block.name):
@@ -553,12 +592,12 @@ def _rows_doc(what, features, prior, example, sites, extra=""):
     Examples
     --------
     >>> import numpy as np
-    >>> from numpyro import handlers
+    >>> from numpyro.infer.inspect import get_model_relations
     >>> from bayesnb import models, priors
     >>> {example}
-    >>> model = handlers.seed(models.{what.split()[0].lower()}_model, 0)
-    >>> trace = handlers.trace(model).get_trace(X, y, prior=prior, class_prior=priors.Dirichlet(np.ones(2)))
-    >>> [name for name, site in trace.items() if site["type"] == "sample"]
+    >>> kwargs = dict(X=X, y=y, prior=prior, class_prior=priors.Dirichlet(np.ones(2)))
+    >>> relations = get_model_relations(models.{what.split()[0].lower()}_model, model_kwargs=kwargs)
+    >>> sorted(relations["sample_sample"]["x"])  # what a row's features depend on
     {sites}
     """
 
@@ -601,7 +640,7 @@ def _one_family_stats(family, stats, prior, class_prior):
         "token counts",
         "Dirichlet",
         "X, y, prior = np.array([[2, 0], [0, 3]]), np.array([0, 1]), priors.Dirichlet(np.ones((2, 2)))",
-        "['feature_probs', 'class_probs', 'y', 'x']",
+        "['feature_probs', 'y']",
         extra="""
     n_tokens : int or int array of shape (n_rows,), optional
         Document lengths, needed to generate documents (``X=None``): the model is of
@@ -623,7 +662,7 @@ def multinomial_stats_model(stats, *, prior, class_prior):
         "0/1 values",
         "Beta",
         "X, y = np.array([[1, 0], [0, 1]]), np.array([0, 1]); prior = priors.Beta(np.ones((2, 2)), np.ones((2, 2)))",
-        "['feature_probs', 'class_probs', 'y', 'x']",
+        "['feature_probs', 'y']",
     )
 )
 def bernoulli_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
@@ -642,7 +681,7 @@ def bernoulli_stats_model(stats, *, prior, class_prior):
         "CategoricalDirichlet",
         "X, y = np.array([[0, 2], [1, 0]]), np.array([0, 1]); "
         "prior = priors.categorical_dirichlet_from_alpha(1.0, 2, [2, 3])",
-        "['padded_feature_probs', 'class_probs', 'y', 'x']",
+        "['padded_feature_probs', 'y']",
     )
 )
 def categorical_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
@@ -661,7 +700,7 @@ def categorical_stats_model(stats, *, prior, class_prior):
         "NormalInverseGamma",
         "X, y = np.array([[0.1, 1.2], [2.0, -1.0]]), np.array([0, 1]); "
         "prior = priors.NormalInverseGamma(*np.ones((4, 2, 2)))",
-        "['var', 'loc', 'class_probs', 'y', 'x']",
+        "['loc', 'var', 'y']",
     )
 )
 def gaussian_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
@@ -681,7 +720,7 @@ def gaussian_stats_model(stats, *, prior, class_prior):
         "NormalInverseWishart",
         "X, y = np.array([[0.1, 1.2], [2.0, -1.0]]), np.array([0, 1]); prior = priors.NormalInverseWishart("
         "np.zeros((2, 2)), np.ones(2), np.full(2, 4.0), np.stack([np.eye(2)] * 2))",
-        "['covariance', 'loc', 'class_probs', 'y', 'x']",
+        "['covariance_tril', 'loc', 'y']",
     )
 )
 def gaussian_mv_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
@@ -699,7 +738,7 @@ def gaussian_mv_stats_model(stats, *, prior, class_prior):
         "counts",
         "Gamma",
         "X, y = np.array([[2, 0], [0, 3]]), np.array([0, 1]); prior = priors.Gamma(np.ones((2, 2)), np.ones((2, 2)))",
-        "['rate', 'class_probs', 'y', 'x']",
+        "['rate', 'y']",
     )
 )
 def poisson_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
