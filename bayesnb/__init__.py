@@ -7,6 +7,7 @@ scikit-learn compatible estimators.
 from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
 from importlib.metadata import version as _version
 
+from .comparison import compare
 from .estimators import (
     BernoulliNB,
     CategoricalNB,
@@ -16,7 +17,8 @@ from .estimators import (
     MultinomialNB,
     PoissonNB,
 )
-from .exceptions import ZeroLikelihoodWarning
+from .exceptions import ModelFileError, ZeroLikelihoodWarning
+from .persistence import load
 
 try:
     __version__ = _version("bayesnb")
@@ -29,8 +31,11 @@ __all__ = [
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
+    "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
     "ZeroLikelihoodWarning",
     "__version__",
+    "compare",
+    "load",
 ]

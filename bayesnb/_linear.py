@@ -23,7 +23,7 @@ import weakref
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["matmul", "log_linear", "row_sums", "row_counts", "num_threads", "ParamCache"]
+__all__ = ["matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
 
 # Sparse products with at least this many stored entries are split across threads.
 _PARALLEL_MIN_NNZ = 1 << 20
@@ -73,6 +73,37 @@ def _pool(workers):
 
             _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayesnb")
         return _POOL
+
+
+def map_threads(fn, items, x64=False):
+    """``[fn(item) for item in items]``, on :func:`num_threads` threads when there are several.
+
+    For kernels that release the GIL (scipy's sparse products, compiled JAX functions).
+    The results come back in the order of ``items``. With ``x64=True`` each call runs
+    inside the library's scoped float64 (JAX's configuration contexts are per thread, so
+    a caller's ``enable_x64`` does not reach the pool's threads).
+    """
+    items = list(items)
+    if x64:
+        from ._x64 import x64 as _scoped
+
+        fn = _scoped(fn)
+    workers = min(num_threads(), len(items))
+    if workers <= 1:
+        return [fn(item) for item in items]
+    return list(_pool(workers).map(fn, items))
+
+
+# Fewer rows than this are not worth a thread of their own in the row-blocked loops.
+_PARALLEL_MIN_ROWS = 1 << 16
+
+
+def row_ranges(n, block):
+    """``(start, stop)`` runs of whole ``block``-row blocks covering ``range(n)``: one run
+    per thread of :func:`num_threads` for large ``n``, a single run otherwise."""
+    parts = min(num_threads(), max(1, n // _PARALLEL_MIN_ROWS))
+    cuts = [min(n, -(-(n * k // parts) // block) * block) for k in range(parts + 1)]
+    return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
 def _row_slice(X, r0, r1, dtype=None):

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._linear import map_threads, row_ranges
+
 __all__ = ["log_normalize"]
 
 
@@ -28,6 +30,8 @@ def log_normalize(joint, fallback):
         Rows that received the fallback.
     """
     joint = np.asarray(joint, dtype=np.float64)
+    if joint.ndim == 2 and joint.shape[0] and joint.shape[1]:
+        return _log_normalize_rows(joint, np.asarray(fallback, dtype=np.float64))
     top = joint.max(axis=-1)
     dead = np.isneginf(top)
     if dead.any():
@@ -40,4 +44,50 @@ def log_normalize(joint, fallback):
     scratch = np.exp(out)
     lse = np.log(scratch.sum(axis=-1, keepdims=True))
     out -= lse
+    return out, dead
+
+
+# Rows per block of the 2-d path: a block's scratch stays in cache.
+_BLOCK_ROWS = 4096
+
+
+def _log_normalize_rows(joint, fallback):
+    """The 2-d case, a block of rows at a time.
+
+    Row maxima and sums over the few classes are taken as a running maximum / sum over
+    the columns of the block (elementwise operations on whole columns): numpy's reduction
+    along a short last axis pays a fixed cost per row, several times the arithmetic.
+    """
+    n, n_classes = joint.shape
+    out = np.empty_like(joint)
+    dead = np.zeros(n, dtype=bool)
+    fallback = np.broadcast_to(fallback, (n_classes,))
+
+    def rows(bounds):
+        r_start, r_stop = bounds
+        size = min(_BLOCK_ROWS, r_stop - r_start)
+        top_buf, total_buf, scratch_buf = np.empty(size), np.empty(size), np.empty((size, n_classes))
+        for r0 in range(r_start, r_stop, _BLOCK_ROWS):
+            j = joint[r0 : min(r0 + _BLOCK_ROWS, r_stop)]
+            m = j.shape[0]
+            top, total, scratch, o = top_buf[:m], total_buf[:m], scratch_buf[:m], out[r0 : r0 + m]
+            np.copyto(top, j[:, 0])
+            for c in range(1, n_classes):
+                np.maximum(top, j[:, c], out=top)
+            gone = np.isneginf(top)
+            if gone.any():
+                dead[r0 : r0 + m] = gone
+                j = np.where(gone[:, None], fallback, j)
+                top[gone] = fallback.max()
+            np.subtract(j, top[:, None], out=o)
+            np.exp(o, out=scratch)
+            np.copyto(total, scratch[:, 0])
+            for c in range(1, n_classes):
+                total += scratch[:, c]
+            np.log(total, out=total)
+            o -= total[:, None]
+
+    # Large inputs: contiguous runs of blocks on threads (numpy's loops release the GIL);
+    # every row is computed the same way whichever thread takes it.
+    map_threads(rows, row_ranges(n, _BLOCK_ROWS))
     return out, dead

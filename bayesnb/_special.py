@@ -75,3 +75,39 @@ def _log_rising(xp, gammaln, a, x):
     a_s = xp.where(large, 1.0, a)
     direct = gammaln(a_s + x) - gammaln(a_s)
     return xp.where(large, stirling, direct)
+
+
+# log k! for the small integer counts that dominate count data, filled by gammaln itself
+# so that a table value is bit-identical to gammaln(k + 1).
+_LOG_FACTORIAL_SIZE = 1024
+_LOG_FACTORIAL = None
+
+
+def log_factorial_np(x):
+    r""":math:`\log x! = \log\Gamma(x + 1)` elementwise (numpy), by table for integers below 1024.
+
+    Parameters
+    ----------
+    x : ndarray of non-negative reals
+
+    Returns
+    -------
+    float64 ndarray of the shape of ``x``; equal to ``scipy.special.gammaln(x + 1)``.
+    """
+    from scipy.special import gammaln
+
+    global _LOG_FACTORIAL
+    if _LOG_FACTORIAL is None:
+        _LOG_FACTORIAL = gammaln(np.arange(_LOG_FACTORIAL_SIZE, dtype=np.float64) + 1.0)
+    x = np.asarray(x, dtype=np.float64)
+    with np.errstate(invalid="ignore"):
+        k = x.astype(np.intp)
+    tabled = (k == x) & (k >= 0) & (k < _LOG_FACTORIAL_SIZE)
+    if tabled.all():
+        return _LOG_FACTORIAL[k]
+    out = gammaln(x + 1.0)
+    out[tabled] = _LOG_FACTORIAL[k[tabled]]
+    return out
+
+
+__all__ += ["log_factorial_np"]

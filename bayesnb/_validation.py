@@ -19,6 +19,8 @@ __all__ = [
     "check_category_table",
     "check_sample_weight",
     "check_class_prior",
+    "check_labels",
+    "check_classes",
     "check_n_draws",
     "check_level",
     "sparse_counts_input",
@@ -78,7 +80,7 @@ def check_category_codes(X, who):
         raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
     if X.size and X.dtype.kind == "u" and X.max() > np.iinfo(np.int64).max:
         raise ValueError(f"{who}: category code {int(X.max())} does not fit in int64")
-    return X.astype(np.int64)
+    return X.astype(np.int64, copy=False)
 
 
 def check_category_table(n_categories, who):
@@ -95,7 +97,10 @@ def check_sample_weight(sample_weight, n_samples):
     """Return float64 weights of shape (n_samples,), checking length, finiteness and sign."""
     if sample_weight is None:
         return None
-    w = np.asarray(sample_weight, dtype=np.float64)
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"sample_weight must be numeric: {err}") from None
     if w.ndim == 0:
         w = np.full(n_samples, float(w))
     if w.shape != (n_samples,):
@@ -119,6 +124,42 @@ def check_class_prior(class_prior, n_classes):
     if not np.isclose(p.sum(), 1.0, rtol=0, atol=1e-8):
         raise ValueError(f"class_prior must sum to one, sums to {p.sum():.10g}")
     return p
+
+
+def check_labels(y, name="y"):
+    """Raise unless the labels ``y`` are free of missing values and of one orderable kind.
+
+    Class labels are sorted (``classes_``), so a missing label (``None``, ``NaN``) or a
+    mix of strings and numbers in an object array is refused here, naming the first
+    offending position, instead of failing inside ``numpy.unique``.
+    """
+    y = np.asarray(y)
+    if y.dtype.kind == "O":
+        items = y.ravel().tolist()
+        for i, v in enumerate(items):
+            if v is None or (isinstance(v, float) and v != v):
+                raise ValueError(f"{name} contains a missing label ({v!r}) at position {i}")
+        text = [isinstance(v, (str, bytes)) for v in items]
+        if any(text) and not all(text):
+            i = text.index(not text[0])
+            raise TypeError(
+                f"{name} mixes string and non-string labels ({items[0]!r} and {items[i]!r} at "
+                f"position {i}), which cannot be ordered into classes_; convert them to one type"
+            )
+    elif y.dtype.kind in "fc" and np.isnan(y).any():
+        raise ValueError(f"{name} contains NaN at position {int(np.flatnonzero(np.isnan(y))[0])}")
+    return y
+
+
+def check_classes(classes):
+    """``classes`` of ``partial_fit`` as the sorted unique labels (1-d, non-empty, no NaN)."""
+    arr = np.asarray(classes)
+    if arr.ndim != 1:
+        raise ValueError(f"classes must be a 1-d array of class labels, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("classes is empty: pass every class label on the first call to partial_fit")
+    check_labels(arr, "classes")
+    return np.unique(arr)
 
 
 def check_n_draws(n, name="n_draws"):
@@ -168,8 +209,9 @@ def binarize_csr(X, threshold, *, overwrite=False):
 
     The same result as ``sklearn.preprocessing.binarize`` followed by
     ``eliminate_zeros()``, without its copy of the whole matrix: the 0/1 values are
-    written into a new values array (or into ``X.data`` itself when ``overwrite``) and
-    the index arrays are shared unless some stored values fall to zero.
+    written into a new boolean values array (or into ``X.data`` itself, as float64, when
+    ``overwrite``) and the index arrays are shared unless some stored values fall to
+    zero.
 
     Parameters
     ----------
@@ -189,15 +231,18 @@ def binarize_csr(X, threshold, *, overwrite=False):
         kept = data.all()
         values = data
     else:
+        # 0/1 as booleans: a byte per entry instead of eight. Every consumer reads them
+        # as the numbers 0 and 1 (the statistics count them, the products convert a
+        # block of rows at a time; see bayesnb._linear.matmul).
         kept = on.all()
-        values = on.astype(np.float64)
+        values = on
     if kept:
         return type(X)((values, X.indices, X.indptr), shape=X.shape, copy=False)
     mask = values.astype(bool) if overwrite else on
     counts = row_counts(mask, X.indptr)
     indptr = np.concatenate([[0], np.cumsum(counts)]).astype(X.indptr.dtype, copy=False)
     indices = X.indices[mask]
-    return type(X)((np.ones(indices.size), indices, indptr), shape=X.shape, copy=False)
+    return type(X)((np.ones(indices.size, dtype=values.dtype), indices, indptr), shape=X.shape, copy=False)
 
 
 def is_sparse_threshold(threshold):

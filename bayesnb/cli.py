@@ -1,35 +1,58 @@
 """The ``bayesnb`` command.
 
-``bayesnb demo`` fits the discrete families once each and compares every ``estimate``
-(MLE, MAP, posterior mean, exact posterior predictive) on a held-out split, with each
-model's log evidence. Without ``--data`` it runs on scikit-learn's bundled digits (no
-download); with ``--data PATH`` on a user's ``label<TAB>text`` file.
+Subcommands:
+
+* ``bayesnb demo [--out DIR] [--data PATH]``: fit each naive Bayes family once on a
+  stratified training split, compare every ``estimate`` (MLE, MAP, posterior mean, exact
+  posterior predictive) of that one posterior on the test split, and write a report
+  directory (Markdown report and PNG plots: reliability diagrams, learning curve,
+  predictive uncertainty, top features with credible intervals). Without ``--data`` it
+  runs on scikit-learn's bundled digits (no download); with ``--data PATH`` on a
+  ``label<TAB>text`` file such as the SMS Spam Collection.
+* ``bayesnb fit DATA --model FILE``: fit a model on a CSV/TSV file (a text column, or
+  tabular columns) and save it.
+* ``bayesnb predict DATA --model FILE``: predict classes, probabilities and credible
+  intervals for the rows of a CSV/TSV file.
+* ``bayesnb compare DATA``: compare the four estimates on a user's data (hold-out,
+  cross-validation or learning curve).
 
 Exit status: 0 on success, 2 on a usage error (argparse), 1 on a missing or malformed
-data file (a one-line ``bayesnb: error: ...`` message, no traceback).
+file or unusable data (a one-line ``bayesnb: error: ...`` message, no traceback).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import sys
 import textwrap
+import time
 import warnings
+from pathlib import Path
 
-from . import __version__
+from . import __version__, _report, _userdata
+from ._report import DIGITS_BINARIZE_THRESHOLD, DIGITS_N_CATEGORIES
+from ._userdata import DataError
 from ._validation import ESTIMATES
 
-__all__ = ["main"]
+__all__ = ["main", "build_parser"]
 
 PROG = "bayesnb"
 
-# Pixels above this intensity (0..16) are "on" for the Bernoulli family.
-DIGITS_BINARIZE_THRESHOLD = 0.0
-DIGITS_N_CATEGORIES = 17
 
-
-class DataError(Exception):
-    """A data file or data set the demo cannot use (reported with exit status 1)."""
+#: Families ``bayesnb fit`` / ``compare`` can use.
+FAMILIES = (
+    "auto",
+    "multinomial",
+    "bernoulli",
+    "poisson",
+    "categorical",
+    "gaussian",
+    "gaussian-shared",
+    "gaussian-full",
+    "mixed",
+)
 
 
 # ------------------------------------------------------------------ argument parsing
@@ -63,27 +86,103 @@ def _seed(text):
     return value
 
 
+def _count(minimum):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"must be an integer >= {minimum}, got {text!r}")
+        return value
+
+    return parse
+
+
+def _sizes(text):
+    sizes = []
+    for part in text.split(","):
+        try:
+            value = float(part) if "." in part else int(part)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected comma-separated sizes, got {text!r}") from None
+        if not value > 0:
+            raise argparse.ArgumentTypeError(f"sizes must be > 0, got {part!r}")
+        sizes.append(value)
+    return sizes
+
+
+def _separator(text):
+    named = {"tab": "\t", "\\t": "\t", "comma": ",", "semicolon": ";"}
+    sep = named.get(text.lower(), text)
+    if len(sep) != 1:
+        raise argparse.ArgumentTypeError(f"expected one character (or tab, comma, semicolon), got {text!r}")
+    return sep
+
+
+def _add_table_options(p, *, label_required=False):
+    p.add_argument("data", metavar="DATA", help="CSV/TSV file, one row per example")
+    p.add_argument(
+        "--label",
+        metavar="COL",
+        help="label column, by name or 0-based position (default: the column named label, class, "
+        "target or y)" + ("" if not label_required else ""),
+    )
+    p.add_argument("--text", metavar="COL", help="text column: model its word counts (bag of words)")
+    p.add_argument(
+        "--features",
+        metavar="COLS",
+        help="comma-separated feature columns (default: every column but the label)",
+    )
+    p.add_argument("--sep", type=_separator, help="field separator (default: TAB for .tsv, comma for .csv)")
+    p.add_argument("--no-header", action="store_true", help="the file has no header line: name columns 0, 1, ...")
+
+
+def _add_model_options(p):
+    p.add_argument(
+        "--family",
+        choices=FAMILIES,
+        default="auto",
+        help="naive Bayes family (default: auto = multinomial for text; gaussian for numeric "
+        "columns, categorical for non-numeric ones, mixed for both)",
+    )
+    p.add_argument(
+        "--alpha",
+        type=_positive_float,
+        default=1.0,
+        help="prior concentration of the discrete families (> 0; default: %(default)s)",
+    )
+
+
 def build_parser():
-    """The ``bayesnb`` argument parser (subcommands: ``demo``)."""
+    """The ``bayesnb`` argument parser (subcommands: demo, fit, predict, compare)."""
     parser = argparse.ArgumentParser(
         prog=PROG,
         description="Bayesian naive Bayes with conjugate priors: closed-form posteriors, "
-        "exact posterior predictives and log evidences.",
-        epilog="Run 'bayesnb demo --help' for the demo's options.",
+        "exact posterior predictives, log evidences and posterior uncertainty.",
+        epilog="Run 'bayesnb COMMAND --help' for a command's options. Exit status: 0 ok, "
+        "1 unusable file or data, 2 usage error.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     demo = sub.add_parser(
         "demo",
-        help="compare MLE / MAP / posterior mean / posterior predictive on held-out data",
+        help="compare MLE / MAP / posterior mean / posterior predictive and write a report",
         description=textwrap.dedent(
             f"""\
             Fit the multinomial, Bernoulli and categorical naive Bayes families ONCE each on
             a stratified training split, then score every estimate of the same posterior
             (mle, map, mean, predictive; switched with set_params) on the test split:
-            accuracy, log loss, and the number of test rows with zero likelihood under
-            every class. Also prints each family's log evidence log p(X_train, y_train).
+            accuracy, log loss, Brier score, expected calibration error, macro-F1 (with 95%
+            paired bootstrap intervals in the report) and the number of test rows with zero
+            likelihood under every class; plus each family's log evidence
+            log p(X_train, y_train). A learning curve over training-set sizes shows where
+            full Bayes matters (little data); posterior draws give the uncertainty of each
+            prediction and credible intervals of the features' log-odds contributions.
+
+            The summary table goes to the terminal; the report (report.md and PNG plots)
+            to a new directory (--out).
 
             Default data (no download): scikit-learn's bundled 8x8 digits (1797 images, 10
             classes). Multinomial: pixel intensities 0..16 as counts. Bernoulli: a pixel is
@@ -103,6 +202,16 @@ def build_parser():
         help="labelled text file, one 'label<TAB>text' per line (default: bundled digits)",
     )
     demo.add_argument(
+        "--out",
+        metavar="DIR",
+        help="report directory (default: a new bayesnb-report-YYYYmmdd-HHMMSS in the working directory)",
+    )
+    demo.add_argument(
+        "--no-report",
+        action="store_true",
+        help="print the summary table only: no report directory, plots, learning curve or posterior draws",
+    )
+    demo.add_argument(
         "--alpha",
         type=_positive_float,
         default=1.0,
@@ -117,230 +226,350 @@ def build_parser():
         help="fraction of rows held out for testing, in (0, 1) (default: %(default)s)",
     )
     demo.add_argument(
-        "--seed", type=_seed, default=0, help="random seed of the train/test split (default: %(default)s)"
+        "--seed", type=_seed, default=0, help="random seed of the split, subsets and draws (default: %(default)s)"
     )
+    demo.add_argument(
+        "--draws",
+        type=_count(10),
+        default=200,
+        metavar="N",
+        help="posterior draws for the uncertainty and the feature intervals (>= 10; default: %(default)s)",
+    )
+    _add_progress(demo)
     demo.set_defaults(handler=_run_demo)
+
+    fit = sub.add_parser(
+        "fit",
+        help="fit a model on a CSV/TSV file and save it",
+        description="Fit a naive Bayes model on labelled rows of a CSV/TSV file and save it to "
+        "--model (a bayesnb model file, readable with bayesnb.load) plus MODEL.cli.json, the "
+        "column layout and encodings that 'bayesnb predict' applies to new files. With --text "
+        "the model is of the word counts of that column; otherwise of the feature columns "
+        "(numbers: Gaussian; other values: categorical).",
+    )
+    _add_table_options(fit)
+    _add_model_options(fit)
+    fit.add_argument("--model", metavar="FILE", required=True, help="where to save the model (e.g. model.npz)")
+    fit.set_defaults(handler=_run_fit)
+
+    predict = sub.add_parser(
+        "predict",
+        help="predict the classes of the rows of a CSV/TSV file with a saved model",
+        description="Predict every row of DATA with a model saved by 'bayesnb fit'. Writes a CSV "
+        "(or TSV for a .tsv --out) with the line number, the predicted class and the class "
+        "probabilities, and with --interval the credible interval of each probability over the "
+        "posterior. When DATA holds the label column, accuracy and log loss go to stderr.",
+    )
+    predict.add_argument("data", metavar="DATA", help="CSV/TSV file with the columns used at fit")
+    predict.add_argument("--model", metavar="FILE", required=True, help="model file written by 'bayesnb fit'")
+    predict.add_argument("--out", metavar="FILE", help="output file (default: standard output)")
+    predict.add_argument(
+        "--estimate", choices=ESTIMATES, default="predictive", help="estimate used (default: %(default)s)"
+    )
+    predict.add_argument(
+        "--interval",
+        type=_fraction,
+        metavar="LEVEL",
+        help="add equal-tailed credible intervals of the class probabilities at LEVEL (e.g. 0.9)",
+    )
+    predict.add_argument(
+        "--draws", type=_count(10), default=1000, metavar="N", help="posterior draws for --interval (default: %(default)s)"
+    )
+    predict.add_argument("--seed", type=_seed, default=0, help="random seed of the draws (default: %(default)s)")
+    predict.add_argument("--sep", type=_separator, help="field separator of DATA (default: as at fit)")
+    predict.add_argument("--no-header", action="store_true", help="DATA has no header line")
+    predict.set_defaults(handler=_run_predict)
+
+    comp = sub.add_parser(
+        "compare",
+        help="compare MLE / MAP / posterior mean / posterior predictive on a CSV/TSV file",
+        description="Fit a model on a user's data and score every estimate of its posterior: "
+        "accuracy, log loss, Brier, ECE, macro-F1 with bootstrap intervals, paired differences from "
+        "the posterior predictive, and the log evidence. Hold-out (--test-data or --test-size), "
+        "cross-validation (--cv K) or a learning curve (--train-sizes).",
+    )
+    _add_table_options(comp)
+    _add_model_options(comp)
+    how = comp.add_mutually_exclusive_group()
+    how.add_argument("--test-data", metavar="PATH", help="separate test file with the same columns")
+    how.add_argument("--cv", type=_count(2), metavar="K", help="K-fold cross-validation instead of a test split")
+    comp.add_argument(
+        "--test-size", type=_fraction, default=0.25, metavar="FRACTION", help="test fraction of a split (default: %(default)s)"
+    )
+    comp.add_argument(
+        "--train-sizes",
+        type=_sizes,
+        metavar="SIZES",
+        help="learning curve: comma-separated training-set sizes (row counts, or fractions like 0.1)",
+    )
+    comp.add_argument("--repeats", type=_count(1), default=5, help="training subsets per size (default: %(default)s)")
+    comp.add_argument("--bootstrap", type=_count(0), default=1000, metavar="N", help="bootstrap resamples (default: %(default)s)")
+    comp.add_argument("--seed", type=_seed, default=0, help="random seed (default: %(default)s)")
+    comp.add_argument("--out", metavar="FILE", help="also write the table: .csv, .tsv or .md")
+    _add_progress(comp)
+    comp.set_defaults(handler=_run_compare)
     return parser
 
 
-# ------------------------------------------------------------------------- data
-def _split(X, y, test_size, seed):
-    from sklearn.model_selection import train_test_split
-
-    classes = sorted(set(y.tolist()))
-    if len(classes) < 2:
-        raise DataError(f"need at least 2 classes to classify, found {len(classes)} ({classes})")
-    try:
-        return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
-    except ValueError as exc:
-        raise DataError(f"cannot make a stratified train/test split: {exc}") from None
+def _add_progress(p):
+    p.add_argument(
+        "--progress",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="progress on stderr for long steps (default: when stderr is a terminal)",
+    )
 
 
-def _digits_problem(args):
-    """Bundled digits: one design matrix per family."""
-    from .datasets import load_digits_counts
-    from .estimators import BernoulliNB, CategoricalNB, MultinomialNB
+# --------------------------------------------------------------------------- progress
+class _Progress:
+    """Progress lines on stderr: a timed step, or a bar for a loop of fits."""
 
-    X, y = load_digits_counts()
-    X_train, X_test, y_train, y_test = _split(X, y, args.test_size, args.seed)
-    families = [
-        ("multinomial", MultinomialNB(alpha=args.alpha), X_train, X_test),
-        (
-            "bernoulli",
-            BernoulliNB(alpha=args.alpha, binarize=DIGITS_BINARIZE_THRESHOLD),
-            X_train,
-            X_test,
-        ),
-        (
-            "categorical",
-            CategoricalNB(alpha=args.alpha, min_categories=DIGITS_N_CATEGORIES),
-            X_train,
-            X_test,
-        ),
-    ]
-    header = [
-        f"data: scikit-learn digits (bundled), {X.shape[0]} images x {X.shape[1]} pixels, "
-        f"{len(set(y.tolist()))} classes",
-        "  multinomial: pixel intensities 0..16 as counts",
-        f"  bernoulli: a pixel is on if its intensity is > {DIGITS_BINARIZE_THRESHOLD:g}",
-        f"  categorical: each intensity is one of {DIGITS_N_CATEGORIES} categories",
-    ]
-    return header, families, y_train, y_test, []
+    def __init__(self, enabled):
+        self.enabled = sys.stderr.isatty() if enabled is None else bool(enabled)
+        self._tty = sys.stderr.isatty()
+
+    @contextlib.contextmanager
+    def step(self, message):
+        if not self.enabled:
+            yield
+            return
+        print(f"{PROG}: {message} ...", file=sys.stderr, end="" if self._tty else "\n", flush=True)
+        start = time.perf_counter()
+        yield
+        elapsed = time.perf_counter() - start
+        if self._tty:
+            print(f" done ({elapsed:.1f} s)", file=sys.stderr, flush=True)
+        else:
+            print(f"{PROG}: {message}: done ({elapsed:.1f} s)", file=sys.stderr, flush=True)
+
+    def bar(self, label):
+        """A ``progress(done, total, message)`` callback drawing a bar."""
+        if not self.enabled:
+            return None
+
+        def update(done, total, message):
+            width = 24
+            filled = int(width * done / max(total, 1))
+            text = f"{PROG}: {label} [{'#' * filled}{'.' * (width - filled)}] {done}/{total} {message}"
+            if self._tty:
+                print("\r" + text[:110].ljust(110), file=sys.stderr, end="\n" if done == total else "", flush=True)
+            elif done == total or done == 1:
+                print(text, file=sys.stderr, flush=True)
+
+        return update
 
 
-def _text_problem(args):
-    """A user's labelled text file: word counts / word presence."""
+# ------------------------------------------------------------------------- demo
+def _run_demo(args):
     import numpy as np
-    from sklearn.feature_extraction.text import CountVectorizer
 
-    from .datasets import read_labelled_text
-    from .estimators import BernoulliNB, MultinomialNB
-
-    try:
-        texts, labels = read_labelled_text(args.data)
-    except (OSError, ValueError) as exc:
-        raise DataError(str(exc) if str(exc) else f"cannot read {args.data}") from None
-
-    docs = np.asarray(texts, dtype=object)
-    docs_train, docs_test, y_train, y_test = _split(docs, labels, args.test_size, args.seed)
-    vectorizer = CountVectorizer()
-    try:
-        X_train = vectorizer.fit_transform(docs_train)
-    except ValueError as exc:  # e.g. "empty vocabulary"
-        raise DataError(f"{args.data}: cannot build a vocabulary from the training texts: {exc}") from None
-    X_test = vectorizer.transform(docs_test)
-    families = [
-        ("multinomial", MultinomialNB(alpha=args.alpha), X_train, X_test),
-        ("bernoulli", BernoulliNB(alpha=args.alpha, binarize=0.0), X_train, X_test),
-    ]
-    names, counts = np.unique(labels, return_counts=True)
-    shown = ", ".join(f"{n} {c}" for n, c in zip(names[:8], counts[:8]))
-    more = f", ... ({names.size} in all)" if names.size > 8 else ""
-    header = [
-        f"data: {args.data}, {len(texts)} documents, {names.size} classes ({shown}{more})",
-        f"  vocabulary: {X_train.shape[1]} words (CountVectorizer fitted on the training split)",
-        "  multinomial: word counts; bernoulli: word presence",
-    ]
-    notes = [
-        "categorical: skipped for text (a bag of words is sparse counts, not categorical codes).",
-    ]
-    return header, families, y_train, y_test, notes
-
-
-# ---------------------------------------------------------------------- scoring
-def _score(clf, X_test, y_test):
-    """Accuracy, log loss and zero-likelihood row count under the current estimate."""
-    import numpy as np
-    from sklearn.metrics import accuracy_score, log_loss
-
+    from .comparison import compare
     from .exceptions import ZeroLikelihoodWarning
 
-    # Count the rows the library would warn about, then silence the per-call warning:
-    # the count is reported in the table instead of on stderr.
-    joint = clf.predict_joint_log_proba(X_test)
-    zero_rows = int(np.isneginf(np.max(joint, axis=1)).sum())
+    progress = _Progress(args.progress)
+    with progress.step("loading the data"):
+        problem = _report.digits_problem(args) if args.data is None else _report.text_problem(args)
+    if args.no_report and args.out is not None:
+        raise DataError("--out and --no-report contradict each other")
+    out_dir = None if args.no_report else _report.report_dir(args.out)
+    y_train, y_test = problem.y_train, problem.y_test
+    results, evidences, tables, fitted = {}, {}, {}, {}
+    for name, clf, X_train, X_test in problem.families:
+        with progress.step(f"fitting {name} on {len(y_train)} rows and scoring 4 estimates"):
+            clf.fit(X_train, y_train)
+            fitted[name] = (clf, X_train, X_test)
+            evidences[name] = float(clf.log_evidence())
+            table = compare(clf, None, None, X_test, y_test, refit=False, random_state=args.seed, as_frame=False)
+        tables[name] = table
+        results[name] = table.records
+
+    if out_dir is None:
+        print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), None))
+        return 0
+    first, (clf, X_train, X_test) = next(iter(fitted.items()))
+    sizes = _report.curve_sizes(len(y_train), len(np.unique(y_train)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ZeroLikelihoodWarning)
-        proba = clf.predict_proba(X_test)
-    y_pred = clf.classes_[np.argmax(proba, axis=1)]
-    return (
-        float(accuracy_score(y_test, y_pred)),
-        float(log_loss(y_test, proba, labels=clf.classes_)),
-        zero_rows,
-    )
-
-
-def _short_reason(message, width=60):
-    """The first clause of an error message (outside parentheses), for a table cell."""
-    message = message.strip().splitlines()[0] if message.strip() else "error"
-    _, colon, rest = message.partition(": ")
-    text = rest if colon and rest else message
-    depth = 0
-    for i, ch in enumerate(text):
-        depth += ch == "("
-        depth -= ch == ")"
-        if depth == 0 and (text.startswith(", ", i) or text.startswith(". ", i) or text.startswith("; ", i)):
-            text = text[:i]
-            break
-    if len(text) > width:
-        text = text[: width - 3].rstrip() + "..."
-    return text
-
-
-def _evaluate(families, y_train, y_test):
-    """Fit each family once; score every estimate of the one posterior."""
-    rows, evidences, failures = [], [], []
-    for name, clf, X_train, X_test in families:
-        clf.fit(X_train, y_train)
-        evidences.append((name, float(clf.log_evidence())))
-        for estimate in ESTIMATES:
-            clf.set_params(estimate=estimate)
-            try:
-                acc, loss, zero = _score(clf, X_test, y_test)
-            except ValueError as exc:
-                rows.append((name, estimate, None, _short_reason(str(exc))))
-                failures.append((name, estimate, str(exc)))
-                continue
-            rows.append((name, estimate, (acc, loss, zero), None))
-        clf.set_params(estimate="predictive")
-    return rows, evidences, failures
-
-
-# ---------------------------------------------------------------------- output
-def _format_table(header, rows, align):
-    """Plain-text table; ``rows`` items are lists of cells, or a str spanning from col 2."""
-    widths = [len(h) for h in header]
-    for row in rows:
-        if isinstance(row, list):
-            widths = [max(w, len(c)) for w, c in zip(widths, row)]
-
-    def line(cells):
-        out = []
-        for cell, w, a in zip(cells, widths, align):
-            out.append(cell.rjust(w) if a == ">" else cell.ljust(w))
-        return "  ".join(out).rstrip()
-
-    lines = [line(header), line(["-" * w for w in widths])]
-    for row in rows:
-        if isinstance(row, list):
-            lines.append(line(row))
-        else:
-            family, estimate, text = row
-            lead = "  ".join([family.ljust(widths[0]), estimate.ljust(widths[1])])
-            lines.append(f"{lead}  {text}")
-    return lines
-
-
-def _report(args, header, rows, evidences, failures, n_train, n_test, notes):
-    out = [f"bayesnb {__version__} demo", *header]
-    out.append(
-        f"split: {n_train} train / {n_test} test rows (stratified, test size {args.test_size:g}, "
-        f"seed {args.seed}); prior alpha = {args.alpha:g}, class_alpha = 1"
-    )
-    out.append("")
-    table_rows = []
-    for family, estimate, result, reason in rows:
-        if result is None:
-            table_rows.append((family, estimate, f"n/a ({reason})"))
-        else:
-            acc, loss, zero = result
-            table_rows.append([family, estimate, f"{acc:.4f}", f"{loss:.4f}", str(zero)])
-    out += _format_table(
-        ["family", "estimate", "accuracy", "log loss", "zero-lik rows"], table_rows, ["<", "<", ">", ">", ">"]
-    )
-    out.append("")
-    out.append("log evidence log p(X_train, y_train), nats:")
-    ev_rows = [[name, f"{value:.2f}"] for name, value in evidences]
-    out += ["  " + s for s in _format_table(["family", "log evidence"], ev_rows, ["<", ">"])]
-    out.append("")
-    out.append("notes:")
-    bullets = list(notes) + [
-        "every estimate of a family comes from one fit (one posterior), switched with set_params(estimate=...).",
-        "zero-lik rows: test rows impossible under every class for that estimate (a feature value "
-        "never seen in training); they get the class proportions as probabilities "
-        "(bayesnb.ZeroLikelihoodWarning, counted here instead of printed).",
-        "log loss clips probabilities at machine epsilon (scikit-learn), so a zero probability on "
-        "the true class costs about 36 nats instead of infinity.",
-        "the families model different representations of the data, so their log evidences are "
-        "not comparable with each other.",
-    ]
-    if args.alpha == 1.0:
-        bullets.append("with alpha = 1 and class_alpha = 1 the MAP (posterior mode) equals the MLE.")
-    for family, estimate, message in failures:
-        bullets.append(f"{family} {estimate}: {message}")
-    for bullet in bullets:
-        out += textwrap.wrap(bullet, width=100, initial_indent="  - ", subsequent_indent="    ")
-    return "\n".join(out)
-
-
-def _run_demo(args):
-    if args.data is None:
-        header, families, y_train, y_test, notes = _digits_problem(args)
-    else:
-        header, families, y_train, y_test, notes = _text_problem(args)
-    rows, evidences, failures = _evaluate(families, y_train, y_test)
-    print(_report(args, header, rows, evidences, failures, len(y_train), len(y_test), notes))
+        curve = compare(
+            clf,  # cloned and refitted on each training subset
+            X_train,
+            y_train,
+            X_test,
+            y_test,
+            train_sizes=sizes,
+            n_repeats=5,
+            n_bootstrap=300,
+            random_state=args.seed,
+            as_frame=False,
+            progress=progress.bar(f"learning curve ({first})"),
+        )
+    report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress)
+    print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report))
     return 0
+
+
+# ------------------------------------------------------------- user data: fit / predict
+def _run_fit(args):
+    import numpy as np
+
+    table = _userdata.read_data(args.data, args.sep, not args.no_header)
+    spec = _userdata.spec_from_args(args, table)
+    y = _userdata.labels(spec, table)
+    if np.unique(y).size < 2:
+        raise DataError(f"{table.path}: need at least 2 classes to classify, found {np.unique(y).tolist()}")
+    X = _userdata.design(spec, table, fit=True)
+    clf = _userdata.make_estimator(spec, args.alpha)
+    with _userdata.user_errors(f"cannot fit {type(clf).__name__} on {table.path}"):
+        clf.fit(X, y)
+    spec["alpha"] = args.alpha
+    _userdata.save_model(clf, spec, args.model)
+    names, counts = np.unique(y, return_counts=True)
+    if spec["kind"] == "text":
+        what = f"text column {spec['text']!r}, {X.shape[1]} words"
+    else:
+        kinds = list(spec["types"].values())
+        parts = [f"{kinds.count(k)} {k}" for k in ("numeric", "categorical") if kinds.count(k)]
+        what = f"{len(kinds)} feature columns ({', '.join(parts)})"
+    print(f"fitted {type(clf).__name__} ({spec['family']}) on {len(y)} rows of {table.path}: {what}")
+    print(f"classes: {', '.join(f'{n} ({c})' for n, c in zip(names, counts))}")
+    print(f"log evidence log p(X, y): {clf.log_evidence():.2f} nats")
+    print(f"model: {args.model} (column layout: {_userdata.spec_path(args.model)})")
+    return 0
+
+
+def _run_predict(args):
+    import numpy as np
+
+    clf, spec = _userdata.load_model(args.model)
+    sep = args.sep if args.sep is not None else spec.get("sep")
+    header = spec.get("header", True) and not args.no_header
+    table = _userdata.read_data(args.data, sep, header)
+    X = _userdata.design(spec, table, fit=False)
+    clf.set_params(estimate=args.estimate)
+    from .exceptions import ZeroLikelihoodWarning
+
+    with _userdata.user_errors(f"cannot predict the rows of {table.path}"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", ZeroLikelihoodWarning)
+        proba = clf.predict_proba(X)
+        lo = hi = None
+        if args.interval is not None:
+            lo, hi = clf.predict_proba_interval(X, args.interval, n_draws=args.draws, random_state=args.seed)
+    classes = [str(c) for c in clf.classes_]
+    predicted = clf.classes_[np.argmax(proba, axis=1)]
+    y = _userdata.labels(spec, table, required=False)
+    out_sep = "\t" if args.out and str(args.out).lower().endswith(".tsv") else ","
+    header_row = ["line"] + (["label"] if y is not None else []) + ["predicted"] + [f"p({c})" for c in classes]
+    if lo is not None:
+        header_row += [f"lower({c})" for c in classes] + [f"upper({c})" for c in classes]
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, delimiter=out_sep, lineterminator="\n")
+    writer.writerow(header_row)
+    for i in range(len(predicted)):
+        row = [str(int(table.lines[i]))] + ([str(y[i])] if y is not None else []) + [str(predicted[i])]
+        row += [f"{p:.6g}" for p in proba[i]]
+        if lo is not None:
+            row += [f"{v:.6g}" for v in lo[i]] + [f"{v:.6g}" for v in hi[i]]
+        writer.writerow(row)
+    if args.out:
+        try:
+            Path(args.out).write_text(buffer.getvalue(), encoding="utf-8")
+        except OSError as exc:
+            raise DataError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+    else:
+        sys.stdout.write(buffer.getvalue())
+    if y is not None:
+        from .comparison import metric_values
+
+        known = np.isin(y, clf.classes_)
+        if known.any():
+            m = metric_values(y[known], proba[known], clf.classes_)
+            print(
+                f"{PROG}: {int(known.sum())} labelled rows: accuracy {m['accuracy']:.4f}, log loss "
+                f"{m['log_loss']:.4f} (estimate={args.estimate!r})",
+                file=sys.stderr,
+            )
+    return 0
+
+
+def _run_compare(args):
+    import numpy as np
+
+    from .comparison import compare, format_comparison
+
+    table = _userdata.read_data(args.data, args.sep, not args.no_header)
+    spec = _userdata.spec_from_args(args, table)
+    y = _userdata.labels(spec, table)
+    X = _userdata.design(spec, table, fit=True)
+    if args.test_data is not None:
+        test = _userdata.read_data(args.test_data, args.sep, not args.no_header)
+        X_test, y_test = _userdata.design(spec, test, fit=False), _userdata.labels(spec, test)
+        X_train, y_train = X, y
+        unknown = sorted(set(y_test.tolist()) - set(y_train.tolist()))
+        if unknown:
+            raise DataError(f"{test.path}: labels {unknown[:5]} do not occur in {table.path}")
+    elif args.cv is None:
+        X_train, X_test, y_train, y_test = _userdata.split(X, y, args.test_size, args.seed)
+    else:
+        X_train, y_train, X_test, y_test = X, y, None, None
+    if np.unique(y_train).size < 2:
+        raise DataError(f"{table.path}: need at least 2 classes to classify")
+    clf = _userdata.make_estimator(spec, args.alpha)
+    progress = _Progress(args.progress)
+    with _userdata.user_errors(f"cannot compare {type(clf).__name__} on {table.path}"), warnings.catch_warnings():
+        from .exceptions import ZeroLikelihoodWarning
+
+        warnings.simplefilter("ignore", ZeroLikelihoodWarning)
+        result = compare(
+            clf,
+            X_train,
+            y_train,
+            X_test,
+            y_test,
+            cv=args.cv,
+            train_sizes=args.train_sizes,
+            n_repeats=args.repeats,
+            n_bootstrap=args.bootstrap,
+            random_state=args.seed,
+            as_frame=False,
+            progress=progress.bar("fitting"),
+        )
+    print(f"{type(clf).__name__} ({spec['family']}) on {table.path}")
+    print(format_comparison(result, intervals=args.bootstrap > 0))
+    print()
+    print(format_comparison(result, differences=True, values=False, metrics=("accuracy", "log_loss", "brier")))
+    if args.out:
+        _write_table(result, args.out)
+        print(f"table: {args.out}")
+    return 0
+
+
+def _write_table(result, path):
+    import csv
+    import io
+
+    from .comparison import format_comparison
+
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix == ".md":
+        text = format_comparison(result, style="markdown", intervals=True) + "\n"
+    elif suffix in (".csv", ".tsv"):
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, delimiter="\t" if suffix == ".tsv" else ",", lineterminator="\n")
+        columns = result.index_names + result.columns
+        writer.writerow(columns)
+        for rec in result.records:
+            writer.writerow(["" if rec[c] is None else rec[c] for c in columns])
+        text = buffer.getvalue()
+    else:
+        raise DataError(f"--out {path}: use a .csv, .tsv or .md file name")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 # -------------------------------------------------------------------------- main
@@ -355,18 +584,23 @@ def main(argv=None) -> int:
     Returns
     -------
     int
-        Exit status: 0 on success, 1 on a data error, 2 on a usage error.
+        Exit status: 0 on success, 1 on a data or file error, 2 on a usage error.
     """
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
     except SystemExit as exc:  # --help, --version (0) and usage errors (2)
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 2)
+    # Plots are drawn on figures without pyplot; Agg keeps any accidental pyplot use headless.
+    os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         return args.handler(args)
     except DataError as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

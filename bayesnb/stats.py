@@ -140,7 +140,12 @@ def _csr_class_totals(X, y_index, n_classes, w):
         values = X.data[s:e]
         if w is not None:
             values = values * np.repeat(w[r0:r1], lengths)
-        block = np.bincount(key, weights=values, minlength=size)
+            block = np.bincount(key, weights=values, minlength=size)
+        elif values.dtype == np.bool_:
+            # 0/1 values (binarised data): count the true entries, without weights.
+            block = np.bincount(key if values.all() else key[values], minlength=size).astype(np.float64)
+        else:
+            block = np.bincount(key, weights=values, minlength=size)
         if out is None:
             out = block
         else:
@@ -168,13 +173,28 @@ def categorical_stats(X, y_index, n_classes, n_categories, sample_weight=None):
     """
     n, n_features = X.shape
     k_max = int(np.max(n_categories, initial=1))
-    w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    w = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
-    cell = (y_index[:, None] * n_features + np.arange(n_features)[None, :]) * k_max + X
-    counts = np.bincount(
-        cell.ravel(), weights=np.repeat(w, n_features), minlength=n_classes * n_features * k_max
-    )
-    return CategoricalStats(class_count, counts.reshape(n_classes, n_features, k_max))
+    size = n_classes * n_features * k_max
+    # Rows in blocks, so that the cell index of each (row, feature) pair (and its weight)
+    # is a bounded scratch array rather than an (n_samples x n_features) one; without
+    # weights the cells are counted as integers (exact, and bincount's fast path).
+    step = max(1, _CATEGORY_BLOCK // max(n_features, 1))
+    feature_base = np.arange(n_features, dtype=np.intp) * k_max
+    counts = np.zeros(size, dtype=np.float64 if w is not None else np.intp)
+    for r0 in range(0, n, step):
+        r1 = min(r0 + step, n)
+        cell = np.asarray(y_index[r0:r1], dtype=np.intp)[:, None] * (n_features * k_max) + feature_base
+        cell += X[r0:r1]
+        if w is None:
+            counts += np.bincount(cell.ravel(), minlength=size)
+        else:
+            counts += np.bincount(cell.ravel(), weights=np.repeat(w[r0:r1], n_features), minlength=size)
+    return CategoricalStats(class_count, counts.astype(np.float64).reshape(n_classes, n_features, k_max))
+
+
+# (row, feature) cells per block in ``categorical_stats``.
+_CATEGORY_BLOCK = 1 << 20
 
 
 def _pad_last(a, size):
@@ -295,11 +315,24 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
     order = np.argsort(y_index, kind="stable")
     bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
     scatter = np.zeros((n_classes, n_features, n_features))
-    for c in range(n_classes):
-        rows = centred[order[bounds[c] : bounds[c + 1]]]
-        if rows.shape[0]:
-            scatter[c] = rows.T @ rows
+    with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
+        for c in range(n_classes):
+            rows = centred[order[bounds[c] : bounds[c + 1]]]
+            if rows.shape[0]:
+                scatter[c] = rows.T @ rows
+    if not (np.all(np.isfinite(scatter)) and np.all(np.isfinite(mean))):
+        _raise_non_finite("scatter_stats", X, w)
     return ScatterStats(class_count, mean, scatter)
+
+
+def _raise_non_finite(who, X, w):
+    """Name why statistics came out non-finite: bad input, or finite input that overflowed."""
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(w))):
+        raise ValueError(f"{who}: X or sample_weight contains NaN or infinity")
+    raise ValueError(
+        f"{who}: the weighted sums of squared deviations overflow float64 (|X| up to "
+        f"{np.max(np.abs(X)):.3g}, weights up to {np.max(w, initial=0):.3g}); rescale the features"
+    )
 
 
 __all__ += ["ScatterStats", "scatter_stats"]
@@ -350,7 +383,8 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
     -------
     PoissonStats
     """
-    from scipy.special import gammaln
+    from ._linear import row_sums
+    from ._special import log_factorial_np
 
     counts = count_stats(X, y_index, n_classes, sample_weight)
     if sp.issparse(X):
@@ -359,10 +393,10 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
             # log x! is not additive: duplicate entries must be summed before it is taken.
             X = X.copy()
             X.sum_duplicates()
-        per_entry = sp.csr_matrix((gammaln(X.data + 1.0), X.indices, X.indptr), shape=X.shape)
-        row_log_factorial = np.asarray(per_entry.sum(axis=1), dtype=np.float64).ravel()
+        per_entry = sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape)
+        row_log_factorial = row_sums(per_entry)
     else:
-        row_log_factorial = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+        row_log_factorial = log_factorial_np(X).sum(axis=1)
     w = np.ones(row_log_factorial.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     log_factorial = np.bincount(y_index, weights=w * row_log_factorial, minlength=n_classes).astype(np.float64)
     return PoissonStats(counts.class_count, counts.feature_count, log_factorial)
@@ -491,9 +525,8 @@ def _first_rows(y, n_classes, xp):
     return xp.minimum(jax.ops.segment_min(xp.arange(n), y, n_classes), n - 1)
 
 
-def _gaussian_update(state, X, y, w, xp):
-    """Merge the statistics of one chunk of rows into ``state`` (count, mean, m2, mean_residual)."""
-    n_classes = state[0].shape[0]
+def _gaussian_chunk(X, y, w, n_classes, xp):
+    """Statistics (count, mean, m2, mean_residual) of one chunk of rows."""
     count = _segment_sum(w, y, n_classes, xp)
     safe = xp.where(count > 0, count, 1.0)[:, None]
     # Everything is computed on deviations from one row of the class (exact, by
@@ -512,10 +545,29 @@ def _gaussian_update(state, X, y, w, xp):
     correction = resid / safe
     hi, low = _two_sum(ref, mean + correction)
     m2 = xp.maximum(m2 - resid * correction, 0.0)
-    return _chan_merge(state, (count, hi, m2, low), xp)
+    return count, hi, m2, low
 
 
-_gaussian_update_jit = None
+def _gaussian_update(state, X, y, w, xp):
+    """Merge the statistics of one chunk of rows into ``state`` (count, mean, m2, mean_residual)."""
+    return _chan_merge(state, _gaussian_chunk(X, y, w, state[0].shape[0], xp), xp)
+
+
+_gaussian_jit = None
+
+
+def _gaussian_kernels():
+    """The compiled chunk statistics and merge (one compilation per shape)."""
+    global _gaussian_jit
+    if _gaussian_jit is None:
+        import jax
+        import jax.numpy as jnp
+
+        _gaussian_jit = (
+            jax.jit(lambda X, y, w, n_classes: _gaussian_chunk(X, y, w, n_classes, jnp), static_argnums=3),
+            jax.jit(lambda a, b: _chan_merge(a, b, jnp)),
+        )
+    return _gaussian_jit
 
 
 def gaussian_stats(X, y_index, n_classes, sample_weight=None):
@@ -547,7 +599,6 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
     ValueError
         If ``X`` or ``sample_weight`` contains NaN or infinity.
     """
-    global _gaussian_update_jit
     if sp.issparse(X):
         raise TypeError("gaussian_stats needs dense data; got a sparse matrix (call .toarray())")
     X = np.ascontiguousarray(X, dtype=np.float64)
@@ -560,24 +611,28 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
     n_full = (n // chunk) * chunk
     state = (np.zeros(n_classes),) + tuple(np.zeros((n_classes, n_features)) for _ in range(3))
     if n_full:
-        import jax
-        import jax.numpy as jnp
-
+        from ._linear import map_threads
         from ._x64 import enable_x64
 
-        if _gaussian_update_jit is None:
-            _gaussian_update_jit = jax.jit(lambda s, a, b, c: _gaussian_update(s, a, b, c, jnp))
+        chunk_stats, merge = _gaussian_kernels()
         with enable_x64():
-            for start in range(0, n_full, chunk):
-                stop = start + chunk
-                state = _gaussian_update_jit(state, X[start:stop], y_index[start:stop], w[start:stop])
+            # The chunks' statistics are independent (computed on threads when there are
+            # several CPUs: XLA releases the GIL); they are merged in row order, so the
+            # result does not depend on the number of threads.
+            parts = map_threads(
+                lambda i: chunk_stats(X[i : i + chunk], y_index[i : i + chunk], w[i : i + chunk], n_classes),
+                range(0, n_full, chunk),
+                x64=True,
+            )
+            for part in parts:
+                state = merge(state, part)
             state = tuple(np.asarray(a, dtype=np.float64) for a in state)
     if n_full < n:
         with np.errstate(all="ignore"):
             state = _gaussian_update(state, X[n_full:], y_index[n_full:], w[n_full:], np)
     out = GaussianStats(*(np.asarray(a, dtype=np.float64) for a in state))
     if not all(np.all(np.isfinite(a)) for a in out):
-        raise ValueError("gaussian_stats: X or sample_weight contains NaN or infinity")
+        _raise_non_finite("gaussian_stats", X, w)
     return out
 
 

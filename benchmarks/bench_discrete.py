@@ -147,9 +147,13 @@ def measure_memory(fn):
     return traced, rss
 
 
-def time_pair(sk_fn, bn_fn, repeat):
-    """Interleaved timings. Returns dict with first-call and steady-state medians."""
-    sk_times, bn_times = [], []
+def time_pair(sk_fn, bn_fn, repeat, floor_fn=None):
+    """Interleaved timings. Returns dict with first-call and steady-state medians.
+
+    With ``floor_fn`` (a plain NumPy/SciPy implementation of the same computation) it
+    is timed in the same rounds, and ``"floor"`` holds its median (else None).
+    """
+    sk_times, bn_times, floor_times = [], [], []
     sk_out = bn_out = None
     for _ in range(repeat + 1):  # the first round is reported apart (JAX compilation, caches)
         gc.collect()
@@ -160,11 +164,17 @@ def time_pair(sk_fn, bn_fn, repeat):
         t = time.perf_counter()
         bn_out = bn_fn()
         bn_times.append(time.perf_counter() - t)
+        if floor_fn is not None:
+            gc.collect()
+            t = time.perf_counter()
+            floor_fn()
+            floor_times.append(time.perf_counter() - t)
     return {
         "sk_first": sk_times[0],
         "bn_first": bn_times[0],
         "sk": statistics.median(sk_times[1:]),
         "bn": statistics.median(bn_times[1:]),
+        "floor": statistics.median(floor_times[1:]) if floor_fn is not None else None,
         "sk_all": sk_times[1:],
         "bn_all": bn_times[1:],
         "sk_out": sk_out,
@@ -212,10 +222,77 @@ def print_table():
         )
 
 
+# ----------------------------------------------------------------------------- plain NumPy/SciPy
+
+
+def _binary(X):
+    Xb = X.copy()
+    Xb.data = (Xb.data > 0).astype(np.float64)
+    Xb.eliminate_zeros()
+    return Xb
+
+
+def floor_fit(X, y, family, alpha=1.0):
+    """The same fit written directly in NumPy/SciPy: one-hot class matrix product, logs."""
+    classes, yi = np.unique(y, return_inverse=True)
+    n = yi.size
+    Y = sp.csr_matrix((np.ones(n), yi, np.arange(n + 1)), shape=(n, classes.size))
+    if family == "BernoulliNB":
+        X = _binary(X)
+    fc = np.asarray((Y.T @ X).todense())
+    cc = np.bincount(yi, minlength=classes.size).astype(np.float64)
+    log_prior = np.log(cc / n)
+    if family == "MultinomialNB":
+        smoothed = fc + alpha
+        return log_prior, np.log(smoothed) - np.log(smoothed.sum(axis=1, keepdims=True)), smoothed
+    p = (fc + alpha) / (cc[:, None] + 2 * alpha)
+    return log_prior, np.log(p), np.log1p(-p)
+
+
+def floor_proba(X, params, family):
+    """Plug-in class probabilities written directly: one sparse product, logsumexp."""
+    from scipy.special import logsumexp
+
+    log_prior, log_p, other = params
+    if family == "MultinomialNB":
+        jll = X @ log_p.T + log_prior
+    else:
+        jll = _binary(X) @ (log_p - other).T + other.sum(axis=1) + log_prior
+    return np.exp(jll - logsumexp(jll, axis=1, keepdims=True))
+
+
+def floor_dm(X, params, rows_per_block=2000):
+    """Exact Dirichlet-multinomial written directly: gammaln per stored entry and class."""
+    from scipy.special import gammaln, logsumexp
+
+    log_prior, _, a = params
+    total = a.sum(axis=1)
+    n = X.shape[0]
+    jll = np.empty((n, a.shape[0]))
+    for r0 in range(0, n, rows_per_block):
+        Xb = X[r0 : r0 + rows_per_block]
+        cols, v = Xb.indices, Xb.data.astype(np.float64)
+        ac = a[:, cols].T
+        terms = gammaln(ac + v[:, None]) - gammaln(ac)
+        per_row = np.zeros((Xb.shape[0], a.shape[0]))
+        lengths = np.diff(Xb.indptr)
+        full = lengths > 0
+        per_row[full] = np.add.reduceat(terms, Xb.indptr[:-1][full], axis=0)
+        doc = np.asarray(Xb.sum(axis=1), dtype=np.float64)
+        jll[r0 : r0 + rows_per_block] = per_row - (gammaln(total + doc) - gammaln(total))
+    jll += log_prior
+    return np.exp(jll - logsumexp(jll, axis=1, keepdims=True))
+
+
+# Above this many stored entries the direct gammaln form (the plain implementation of the
+# exact predictive) takes minutes; it is then not timed.
+FLOOR_DM_MAX_NNZ = 3_000_000
+
+
 # ----------------------------------------------------------------------------- one data set
 
 
-def bench_dataset(name, X_train, y_train, X_test, y_test, repeat, in_sample):
+def bench_dataset(name, X_train, y_train, X_test, y_test, repeat, in_sample, floors=False):
     classes, counts = np.unique(y_train, return_counts=True)
     prior = counts / counts.sum()
     print(
@@ -224,6 +301,14 @@ def bench_dataset(name, X_train, y_train, X_test, y_test, repeat, in_sample):
         flush=True,
     )
     accuracy = {}
+    if floors:
+        # The plain implementations compute the same numbers (checked once, to 1e-9).
+        for family in ("MultinomialNB", "BernoulliNB"):
+            params = floor_fit(X_train, y_train, family)
+            rows = slice(0, min(X_test.shape[0], 2000))
+            sk_model = getattr(sknb, family)(alpha=1.0).fit(X_train, y_train)
+            gap = np.max(np.abs(floor_proba(X_test[rows], params, family) - sk_model.predict_proba(X_test[rows])))
+            assert gap < 1e-9, f"plain {family} differs from scikit-learn by {gap:.3g}"
     for family, sk_cls, bn_cls in (
         ("MultinomialNB", sknb.MultinomialNB, bayesnb.MultinomialNB),
         ("BernoulliNB", sknb.BernoulliNB, bayesnb.BernoulliNB),
@@ -234,7 +319,10 @@ def bench_dataset(name, X_train, y_train, X_test, y_test, repeat, in_sample):
 
         # Each fit on a fresh clone: the call's own work and memory, not the release of an
         # earlier fit's state.
-        t = time_pair(lambda: clone(sk).fit(X_train, y_train), lambda: clone(bn).fit(X_train, y_train), repeat)
+        floor = (lambda: floor_fit(X_train, y_train, family)) if floors else None
+        t = time_pair(
+            lambda: clone(sk).fit(X_train, y_train), lambda: clone(bn).fit(X_train, y_train), repeat, floor
+        )
         m = (
             measure_memory(lambda: clone(sk).fit(X_train, y_train)),
             measure_memory(lambda: clone(bn).fit(X_train, y_train)),
@@ -244,7 +332,9 @@ def bench_dataset(name, X_train, y_train, X_test, y_test, repeat, in_sample):
         bn.fit(X_train, y_train)
 
         bn.set_params(estimate="mean")
-        t = time_pair(lambda: sk.predict_proba(X_test), lambda: bn.predict_proba(X_test), repeat)
+        params = floor_fit(X_train, y_train, family)
+        floor = (lambda: floor_proba(X_test, params, family)) if floors else None
+        t = time_pair(lambda: sk.predict_proba(X_test), lambda: bn.predict_proba(X_test), repeat, floor)
         m = (measure_memory(lambda: sk.predict_proba(X_test)), measure_memory(lambda: bn.predict_proba(X_test)))
         sk_proba, bn_proba = t["sk_out"], t["bn_out"]
         gap = float(np.max(np.abs(sk_proba - bn_proba)))
@@ -257,7 +347,13 @@ def bench_dataset(name, X_train, y_train, X_test, y_test, repeat, in_sample):
         # Exact posterior predictive (Dirichlet-multinomial for counts; for Bernoulli it is
         # the posterior-mean plug-in again, recomputed from the posterior on every call).
         bn.set_params(estimate="predictive")
-        t = time_pair(lambda: sk.predict_proba(X_test), lambda: bn.predict_proba(X_test), repeat)
+        if not floors:
+            floor = None
+        elif family == "MultinomialNB":
+            floor = (lambda: floor_dm(X_test, params)) if X_test.nnz <= FLOOR_DM_MAX_NNZ else None
+        else:
+            floor = lambda: floor_proba(X_test, params, family)  # noqa: E731
+        t = time_pair(lambda: sk.predict_proba(X_test), lambda: bn.predict_proba(X_test), repeat, floor)
         m = (measure_memory(lambda: sk.predict_proba(X_test)), measure_memory(lambda: bn.predict_proba(X_test)))
         label = "predict_proba exact DM" if family == "MultinomialNB" else 'predict_proba "predictive"'
         record(name, family, label, t, m)

@@ -27,9 +27,14 @@ import argparse
 import os
 import platform
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import numpy as np
+
+# The timing and memory helpers are shared with bench_discrete.py (same folder).
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 
 def _timed(fn, repeats):
@@ -55,6 +60,102 @@ def _data(n, n_features, n_classes, seed):
     return X, y
 
 
+# ----------------------------------------------------------------------------- plain NumPy
+
+_FLOOR_ROWS = 1 << 16
+
+
+def floor_fit(X, y, n_classes):
+    """Per-class means and variances written directly (boolean mask per class)."""
+    loc = np.empty((n_classes, X.shape[1]))
+    var = np.empty_like(loc)
+    for c in range(n_classes):
+        rows = X[y == c]
+        loc[c] = rows.mean(axis=0)
+        var[c] = rows.var(axis=0)
+    return np.log(np.bincount(y, minlength=n_classes) / y.size), loc, var
+
+
+def floor_proba(X, params):
+    """Plug-in Gaussian class probabilities by the quadratic expansion: two matrix products."""
+    from scipy.special import logsumexp
+
+    log_prior, loc, var = params
+    inv = 1.0 / var
+    const = log_prior - 0.5 * (np.log(2 * np.pi * var) + loc * loc * inv).sum(axis=1)
+    out = np.empty((X.shape[0], loc.shape[0]))
+    for r0 in range(0, X.shape[0], _FLOOR_ROWS):
+        Xb = X[r0 : r0 + _FLOOR_ROWS]
+        jll = -0.5 * ((Xb * Xb) @ inv.T) + Xb @ (loc * inv).T + const
+        out[r0 : r0 + _FLOOR_ROWS] = np.exp(jll - logsumexp(jll, axis=1, keepdims=True))
+    return out
+
+
+def floor_student(X, post, log_prior):
+    """Student-t posterior predictive written directly (one class at a time)."""
+    from scipy.special import gammaln, logsumexp
+
+    a, k, b, m = (np.asarray(v) for v in (post.concentration, post.kappa, post.rate, post.loc))
+    inv = k / (2.0 * b * (k + 1.0))
+    const = (gammaln(a + 0.5) - gammaln(a) - 0.5 * np.log(2 * np.pi * b * (k + 1.0) / k)).sum(axis=1) + log_prior
+    out = np.empty((X.shape[0], a.shape[0]))
+    for r0 in range(0, X.shape[0], _FLOOR_ROWS):
+        Xb = X[r0 : r0 + _FLOOR_ROWS]
+        jll = np.empty((Xb.shape[0], a.shape[0]))
+        for c in range(a.shape[0]):
+            dev = Xb - m[c]
+            jll[:, c] = const[c] - ((a[c] + 0.5) * np.log1p(dev * dev * inv[c])).sum(axis=1)
+        out[r0 : r0 + _FLOOR_ROWS] = np.exp(jll - logsumexp(jll, axis=1, keepdims=True))
+    return out
+
+
+def run(n, n_features=100, n_classes=10, repeat=5, seed=0, floors=True, memory=True):
+    """scikit-learn, bayesnb and the plain NumPy version, interleaved; a list of result dicts.
+
+    Each dict: ``operation``, ``timing`` (as :func:`bench_discrete.time_pair` returns it,
+    with the plain version as ``floor``) and ``memory`` (``((sk_peak, sk_rss),
+    (bn_peak, bn_rss))`` or None).
+    """
+    from sklearn.naive_bayes import GaussianNB as SkGaussianNB
+
+    from bayesnb.estimators.gaussian import GaussianNB
+    from bench_discrete import measure_memory, time_pair
+
+    X, y = _data(n, n_features, n_classes, seed)
+    emp = np.bincount(y, minlength=n_classes) / n
+    rows = []
+
+    def add(op, sk_fn, bn_fn, floor_fn):
+        t = time_pair(sk_fn, bn_fn, repeat, floor_fn if floors else None)
+        m = (measure_memory(sk_fn), measure_memory(bn_fn)) if memory else None
+        rows.append({"operation": op, "timing": t, "memory": m})
+        return t
+
+    add(
+        "fit",
+        lambda: SkGaussianNB().fit(X, y),
+        lambda: GaussianNB(estimate="mean").fit(X, y),
+        lambda: floor_fit(X, y, n_classes),
+    )
+    sk = SkGaussianNB().fit(X, y)
+    ours = GaussianNB(estimate="mean").fit(X, y)
+    params = floor_fit(X, y, n_classes)
+    add('predict_proba "mean"', lambda: sk.predict_proba(X), lambda: ours.predict_proba(X), lambda: floor_proba(X, params))
+    ours.set_params(estimate="predictive")
+    log_prior = ours.class_log_prior_
+    add(
+        'predict_proba "predictive" (t)',
+        lambda: sk.predict_proba(X),
+        lambda: ours.predict_proba(X),
+        lambda: floor_student(X, ours.posterior_, log_prior),
+    )
+    # Sanity: the "mle" estimate with the empirical class prior is scikit-learn's model.
+    some = slice(0, min(n, 100_000))
+    mle = GaussianNB(estimate="mle", class_prior=emp).fit(X, y)
+    gap = float(np.abs(mle.predict_proba(X[some]) - sk.predict_proba(X[some])).max())
+    return rows, gap
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="100,000 rows instead of 1,000,000")
@@ -67,57 +168,33 @@ def main(argv=None):
     n = args.n or (100_000 if args.quick else 1_000_000)
     repeats = args.repeats or (3 if args.quick else 5)
 
-    from sklearn.naive_bayes import GaussianNB as SkGaussianNB
-
-    from bayesnb.estimators.gaussian import GaussianNB
-
-    X, y = _data(n, args.features, args.classes, args.seed)
     print(
         f"GaussianNB benchmark: {n:,} x {args.features} float64, {args.classes} classes, "
-        f"median of {repeats} after a first call; {platform.processor() or platform.machine()}, "
-        f"{os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.1f}"
+        f"median of {repeats} after a first call, scikit-learn / bayesnb / plain NumPy interleaved; "
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"load average {os.getloadavg()[0]:.1f}"
     )
-
-    sk_fit = _timed(lambda: SkGaussianNB().fit(X, y), repeats)
-    sk = sk_fit[2]
-    sk_proba = _timed(lambda: sk.predict_proba(X), repeats)
-
-    ours_fit = _timed(lambda: GaussianNB(estimate="mean").fit(X, y), repeats)
-    ours = ours_fit[2]
-    mean_proba = _timed(lambda: ours.predict_proba(X), repeats)
-    ours.set_params(estimate="predictive")
-    pred_proba = _timed(lambda: ours.predict_proba(X), repeats)
-
-    # Sanity: the "mle" estimate with the empirical class prior is scikit-learn's model.
-    emp = np.bincount(y, minlength=args.classes) / n
-    rows = slice(0, min(n, 100_000))
-    mle = ours.set_params(estimate="mle", class_prior=emp)
-    diff = float(np.abs(mle.predict_proba(X[rows]) - sk_proba[2][rows]).max())
-
+    rows, gap = run(n, args.features, args.classes, repeats, args.seed, floors=True, memory=False)
     print()
-    print(f"{'operation':<34}{'first call s':>14}{'median s':>12}{'vs sklearn':>12}")
-    print(f"{'sklearn fit':<34}{sk_fit[0]:>14.3f}{sk_fit[1]:>12.3f}{'':>12}")
-    print(f"{'bayesnb fit (mean)':<34}{ours_fit[0]:>14.3f}{ours_fit[1]:>12.3f}{sk_fit[1] / ours_fit[1]:>11.1f}x")
-    print(f"{'sklearn predict_proba':<34}{sk_proba[0]:>14.3f}{sk_proba[1]:>12.3f}{'':>12}")
-    print(
-        f"{'bayesnb predict_proba (mean)':<34}{mean_proba[0]:>14.3f}{mean_proba[1]:>12.3f}"
-        f"{sk_proba[1] / mean_proba[1]:>11.1f}x"
-    )
-    print(
-        f"{'bayesnb predict_proba (predictive)':<34}{pred_proba[0]:>14.3f}{pred_proba[1]:>12.3f}"
-        f"{sk_proba[1] / pred_proba[1]:>11.1f}x"
-    )
+    print(f"{'operation':<32}{'sklearn s':>11}{'bayesnb s':>11}{'plain s':>10}{'vs sklearn':>12}{'bn 1st s':>10}")
+    for row in rows:
+        t = row["timing"]
+        print(
+            f"{row['operation']:<32}{t['sk']:>11.3f}{t['bn']:>11.3f}{t['floor']:>10.3f}"
+            f"{t['sk'] / t['bn']:>11.1f}x{t['bn_first']:>10.3f}"
+        )
     print()
-    ratio = pred_proba[1] / mean_proba[1]
-    fit_speedup = sk_fit[1] / ours_fit[1]
-    proba_speedup = sk_proba[1] / mean_proba[1]
+    fit, mean, pred = (row["timing"] for row in rows)
+    ratio = pred["bn"] / mean["bn"]
+    fit_speedup = fit["sk"] / fit["bn"]
+    proba_speedup = mean["sk"] / mean["bn"]
     print(f"predictive / mean predict_proba time: {ratio:.2f}x (target <= 3x: {'met' if ratio <= 3 else 'NOT met'})")
     print(f"fit speed-up over sklearn: {fit_speedup:.1f}x (target >= 10x: {'met' if fit_speedup >= 10 else 'NOT met'})")
     print(
         f"predict_proba speed-up over sklearn: {proba_speedup:.1f}x "
         f"(target >= 10x: {'met' if proba_speedup >= 10 else 'NOT met'})"
     )
-    print(f"max |p_mle - p_sklearn| on {rows.stop:,} rows: {diff:.2e}")
+    print(f"max |p_mle - p_sklearn| on {min(n, 100_000):,} rows: {gap:.2e}")
 
 
 if __name__ == "__main__":

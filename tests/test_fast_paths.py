@@ -142,3 +142,50 @@ def test_integer_counts_are_read_in_place_with_the_same_results():
     bad.data[0] = -1
     with pytest.raises(ValueError, match="Negative values"):
         bayesnb.MultinomialNB().fit(bad, y)
+
+
+def test_gaussian_statistics_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # Chunks are summarised on threads and merged in row order: bit-identical results.
+    rng = np.random.default_rng(3)
+    X = rng.normal(1e6, 1.0, size=(200_003, 4))  # several full chunks and a remainder
+    y = rng.integers(0, 3, X.shape[0])
+    w = rng.random(X.shape[0])
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        results.append(stats.gaussian_stats(X, y, 3, w))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+    # And they are the statistics: weighted means and centred sums of squares.
+    for c in range(3):
+        rows, wc = X[y == c], w[y == c]
+        mean = np.average(rows - 1e6, axis=0, weights=wc) + 1e6
+        np.testing.assert_allclose(results[0].mean[c] + results[0].mean_residual[c], mean, rtol=1e-15)
+        m2 = (wc[:, None] * (rows - mean) ** 2).sum(0)
+        np.testing.assert_allclose(results[0].m2[c], m2, rtol=1e-9)
+
+
+def test_row_blocked_predictions_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # The categorical table look-ups and the log-normalisation split large inputs into
+    # runs of row blocks on threads; each row is computed the same way on any thread.
+    from bayesnb import CategoricalNB, GaussianNB
+
+    rng = np.random.default_rng(4)
+    n = 150_001  # more than two threads' worth of rows, not a whole number of blocks
+    codes = rng.integers(0, 5, (n, 6))
+    real = rng.normal(size=(n, 3))
+    y = rng.integers(0, 4, n)
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        cat = CategoricalNB().fit(codes, y)
+        gauss = GaussianNB().fit(real, y)
+        results.append([cat.predict_log_proba(codes), cat.predict_joint_log_proba(codes), gauss.predict_log_proba(real)])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+    # The blocked normalisation is the plain one.
+    joint = results[0][1]
+    expected = joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)
+    np.testing.assert_allclose(results[0][0], expected, rtol=0, atol=1e-12)

@@ -409,6 +409,29 @@ def test_categorical_predictive_equals_monte_carlo_over_posterior_draws():
 # ------------------------------------------------------------ 5. evidence = chain rule
 
 
+def chain_rule_log_evidence(make, X, y, classes, first_term, row_term=None):
+    """The chain rule :math:`\\log p(D) = \\sum_i \\log p(x_i, y_i \\mid D_{<i})`, row by row.
+
+    ``first_term`` is :math:`\\log p(x_0, y_0)` under the prior (by hand); every later
+    row is scored by ``predict_joint_log_proba`` of an estimator from ``make()`` updated
+    with ``partial_fit`` on the rows before it, plus ``row_term(est, i)`` when given (a
+    part of the row's probability outside the estimator, e.g. a length model).
+
+    Returns
+    -------
+    total : float
+    est : the chained estimator, fitted on every row but the last
+    """
+    total = first_term
+    est = make()
+    for i in range(1, X.shape[0]):
+        est.partial_fit(X[i - 1 : i], y[i - 1 : i], classes=classes)
+        total += est.predict_joint_log_proba(X[i : i + 1])[0, np.searchsorted(classes, y[i])]
+        if row_term is not None:
+            total += row_term(est, i)
+    return total, est
+
+
 def _first_term(family, x, c, alpha, class_kw, n_classes, n_cat=None):
     """log p(x_0, y_0) under the prior, by hand (scipy/numpy), for the first row."""
     if "class_prior" in class_kw:
@@ -495,11 +518,7 @@ def test_log_evidence_equals_chain_rule(family, alpha_index, class_setting):
         # seen is otherwise scored as a "new" category with a different share.
         return CategoricalNB(alpha=alpha, min_categories=n_cat, **class_kw)
 
-    total = _first_term(family, X[0], y[0], alpha, class_kw, 3, n_cat)
-    est = make()
-    for i in range(1, X.shape[0]):
-        est.partial_fit(X[i - 1 : i], y[i - 1 : i], classes=classes)
-        total += est.predict_joint_log_proba(X[i : i + 1])[0, y[i]]
+    total, est = chain_rule_log_evidence(make, X, y, classes, _first_term(family, X[0], y[0], alpha, class_kw, 3, n_cat))
     full = make().fit(X, y)
     assert np.array_equal(full.classes_, classes)
     assert full.log_evidence() == pytest.approx(total, rel=1e-9, abs=1e-9)

@@ -17,18 +17,24 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from .. import class_prior as _class_prior
+from .. import missing as _missing
+from .. import uncertainty as _uncertainty
 from .._normalize import log_normalize
 from .._random import key_from_random_state
 from .._validation import (
     check_class_prior,
+    check_classes,
     check_estimate,
+    check_labels,
     check_n_draws,
     check_sample_weight,
 )
+from ..empirical_bayes import class_alpha as learn_class_alpha
+from ..empirical_bayes import is_evidence
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
 from ..stats import merge
-from ..uncertainty import check_interval_args, credible_interval
+from ..uncertainty import check_interval_args
 
 __all__ = ["BaseNB"]
 
@@ -43,11 +49,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     _family = None
 
-    def __init__(self, *, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
+    def __init__(self, *, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive", missing="error"):
         self.class_alpha = class_alpha
         self.class_prior = class_prior
         self.fit_prior = fit_prior
         self.estimate = estimate
+        self.missing = missing
 
     # ------------------------------------------------------------------ hooks
     def _check_X(self, X, reset):  # pragma: no cover - abstract
@@ -60,9 +67,13 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         raise NotImplementedError
 
     def _feature_posterior(self):
+        if _missing.is_masked(self.stats_):
+            return _missing.posterior(self)
         return self._family.posterior(self.prior_, self.stats_)
 
     def _feature_log_evidence(self):
+        if _missing.is_masked(self.stats_):
+            return _missing.log_evidence(self)
         return self._family.log_evidence(self.prior_, self.stats_)
 
     def _sample_features(self, key, n):
@@ -109,6 +120,43 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """Map the family's sampled params pytree to user-facing named arrays."""
         raise NotImplementedError
 
+    # -------------------------------------------------------- missing values
+    # missing="error" (the default) takes the ordinary path untouched; with
+    # missing="ignore", input with NaNs becomes a MaskedX and is handled by the separate
+    # layer bayesnb.missing (statistics, posteriors and likelihoods of observed entries).
+    def _input(self, X, reset):
+        """``_check_X`` under the ``missing`` policy."""
+        if isinstance(self.missing, str) and self.missing == "error":
+            return self._check_X(X, reset=reset)
+        _missing.check_missing(self.missing)
+        return _missing.split(self, X, reset)
+
+    def _stats(self, X, y_index, sample_weight):
+        if isinstance(X, _missing.MaskedX) or _missing.is_masked(getattr(self, "stats_", None)):
+            return _missing.stats(self, X, y_index, sample_weight)
+        return self._compute_stats(X, y_index, sample_weight)
+
+    def _feature_ll(self, params, X):
+        if isinstance(X, _missing.MaskedX):
+            return _missing.log_likelihood(self, params, X)
+        return self._log_likelihood(params, X)
+
+    def _feature_lp(self, X):
+        if isinstance(X, _missing.MaskedX):
+            return _missing.log_predictive(self, X)
+        return self._log_predictive(X)
+
+    def _fits_missing(self):
+        """Whether ``missing="ignore"`` can fit rows with NaNs (not the joint models)."""
+        return True
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = (
+            isinstance(self.missing, str) and self.missing == "ignore" and self._fits_missing()
+        )
+        return tags
+
     # ------------------------------------------------------------- fitting
     def fit(self, X, y, sample_weight=None):
         """Fit the conjugate posterior to labelled data.
@@ -117,7 +165,10 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         ----------
         X : array-like or sparse matrix of shape (n_samples, n_features)
         y : array-like of shape (n_samples,)
-            Class labels.
+            Class labels (no missing label; strings or numbers, not both). A single
+            class is accepted, as in scikit-learn: ``classes_`` has one entry,
+            ``predict`` returns it and ``predict_proba`` is a column of ones, while
+            ``log_evidence`` and the posterior remain those of the data.
         sample_weight : array-like of shape (n_samples,), optional
             Non-negative weights; a weight ``k`` counts like ``k`` copies of the row.
 
@@ -158,7 +209,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         try:
             X, y = self._check_X_y(X, y, reset=first)
             if classes is not None:
-                classes = np.unique(np.asarray(classes))
+                classes = check_classes(classes)
                 if not first and not np.array_equal(classes, self.classes_):
                     raise ValueError(
                         f"classes={classes!r} differs from the classes of the first call {self.classes_!r}"
@@ -175,8 +226,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             self.__dict__.pop(name, None)
 
     def _check_X_y(self, X, y, reset):
-        X = self._check_X(X, reset=reset)
-        y = column_or_1d(np.asarray(y), warn=True)
+        X = self._input(X, reset=reset)
+        y = check_labels(column_or_1d(np.asarray(y), warn=True))
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
         return X, y
@@ -188,7 +239,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
         w = check_sample_weight(sample_weight, X.shape[0])
         self.classes_ = classes
-        new = self._compute_stats(X, y_index, w)
+        new = self._stats(X, y_index, w)
         self.stats_ = new if not hasattr(self, "stats_") else merge(self.stats_, new)
         self._refresh()
         return self
@@ -199,8 +250,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         if not isinstance(self.fit_prior, (bool, np.bool_)):
             raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
         n_classes = self.classes_.size
+        # Hyperparameters set to "evidence" are re-learned here from all statistics seen.
+        self.evidence_trace_ = {}
         self.prior_ = self._make_prior()
         self.posterior_ = self._feature_posterior()
+        self.class_alpha_ = None
         if self.class_prior is not None:
             self.class_prior_ = check_class_prior(self.class_prior, n_classes)
             self.class_dirichlet_ = self.class_posterior_ = None
@@ -209,7 +263,10 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             self.class_dirichlet_ = self.class_posterior_ = None
         else:
             self.class_prior_ = None
-            self.class_dirichlet_ = dirichlet_from_alpha(self.class_alpha, (n_classes,), "class_alpha")
+            self.class_alpha_ = self.class_alpha
+            if is_evidence(self.class_alpha):
+                self.class_alpha_, self.evidence_trace_["class_alpha"] = learn_class_alpha(self.stats_.class_count)
+            self.class_dirichlet_ = dirichlet_from_alpha(self.class_alpha_, (n_classes,), "class_alpha")
             self.class_posterior_ = _class_prior.posterior(self.class_dirichlet_, self.stats_.class_count)
         self.class_count_ = np.asarray(self.stats_.class_count)
         self._cache = {}
@@ -222,6 +279,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return _class_prior.point_log(self.class_dirichlet_, self.stats_.class_count, kind)
 
     def _point(self, kind):
+        if _missing.is_masked(self.stats_):
+            return _missing.point(self, "mean" if kind == "predictive" else kind)
         if kind not in self._cache:
             self._cache[kind] = self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind)
         return self._cache[kind]
@@ -248,12 +307,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, n_classes)
         """
         check_is_fitted(self, "stats_")
-        X = self._check_X(X, reset=False)
+        X = self._input(X, reset=False)
         kind = check_estimate(self.estimate)
         if kind == "predictive" and not getattr(self._family, "PREDICTIVE_IS_MEAN_PLUGIN", False):
-            joint = self._log_predictive(X)
+            joint = self._feature_lp(X)
         else:
-            joint = self._log_likelihood(self._point(kind), X)
+            joint = self._feature_ll(self._point(kind), X)
         return joint + self._class_log_prob(kind)
 
     def _log_proba(self, X):
@@ -293,7 +352,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        return np.exp(self._log_proba(X))
+        log_proba = self._log_proba(X)
+        # In place: the log probabilities are this call's own array.
+        return np.exp(log_proba, out=log_proba)
 
     def predict(self, X):
         """Most probable class of each row.
@@ -308,6 +369,24 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         log_proba = self._log_proba(X)
         return self.classes_[np.argmax(log_proba, axis=1)]
+
+    # ----------------------------------------------------------- persistence
+    def save(self, path):
+        """Write this estimator (fitted or not) to ``path``; read it back with :func:`bayesnb.load`.
+
+        No pickle: a ZIP/``.npz`` archive of arrays plus JSON metadata with the library
+        and format versions and a SHA-256 checksum (see :mod:`bayesnb.persistence`).
+        The saved state is the parameters and the sufficient statistics; ``load``
+        recomputes the posterior, so predictions are bit-identical after the round trip
+        and ``partial_fit`` continues from the saved statistics.
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+        """
+        from ..persistence import save
+
+        save(self, path)
 
     # ------------------------------------------------------ Bayesian methods
     def log_evidence(self):
@@ -331,6 +410,18 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
         return label_part + float(self._feature_log_evidence())
 
+    def _class_draws(self, key, n, *, prior=False):
+        """``n`` draws of the log class proportions, shape (n, n_classes).
+
+        From the posterior, or from the prior with ``prior=True``; fixed proportions
+        (``class_prior``) are the same in every draw.
+        """
+        dist = self.class_dirichlet_ if prior else self.class_posterior_
+        if dist is None:
+            with np.errstate(divide="ignore"):
+                return np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
+        return np.asarray(_class_prior.sample_log(key, dist, n))
+
     def _draw(self, n, random_state, *, prior=False):
         """``n`` iid draws of (log class proportions, feature parameters).
 
@@ -338,14 +429,44 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         data from the prior predictive and for simulation-based calibration).
         """
         key_class, key_feat = jax.random.split(key_from_random_state(random_state))
-        class_dist = self.class_dirichlet_ if prior else self.class_posterior_
-        if class_dist is None:
-            with np.errstate(divide="ignore"):
-                log_class = np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
-        else:
-            log_class = np.asarray(_class_prior.sample_log(key_class, class_dist, n))
         params = (self._sample_prior_features if prior else self._sample_features)(key_feat, n)
-        return log_class, jax.tree.map(np.asarray, params)
+        return self._class_draws(key_class, n, prior=prior), jax.tree.map(np.asarray, params)
+
+    def _log_likelihood_draws(self, params, X):
+        """Plug-in log-likelihood under a block of draws, shape (n_draws, n_samples, n_classes)."""
+        if isinstance(X, _missing.MaskedX):
+            # Rows with unobserved entries: the likelihood of the observed ones, per draw.
+            n = jax.tree.leaves(params)[0].shape[0]
+            return np.stack([self._feature_ll(jax.tree.map(lambda a: a[d], params), X) for d in range(n)])
+        return _uncertainty.stacked_log_likelihood(self._log_likelihood, params, X, self.classes_.size)
+
+    def _take_rows(self, X, start, stop):
+        """Rows ``start:stop`` of validated input (as returned by ``_input``)."""
+        if isinstance(X, _missing.MaskedX):
+            return _missing.MaskedX(X.X[start:stop], X.mask[start:stop])
+        return X[start:stop]
+
+    def _draw_source(self, X, n_draws, random_state):
+        """Validated ``X`` and the posterior draws of the uncertainty engine.
+
+        The key is split as in :meth:`sample_posterior`: the same ``random_state`` gives
+        the same draws of the class proportions and (when they fit in one block, see
+        :mod:`bayesnb.uncertainty`) of the feature parameters.
+        """
+        check_is_fitted(self, "stats_")
+        n_draws = check_n_draws(n_draws)
+        X = self._input(X, reset=False)
+        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+        return _uncertainty.DrawSource(
+            X=X,
+            n_rows=X.shape[0],
+            log_class=self._class_draws(key_class, n_draws),
+            key=key_feat,
+            sample=self._sample_features,
+            log_likelihood=self._log_likelihood_draws,
+            take_rows=self._take_rows,
+            draw_size=_uncertainty.draw_size(self.posterior_),
+        )
 
     def sample_posterior(self, n=1000, random_state=None):
         """Exact iid draws of every parameter from the conjugate posterior.
@@ -374,8 +495,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
         Each draw of :math:`(\pi, \theta)` from the posterior gives one vector of class
         probabilities per row; their spread is the epistemic uncertainty of the
-        prediction, and their average converges to the exact posterior predictive class
-        probabilities only for the families whose predictive is the mean plug-in.
+        prediction. Vectorised over draws and bounded in memory (see
+        :func:`bayesnb.uncertainty.proba_draws`).
 
         Parameters
         ----------
@@ -387,18 +508,14 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
-        check_is_fitted(self, "stats_")
-        n_draws = check_n_draws(n_draws)
-        X = self._check_X(X, reset=False)
-        log_class, params = self._draw(n_draws, random_state)
-        out = np.empty((n_draws, X.shape[0], self.classes_.size))
-        for d in range(n_draws):
-            joint = self._log_likelihood(jax.tree.map(lambda a: a[d], params), X) + log_class[d]
-            out[d] = np.exp(log_normalize(joint, log_class[d])[0])
-        return out
+        return _uncertainty.proba_draws(self._draw_source(X, n_draws, random_state))
 
     def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
         """Credible interval of :math:`p(y=c \\mid x, \\theta, \\pi)` for every row and class.
+
+        Computed from ``n_draws`` posterior draws, block of rows by block of rows (see
+        :func:`bayesnb.uncertainty.proba_interval`); the draws are those of
+        :meth:`predict_proba_draws` with the same ``random_state``.
 
         Parameters
         ----------
@@ -414,8 +531,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         lower, upper : ndarrays of shape (n_samples, n_classes)
         """
         check_interval_args(level, method)
-        draws = self.predict_proba_draws(X, n_draws=n_draws, random_state=random_state)
-        return credible_interval(draws, level=level, method=method)
+        return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)
 
     # ------------------------------------------- generative model and arviz export
     def _generate(self, n, random_state, prior):

@@ -18,6 +18,8 @@ from .._validation import (
     is_sparse_threshold,
     sparse_counts_input,
 )
+from .. import empirical_bayes
+from ..empirical_bayes import check_scope, is_evidence
 from ..families import bernoulli, categorical, multinomial
 from ..priors import beta_from_alpha, categorical_dirichlet_from_alpha, dirichlet_from_alpha
 from ..stats import categorical_stats, count_stats
@@ -29,9 +31,45 @@ __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
 class _DiscreteNB(BaseNB):
     """Families with Dirichlet/Beta priors set by a scikit-learn style ``alpha``."""
 
-    def __init__(self, *, alpha=1.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        alpha_scope="shared",
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+        missing="error",
+    ):
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.alpha = alpha
+        self.alpha_scope = alpha_scope
+
+    def _learns_alpha(self):
+        return is_evidence(self.alpha)
+
+    def _make_prior(self):
+        scope = check_scope(self.alpha_scope)
+        if self._learns_alpha():
+            self.alpha_, self.evidence_trace_["alpha"] = self._alpha_by_evidence(scope)
+        elif scope != "shared":
+            raise ValueError(
+                f"alpha_scope={scope!r} says which concentrations alpha='evidence' learns; with a "
+                f"given alpha={self.alpha!r} it must stay 'shared' (pass an array to set alpha per "
+                "class or per feature)"
+            )
+        else:
+            self.alpha_ = self.alpha
+        return self._prior_from_alpha(self.alpha_)
+
+    def _alpha_by_evidence(self, scope):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _prior_from_alpha(self, alpha):  # pragma: no cover - abstract
+        raise NotImplementedError
 
     def _feature_probs(self, log_probs):
         return np.exp(log_probs)
@@ -45,9 +83,20 @@ class _DiscreteNB(BaseNB):
         check_is_fitted(self, "stats_")
         return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
 
+_ALPHA_SCOPE = """
+    alpha_scope : {"shared", "class", "feature"}, default="shared"
+        With ``alpha="evidence"``: which concentrations are tied. ``"shared"``: one value
+        for every class and feature (the symmetric prior); ``"class"``: one per class;
+        ``"feature"``: one per feature, shared by the classes. Must stay ``"shared"``
+        when ``alpha`` is given.
+"""
+
 _COMMON_PARAMS = """
-    class_alpha : float or array-like of shape (n_classes,), default=1.0
+    class_alpha : float, array-like of shape (n_classes,) or "evidence", default=1.0
         Concentration :math:`\\beta` of the Dirichlet prior on the class proportions.
+        ``"evidence"``: the symmetric :math:`\\beta` maximising the evidence of the labels
+        (often at a bound, :math:`\\beta \\to \\infty` for even classes; see
+        :func:`bayesnb.empirical_bayes.class_alpha`), stored in ``class_alpha_``.
     class_prior : array-like of shape (n_classes,), default=None
         Fixed class proportions; overrides the Dirichlet posterior on them.
     fit_prior : bool, default=True
@@ -62,6 +111,17 @@ _COMMON_PARAMS = """
 """
 
 _COMMON_ATTRS = """
+    alpha_ : float, ndarray or pair
+        The concentration in use: ``alpha`` as given, or the one learned with
+        ``alpha="evidence"`` (in a layout ``alpha`` accepts, so that passing it back as
+        ``alpha`` gives the same prior).
+    class_alpha_ : float, ndarray or None
+        The class concentration in use (None when the class proportions are fixed).
+    evidence_trace_ : dict of str to EvidenceTrace
+        For every hyperparameter learned from the evidence (keys ``"alpha"``,
+        ``"class_alpha"``), the Newton iterates (:class:`bayesnb.empirical_bayes.EvidenceTrace`);
+        empty when none is. Re-learned at every ``fit`` / ``partial_fit`` from all the
+        statistics seen.
     classes_ : ndarray of shape (n_classes,)
     class_count_ : ndarray of shape (n_classes,)
         Weighted number of training rows per class.
@@ -90,9 +150,13 @@ class MultinomialNB(_DiscreteNB):
 
     Parameters
     ----------
-    alpha : float or array-like of shape (n_features,) or (n_classes, n_features), default=1.0
+    alpha : float, array-like of shape (n_features,) or (n_classes, n_features), or "evidence", default=1.0
         Dirichlet concentration of the feature distribution of each class (> 0).
+        ``"evidence"``: learned by maximising the log evidence of the training data
+        (type-II maximum likelihood, :func:`bayesnb.empirical_bayes.multinomial_alpha`)
+        over the concentrations that ``alpha_scope`` ties; stored in ``alpha_``.
 """
+        + _ALPHA_SCOPE
         + _COMMON_PARAMS
         + """
     Attributes
@@ -126,8 +190,11 @@ class MultinomialNB(_DiscreteNB):
     def _compute_stats(self, X, y_index, sample_weight):
         return count_stats(X, y_index, self.classes_.size, sample_weight)
 
-    def _make_prior(self):
-        return dirichlet_from_alpha(self.alpha, (self.classes_.size, self.n_features_in_))
+    def _alpha_by_evidence(self, scope):
+        return empirical_bayes.multinomial_alpha(self.stats_, scope)
+
+    def _prior_from_alpha(self, alpha):
+        return dirichlet_from_alpha(alpha, (self.classes_.size, self.n_features_in_))
 
     @property
     def feature_count_(self):
@@ -139,6 +206,9 @@ class MultinomialNB(_DiscreteNB):
         key_length, key_tokens = jax.random.split(key)
         lengths = multinomial.default_lengths(key_length, self.stats_, y_index)
         return multinomial.simulate(key_tokens, params, y_index, lengths)
+
+    def _fits_missing(self):
+        return False  # a document's counts are one draw: see bayesnb.missing
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -159,14 +229,18 @@ class BernoulliNB(_DiscreteNB):
 
     Parameters
     ----------
-    alpha : float, array-like, or pair (a, b), default=1.0
+    alpha : float, array-like, pair (a, b), "evidence" or ("evidence", "evidence"), default=1.0
         Beta prior: a scalar or array (broadcastable to (n_classes, n_features)) is the
         symmetric ``Beta(alpha, alpha)``; a tuple/list of two is ``(a, b)``, each a scalar
-        or array. All values > 0.
+        or array. All values > 0. ``"evidence"`` learns a symmetric :math:`a = b`,
+        ``("evidence", "evidence")`` learns :math:`a` and :math:`b`, by maximising the log
+        evidence of the training data (:func:`bayesnb.empirical_bayes.bernoulli_alpha`)
+        over the values that ``alpha_scope`` ties; stored in ``alpha_``.
     binarize : float or None, default=0.0
         Threshold: values above it are 1, others 0. ``None``: the data must already be
         0/1 (anything else is an error, never silently thresholded).
 """
+        + _ALPHA_SCOPE
         + _COMMON_PARAMS
         + """
     Attributes
@@ -190,12 +264,40 @@ class BernoulliNB(_DiscreteNB):
     _family = bernoulli
 
     def __init__(
-        self, *, alpha=1.0, binarize=0.0, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive"
+        self,
+        *,
+        alpha=1.0,
+        binarize=0.0,
+        alpha_scope="shared",
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+        missing="error",
     ):
         super().__init__(
-            alpha=alpha, class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate
+            alpha=alpha,
+            alpha_scope=alpha_scope,
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
         )
         self.binarize = binarize
+
+    def _learns_alpha(self):
+        alpha = self.alpha
+        if isinstance(alpha, (tuple, list)) and len(alpha) == 2 and any(is_evidence(v) for v in alpha):
+            if not all(is_evidence(v) for v in alpha):
+                raise ValueError(
+                    f"alpha={alpha!r}: learn both a and b with ('evidence', 'evidence'), or give both"
+                )
+            return True
+        return is_evidence(alpha)
+
+    def _alpha_by_evidence(self, scope):
+        return empirical_bayes.bernoulli_alpha(self.stats_, scope, pair=not is_evidence(self.alpha))
 
     def _check_X(self, X, reset):
         given = X
@@ -216,8 +318,8 @@ class BernoulliNB(_DiscreteNB):
     def _compute_stats(self, X, y_index, sample_weight):
         return count_stats(X, y_index, self.classes_.size, sample_weight)
 
-    def _make_prior(self):
-        return beta_from_alpha(self.alpha, (self.classes_.size, self.n_features_in_))
+    def _prior_from_alpha(self, alpha):
+        return beta_from_alpha(alpha, (self.classes_.size, self.n_features_in_))
 
     def _feature_probs(self, log_probs):
         return np.exp(log_probs[..., 1])
@@ -249,12 +351,16 @@ class CategoricalNB(_DiscreteNB):
 
     Parameters
     ----------
-    alpha : float or array-like of shape (n_features,) or (n_classes, n_features), default=1.0
+    alpha : float, array-like of shape (n_features,) or (n_classes, n_features), or "evidence", default=1.0
         Symmetric Dirichlet concentration of each (class, feature) cell (> 0).
+        ``"evidence"``: learned by maximising the log evidence of the training data
+        (:func:`bayesnb.empirical_bayes.categorical_alpha`) over the concentrations that
+        ``alpha_scope`` ties; stored in ``alpha_``.
     min_categories : int or array-like of shape (n_features,), default=None
         Minimum number of categories per feature; the fitted number is
         ``max(min_categories, X[:, j].max() + 1)``.
 """
+        + _ALPHA_SCOPE
         + _COMMON_PARAMS
         + """
     Attributes
@@ -282,13 +388,21 @@ class CategoricalNB(_DiscreteNB):
         *,
         alpha=1.0,
         min_categories=None,
+        alpha_scope="shared",
         class_alpha=1.0,
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
         super().__init__(
-            alpha=alpha, class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate
+            alpha=alpha,
+            alpha_scope=alpha_scope,
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
         )
         self.min_categories = min_categories
 
@@ -309,8 +423,11 @@ class CategoricalNB(_DiscreteNB):
         self.n_categories_ = check_category_table(n_cat.astype(np.int64), type(self).__name__)
         return categorical_stats(X, y_index, self.classes_.size, self.n_categories_, sample_weight)
 
-    def _make_prior(self):
-        return categorical_dirichlet_from_alpha(self.alpha, self.classes_.size, self.n_categories_)
+    def _alpha_by_evidence(self, scope):
+        return empirical_bayes.categorical_alpha(self.stats_, self.n_categories_, scope)
+
+    def _prior_from_alpha(self, alpha):
+        return categorical_dirichlet_from_alpha(alpha, self.classes_.size, self.n_categories_)
 
     def _log_likelihood(self, params, X):
         return categorical.log_likelihood(params, X, self.n_categories_)

@@ -9,6 +9,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_estimate
+from .. import missing as _missing
+from ..empirical_bayes import check_scope, gaussian_prior, is_evidence
 from ..families import gaussian
 from ..stats import gaussian_stats
 from ._base import BaseNB
@@ -46,7 +48,7 @@ class GaussianNB(BaseNB):
 
     Parameters
     ----------
-    prior : NormalInverseGamma or None, default=None
+    prior : NormalInverseGamma, None or "evidence", default=None
         :class:`bayesnb.priors.NormalInverseGamma` with ``loc``, ``kappa``,
         ``concentration``, ``rate`` each a scalar or an array broadcastable to
         (n_classes, n_features); ``kappa``, ``concentration``, ``rate`` finite and > 0.
@@ -57,12 +59,21 @@ class GaussianNB(BaseNB):
         :math:`v_j`), see :func:`bayesnb.families.gaussian.default_prior`. It is
         recomputed from all rows seen at every ``fit``/``partial_fit`` (empirical
         Bayes), so it rescales with each feature and ``log_evidence`` under it is not
-        the evidence of a prior fixed in advance.
+        the evidence of a prior fixed in advance. ``"evidence"``: the default prior with
+        :math:`\kappa_0` and :math:`b_0` (through a multiplier of the default
+        :math:`b_0`) chosen to maximise the log evidence of the training data, for the
+        cells that ``prior_scope`` ties (:func:`bayesnb.empirical_bayes.gaussian_prior`);
+        the learned prior is ``prior_``.
+    prior_scope : {"shared", "class", "feature"}, default="shared"
+        With ``prior="evidence"``: one :math:`(\kappa_0, s)` for every cell (``b_0``
+        stays proportional to each feature's variance, so rescaling a feature changes
+        nothing), one per class, or one per feature. Must stay ``"shared"`` otherwise.
     var_smoothing : float, default=1e-9
         ``estimate="mle"`` only: :math:`\epsilon` = ``var_smoothing`` times the largest
         pooled feature variance is added to every variance (scikit-learn's parameter).
-    class_alpha : float or array-like of shape (n_classes,), default=1.0
-        Concentration :math:`\beta` of the Dirichlet prior on the class proportions.
+    class_alpha : float, array-like of shape (n_classes,) or "evidence", default=1.0
+        Concentration :math:`\beta` of the Dirichlet prior on the class proportions;
+        ``"evidence"`` learns a symmetric one (see :class:`~bayesnb.MultinomialNB`).
     class_prior : array-like of shape (n_classes,), default=None
         Fixed class proportions; overrides the Dirichlet posterior on them.
     fit_prior : bool, default=True
@@ -73,6 +84,12 @@ class GaussianNB(BaseNB):
         joint posterior mode :math:`(m_n, b_n/(a_n + 3/2))` in :math:`(\mu, \sigma^2)`;
         or of the maximum-likelihood estimate :math:`(\bar x, M_2/N + \epsilon)`. The
         class proportions follow the same estimate. May be changed after ``fit``.
+    missing : {"error", "ignore"}, default="error"
+        What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
+        feature, left out of its row's statistics and likelihood (exact: each feature is
+        its own Normal-Inverse-Gamma factor, updated with the rows that observe it; the
+        default prior is scaled to each feature's observed values). See
+        :mod:`bayesnb.missing`.
 
     Attributes
     ----------
@@ -86,6 +103,11 @@ class GaussianNB(BaseNB):
         :math:`b_n/(a_n - 1)`, ``inf`` where :math:`a_n \le 1`.
     epsilon_ : float
         The "mle" variance floor ``var_smoothing * max_j v_j``.
+    class_alpha_ : float, ndarray or None
+        The class concentration in use (None when the class proportions are fixed).
+    evidence_trace_ : dict of str to EvidenceTrace
+        Newton iterates of every hyperparameter learned from the evidence (keys
+        ``"prior"``, ``"class_alpha"``); empty when none is.
     stats_ : GaussianStats
     prior_ : NormalInverseGamma
         The prior in use, broadcast to (n_classes, n_features).
@@ -113,14 +135,19 @@ class GaussianNB(BaseNB):
         *,
         prior=None,
         var_smoothing=1e-9,
+        prior_scope="shared",
         class_alpha=1.0,
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.prior = prior
         self.var_smoothing = var_smoothing
+        self.prior_scope = prior_scope
 
     # ------------------------------------------------------------------ hooks
     def _check_X(self, X, reset):
@@ -142,11 +169,24 @@ class GaussianNB(BaseNB):
 
     def _make_prior(self):
         self._var_smoothing()
+        scope = check_scope(self.prior_scope, "prior_scope")
+        if is_evidence(self.prior):
+            prior, self.evidence_trace_["prior"] = gaussian_prior(self.stats_, scope)
+            return prior
+        if scope != "shared":
+            raise ValueError(
+                f"prior_scope={scope!r} says which hyperparameters prior='evidence' learns; "
+                "with a given prior it must stay 'shared'"
+            )
         if self.prior is None:
+            if _missing.is_masked(self.stats_):
+                return _missing.default_gaussian_prior(self.stats_)
             return gaussian.default_prior(self.stats_)
         return gaussian.check_prior(self.prior, self.classes_.size, self.n_features_in_)
 
     def _point(self, kind):
+        if _missing.is_masked(self.stats_):
+            return BaseNB._point(self, kind)
         kind = "mean" if kind == "predictive" else kind
         vs = self._var_smoothing()
         # var_smoothing only enters "mle"; it is part of the key because set_params may
@@ -181,10 +221,11 @@ class GaussianNB(BaseNB):
     def epsilon_(self):
         """float: the "mle" variance floor, ``var_smoothing`` times the largest pooled variance."""
         check_is_fitted(self, "stats_")
+        if _missing.is_masked(self.stats_):
+            return _missing.mle_epsilon(self)
         return gaussian.mle_epsilon(self.stats_, self._var_smoothing())
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
-        tags.input_tags.allow_nan = False
         return tags

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import missing as _missing
 from .._validation import check_estimate
 from ..families import gaussian, gaussian_mv
 from ..priors import NormalInverseGamma
@@ -84,6 +85,13 @@ class GaussianBayesClassifier(BaseNB):
     estimate : {"predictive", "mean", "map", "mle"}, default="predictive"
         What ``predict*`` use (see above). May be changed after ``fit`` with
         ``set_params``.
+    missing : {"error", "ignore"}, default="error"
+        What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
+        coordinate (see :mod:`bayesnb.missing`). "diag": exact, as ``GaussianNB`` (fit and
+        predict). "full" / "shared": ``predict*`` marginalise the missing coordinates of
+        each row (exact, for the plug-in Gaussian and the Student-t predictive alike);
+        fitting on rows with NaNs is refused, since the Normal-Inverse-Wishart posterior
+        given a partially observed row is not Normal-Inverse-Wishart.
 
     Attributes
     ----------
@@ -133,8 +141,11 @@ class GaussianBayesClassifier(BaseNB):
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.covariance = covariance
         self.prior = prior
 
@@ -145,6 +156,9 @@ class GaussianBayesClassifier(BaseNB):
                 f"covariance must be one of {', '.join(map(repr, COVARIANCES))}; got {self.covariance!r}"
             )
         return self.covariance
+
+    def _fits_missing(self):
+        return self.covariance == "diag"
 
     def _structure(self):
         """The covariance structure the current posterior was computed for."""
@@ -162,7 +176,7 @@ class GaussianBayesClassifier(BaseNB):
     def _compute_stats(self, X, y_index, sample_weight):
         kind = self._requested()
         stats = (gaussian_stats if kind == "diag" else scatter_stats)(X, y_index, self.classes_.size, sample_weight)
-        if hasattr(self, "stats_") and type(stats) is not type(self.stats_):
+        if hasattr(self, "stats_") and type(_missing.to_masked(stats)) is not type(_missing.to_masked(self.stats_)):
             raise ValueError(
                 f"covariance={kind!r} differs from the covariance of the earlier partial_fit calls "
                 f"({self._structure()!r}), whose statistics cannot be combined with these; call fit "
@@ -175,6 +189,8 @@ class GaussianBayesClassifier(BaseNB):
         n_classes, n_features = self.classes_.size, self.n_features_in_
         if kind == "diag":
             if self.prior is None:
+                if _missing.is_masked(self.stats_):
+                    return _missing.default_gaussian_prior(self.stats_)
                 return gaussian.default_prior(self.stats_)
             return gaussian.check_prior(self.prior, n_classes, n_features)
         shared = kind == "shared"
@@ -190,6 +206,17 @@ class GaussianBayesClassifier(BaseNB):
 
     def _named_draws(self, params):
         return {"loc": np.asarray(params.loc), "covariance": gaussian_mv.covariance(self._as_mv(params))}
+
+    def _log_likelihood_draws(self, params, X):
+        from .. import missing as _missing
+
+        if self._structure() == "shared" and not isinstance(X, _missing.MaskedX):
+            # One covariance per draw, (n, F, F): repeated for each class so that draws
+            # stack along the class axis like every other family's parameters.
+            tril = np.asarray(params.scale_tril)
+            n, n_classes = tril.shape[0], self.classes_.size
+            params = params._replace(scale_tril=np.broadcast_to(tril[:, None], (n, n_classes) + tril.shape[1:]))
+        return super()._log_likelihood_draws(params, X)
 
     # ------------------------------------------------------- fitted summaries
     def _shared(self):
@@ -294,11 +321,12 @@ class GaussianBayesClassifier(BaseNB):
         """
         check_is_fitted(self, "stats_")
         kind = check_estimate(self.estimate)
-        if kind != "predictive" and self._shared():
-            X = self._check_X(X, reset=False)
+        checked = self._input(X, reset=False) if kind != "predictive" and self._shared() else None
+        if checked is not None and not isinstance(checked, _missing.MaskedX):
             coef, intercept = self._linear_scores(kind, self._as_mv(self._point(kind)))
-            scores = X @ coef.T + intercept
+            scores = checked @ coef.T + intercept
         else:
+            # With missing coordinates (missing="ignore") each row is scored by its marginal.
             scores = self.predict_joint_log_proba(X)
         if scores.shape[1] == 2:
             return scores[:, 1] - scores[:, 0]

@@ -10,6 +10,7 @@ the model, only which family describes which column.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import NamedTuple
 
@@ -19,6 +20,7 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .. import missing as _missing
 from .._validation import check_category_codes
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
@@ -44,6 +46,17 @@ class LabelStats(NamedTuple):
     def merge(self, other):
         """Statistics of the union of two disjoint sets of rows."""
         return LabelStats(np.asarray(self.class_count) + np.asarray(other.class_count))
+
+
+@contextlib.contextmanager
+def _in_block(name):
+    """Prefix a block's own ValueError/TypeError with the block's name (same type, chained)."""
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        if type(err) not in (ValueError, TypeError) or str(err).startswith("block "):
+            raise
+        raise type(err)(f"block {name!r}: {err}") from err
 
 
 class _BlockData:
@@ -150,6 +163,13 @@ class MixedNB(BaseNB):
     estimate : {"predictive", "mean", "map", "mle"}, default="predictive"
         What ``predict*`` use, for the class proportions and every block alike. May be
         changed after ``fit`` with ``set_params``.
+    missing : {"error", "ignore"}, default="error"
+        What a NaN in ``X`` (or a missing value of a DataFrame column) means, for every
+        block (each block's own ``missing`` is replaced by this one): "error", a
+        ``ValueError`` naming the column and block; "ignore", an unobserved feature, left
+        out of the statistics and likelihood under each block family's rules (see
+        :mod:`bayesnb.missing`; e.g. exact for Gaussian, Bernoulli, categorical and
+        Poisson blocks, refused at fit for a multinomial block).
 
     Attributes
     ----------
@@ -205,8 +225,11 @@ class MixedNB(BaseNB):
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.blocks = blocks
         self.remainder = remainder
 
@@ -237,7 +260,7 @@ class MixedNB(BaseNB):
                 )
             kinds = np.array(self._column_kinds(X), dtype=object)
             return [
-                (name, make(), np.flatnonzero(kinds == kind))
+                (name, make().set_params(missing=self.missing), np.flatnonzero(kinds == kind))
                 for kind, (name, make) in _INFERRED.items()
                 if (kinds == kind).any()
             ]
@@ -266,7 +289,7 @@ class MixedNB(BaseNB):
                 if j in owner:
                     raise ValueError(f"column {self._column_label(X, j)!r} is in blocks {owner[j]!r} and {name!r}")
                 owner[j] = name
-            out.append((name, clone(est), idx))
+            out.append((name, clone(est).set_params(missing=self.missing), idx))
         missing = [j for j in range(n_features) if j not in owner]
         if missing and self.remainder == "error":
             labels = [self._column_label(X, j) for j in missing]
@@ -335,7 +358,7 @@ class MixedNB(BaseNB):
                     values = np.asarray(col.dtype.categories, dtype=object)
                 else:
                     try:
-                        values = np.array(sorted(set(col.tolist())), dtype=object)
+                        values = np.array(sorted(set(col.dropna().tolist())), dtype=object)
                     except TypeError as err:
                         raise TypeError(
                             f"column {X.columns[j]!r} mixes values that cannot be ordered ({err}); "
@@ -348,21 +371,26 @@ class MixedNB(BaseNB):
         return known
 
     def _check_no_missing(self, col, j):
-        if col.isna().any():
+        if self.missing != "ignore" and col.isna().any():
             raise ValueError(
-                f"column {col.name!r} (position {int(j)}) contains NaN/missing values; "
-                "CategoricalNB has no missing-value model (make missing a category of its own)"
+                f"column {col.name!r} (position {int(j)}) contains NaN/missing values; pass "
+                "missing='ignore' to leave them out, or make missing a category of its own"
             )
 
     def _encode(self, X, est, idx):
         """Category codes for a CategoricalNB block whose DataFrame columns are non-numeric."""
-        out = np.empty((X.shape[0], idx.size), dtype=np.int64)
+        # With missing="ignore" a missing value is a NaN code, left to the block.
+        ignore = self.missing == "ignore"
+        out = np.empty((X.shape[0], idx.size), dtype=np.float64 if ignore else np.int64)
         for k, j in enumerate(idx):
             col = X.iloc[:, j]
             cats = self.categories_.get(int(j))
             if cats is None:
                 # A numeric column in the same block: its values must already be codes.
-                out[:, k] = check_category_codes(np.asarray(col)[:, None], "CategoricalNB")[:, 0]
+                if ignore:
+                    out[:, k] = np.asarray(col, dtype=np.float64)  # checked by the block
+                else:
+                    out[:, k] = check_category_codes(np.asarray(col)[:, None], "CategoricalNB")[:, 0]
                 continue
             self._check_no_missing(col, j)
             lookup = {v: c for c, v in enumerate(cats.tolist())}
@@ -370,10 +398,16 @@ class MixedNB(BaseNB):
             unseen = int(cats.size)
             if hasattr(est, "n_categories_"):
                 unseen = max(unseen, int(est.n_categories_[k]))
-            out[:, k] = [lookup.get(v, unseen) for v in col.tolist()]
+            missing = col.isna().to_numpy()
+            out[:, k] = [np.nan if m else lookup.get(v, unseen) for v, m in zip(col.tolist(), missing)]
         return out
 
     # -------------------------------------------------------------- hooks
+    def _input(self, X, reset):
+        # Missing values are each block's: MixedNB only splits the columns.
+        _missing.check_missing(self.missing)
+        return self._check_X(X, reset)
+
     def _check_X_y(self, X, y, reset):
         self._fit_input = True
         try:
@@ -412,13 +446,14 @@ class MixedNB(BaseNB):
             self._check_finite(part, name, est, X, idx)
             if not self._fit_input:
                 # Validated once here, not once per posterior draw in predict_proba_draws.
-                part = est._check_X(part, reset=False)
+                with _in_block(name):
+                    part = est._input(part, reset=False)
             parts.append(part)
         return _BlockData(parts, X.shape)
 
     def _check_finite(self, part, name, est, X, idx):
-        if est.__sklearn_tags__().input_tags.allow_nan:
-            return
+        if self.missing == "ignore" or est.__sklearn_tags__().input_tags.allow_nan:
+            return  # the block leaves NaNs out (or refuses them itself, naming why)
         if _is_dataframe(part):
             bad = part.isna().to_numpy().any(axis=0)
         else:
@@ -434,8 +469,8 @@ class MixedNB(BaseNB):
         if np.any(bad):
             col = self._column_label(X, idx[int(np.flatnonzero(bad)[0])])
             raise ValueError(
-                f"column {col!r} of block {name!r} contains NaN: {type(est).__name__} does not accept "
-                "missing values (impute them or drop the rows)"
+                f"column {col!r} of block {name!r} contains NaN: pass missing='ignore' to leave "
+                "missing values out, or impute them"
             )
 
     def _compute_stats(self, X, y_index, sample_weight):
@@ -448,7 +483,8 @@ class MixedNB(BaseNB):
             est = copy.deepcopy(est) if hasattr(self, "estimators_") else est
             if isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
                 est.set_params(min_categories=self._min_categories(name, idx))
-            est.partial_fit(part, y, classes=self.classes_, sample_weight=sample_weight)
+            with _in_block(name):
+                est.partial_fit(part, y, classes=self.classes_, sample_weight=sample_weight)
             fitted.append((name, est, idx))
         self.estimators_ = fitted
         self.__dict__.pop("_templates", None)
@@ -529,10 +565,19 @@ class MixedNB(BaseNB):
         return {name: est._point(kind) for name, est, _ in self.estimators_}
 
     def _log_likelihood(self, params, X):
-        return sum(est._log_likelihood(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts))
+        return sum(est._feature_ll(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts))
 
     def _log_predictive(self, X):
-        return sum(est._log_predictive(part) for (_, est, _), part in zip(self.estimators_, X.parts))
+        return sum(est._feature_lp(part) for (_, est, _), part in zip(self.estimators_, X.parts))
+
+    def _log_likelihood_draws(self, params, X):
+        return sum(
+            est._log_likelihood_draws(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts)
+        )
+
+    def _take_rows(self, X, start, stop):
+        parts = [est._take_rows(part, start, stop) for (_, est, _), part in zip(self.estimators_, X.parts)]
+        return _BlockData(parts, (len(range(*slice(start, stop).indices(X.shape[0]))), X.shape[1]))
 
     def _named_draws(self, params):
         out = {}
@@ -547,9 +592,14 @@ class MixedNB(BaseNB):
         check_is_fitted(self, "estimators_")
         return {name: est for name, est, _ in self.estimators_}
 
+    def _fits_missing(self):
+        if not isinstance(self.blocks, (list, tuple)):
+            return True  # inferred blocks: Gaussian, Bernoulli, categorical, Poisson
+        return all(isinstance(b, (list, tuple)) and len(b) == 3 and isinstance(b[1], BaseNB)
+                   and b[1]._fits_missing() for b in self.blocks)
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = False
         tags.input_tags.sparse = isinstance(self.blocks, (list, tuple)) and all(
             isinstance(b, (list, tuple)) and len(b) == 3 and getattr(b[1], "__sklearn_tags__", None) is not None
             and b[1].__sklearn_tags__().input_tags.sparse

@@ -69,6 +69,12 @@ class PoissonNB(BaseNB):
         :math:`(a-1)/b` (``ValueError`` when a posterior shape :math:`a < 1`) or the
         maximum-likelihood rate :math:`T/N` (the prior mean for a class without rows).
         May be changed after ``fit`` with ``set_params``.
+    missing : {"error", "ignore"}, default="error"
+        What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
+        count, left out of its row's statistics and likelihood (exact: each feature is
+        its own Gamma-Poisson factor, updated with the rows that observe it:
+        :math:`\mathrm{Gamma}(\alpha + T_{cj}, \beta + N_{cj})`). See
+        :mod:`bayesnb.missing`.
 
     Attributes
     ----------
@@ -118,8 +124,11 @@ class PoissonNB(BaseNB):
         class_prior=None,
         fit_prior=True,
         estimate="predictive",
+        missing="error",
     ):
-        super().__init__(class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate)
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
         self.alpha = alpha
         self.beta = beta
         self.prior = prior

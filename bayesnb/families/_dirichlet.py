@@ -24,6 +24,8 @@ from .._x64 import x64
 
 __all__ = [
     "log_evidence",
+    "log_evidence_cells",
+    "pooled_log_bayes_factor",
     "mean_log",
     "mode_log",
     "mle_log",
@@ -33,6 +35,43 @@ __all__ = [
 
 def _masked(a, mask, fill):
     return a if mask is None else jnp.where(mask, a, fill)
+
+
+@x64
+@jax.jit
+def log_evidence_cells(prior_concentration, counts, mask=None):
+    r"""Log marginal likelihood of each batch cell (one Dirichlet each), not summed.
+
+    .. math::
+
+        \log p(D_{\text{cell}}) = \log B(a + T) - \log B(a)
+            = \sum_k \log\frac{\Gamma(a_k + T_k)}{\Gamma(a_k)}
+              - \log\frac{\Gamma(A + N)}{\Gamma(A)},
+
+    written with log rising factorials, which keep full precision when
+    :math:`A = \sum_k a_k` is large. This is the one implementation of the Dirichlet
+    evidence: :func:`log_evidence` sums it, the per-feature Bayes factors
+    (:func:`pooled_log_bayes_factor`) and the empirical-Bayes optimiser
+    (:mod:`bayesnb.empirical_bayes`, which differentiates it) use it.
+
+    Parameters
+    ----------
+    prior_concentration : array of shape (..., K)
+    counts : array of shape (..., K)
+        Weighted counts :math:`T` (any non-negative reals).
+    mask : bool array broadcastable to (..., K), optional
+
+    Returns
+    -------
+    float64 jax.Array of the broadcast batch shape ``(...)``, differentiable in
+    ``prior_concentration``.
+    """
+    a = _masked(jnp.asarray(prior_concentration, dtype=jnp.float64), mask, 1.0)
+    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
+    a, t = jnp.broadcast_arrays(a, t)
+    valid = 1.0 if mask is None else jnp.broadcast_to(mask, a.shape)
+    per_coord = jnp.sum(log_rising_factorial(a, t), axis=-1)
+    return per_coord - log_rising_factorial(jnp.sum(a * valid, axis=-1), jnp.sum(t, axis=-1))
 
 
 @x64
@@ -49,8 +88,7 @@ def log_evidence(prior_concentration, counts, mask=None):
                   = \sum_k \log\frac{\Gamma(a_k + T_k)}{\Gamma(a_k)}
                     - \log\frac{\Gamma(A + N)}{\Gamma(A)},
 
-    summed over every batch cell; written with log rising factorials, which keep full
-    precision when :math:`A = \sum_k a_k` is large.
+    summed over every batch cell (:func:`log_evidence_cells`).
 
     Parameters
     ----------
@@ -63,12 +101,52 @@ def log_evidence(prior_concentration, counts, mask=None):
     -------
     float64 scalar (jax.Array), differentiable in ``prior_concentration``.
     """
-    a = _masked(jnp.asarray(prior_concentration, dtype=jnp.float64), mask, 1.0)
-    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
-    valid = 1.0 if mask is None else jnp.broadcast_to(mask, a.shape)
-    per_coord = jnp.sum(log_rising_factorial(a, t))
-    per_cell = jnp.sum(log_rising_factorial(jnp.sum(a * valid, axis=-1), jnp.sum(t, axis=-1)))
-    return per_coord - per_cell
+    return jnp.sum(log_evidence_cells(prior_concentration, counts, mask))
+
+
+def pooled_log_bayes_factor(concentration, counts, mask=None):
+    r"""Per-feature log Bayes factor: one Dirichlet per class against one shared by the classes.
+
+    For every feature :math:`j` (axis 1), model :math:`M_1` gives each class its own
+    :math:`\theta_{cj} \sim \mathrm{Dir}(a_j)` and model :math:`M_0` one
+    :math:`\theta_j \sim \mathrm{Dir}(a_j)` shared by all classes (the feature's
+    distribution does not depend on the class):
+
+    .. math::
+
+        \log \mathrm{BF}_j = \sum_c \big[\log B(a_j + T_{cj}) - \log B(a_j)\big]
+            - \big[\log B(a_j + \textstyle\sum_c T_{cj}) - \log B(a_j)\big].
+
+    Parameters
+    ----------
+    concentration : array of shape (n_classes, n_features, K)
+        Prior concentrations; every class must carry the same ones (``M_0`` needs one
+        prior per feature).
+    counts : array of shape (n_classes, n_features, K)
+    mask : bool array broadcastable to (n_features, K), optional
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+
+    Raises
+    ------
+    ValueError
+        If the prior differs between classes.
+    """
+    a = np.asarray(concentration, dtype=np.float64)
+    t = np.asarray(counts, dtype=np.float64)
+    a = np.broadcast_to(a, np.broadcast_shapes(a.shape, t.shape))
+    if not np.array_equal(a, np.broadcast_to(a[:1], a.shape)):
+        raise ValueError(
+            "the relevance Bayes factor compares class-specific parameters with one "
+            "parameter shared by all classes, which needs one prior per feature shared by "
+            "the classes; this prior differs between classes (e.g. alpha of shape "
+            "(n_classes, n_features) or alpha_scope='class')"
+        )
+    separate = np.asarray(log_evidence_cells(a, t, mask)).sum(axis=0)
+    shared = np.asarray(log_evidence_cells(a[0], t.sum(axis=0), mask))
+    return separate - shared
 
 
 def _log_share(t, mask):

@@ -22,9 +22,8 @@ from typing import NamedTuple
 
 import jax.numpy as jnp
 import numpy as np
-import scipy.sparse as sp
 
-from .._linear import log_linear
+from .._linear import map_threads, row_ranges
 from . import _dirichlet, _rows
 
 __all__ = [
@@ -35,6 +34,7 @@ __all__ = [
     "log_predictive",
     "mean_params",
     "log_evidence",
+    "relevance_log_bayes_factor",
     "sample",
     "simulate",
 ]
@@ -122,8 +122,57 @@ def point(prior, stats, kind):
     return CategoricalParams(log_probs, _new_category_share(estimate, prior, counts))
 
 
+# Features are looked up in groups: the log probabilities of every combination of the
+# values of a group's features are tabulated (one table row per combination, classes
+# contiguous), so a row costs one table read per group instead of one per feature. A
+# table holds at most _TABLE_BYTES (it stays in the L2 cache) and at most as many rows as
+# the data (so that tabulating never costs more than looking up); rows of the data are
+# taken _ROW_BLOCK at a time (their codes stay in cache across the groups).
+_TABLE_BYTES = 1 << 19
+_ROW_BLOCK = 1 << 13
+
+
+def _feature_groups(sizes, n_classes, n_rows):
+    limit = max(1, min(_TABLE_BYTES // (8 * n_classes), n_rows))
+    groups, current, rows = [], [], 1
+    for j, size in enumerate(sizes.tolist()):
+        if current and rows * size > limit:
+            groups.append(current)
+            current, rows = [], 1
+        current.append(j)
+        rows *= size
+    if current:
+        groups.append(current)
+    return groups
+
+
+def _group_tables(lp, log_new, n_categories, n_rows):
+    """Lookup tables of (sums of) log probabilities for groups of features.
+
+    Feature ``j``'s values are ``0 .. K_j - 1`` plus one slot ``K_j`` for a category
+    not seen at fit time (``log_new``). Returns the groups (lists of features), their
+    tables of shape (combinations, n_classes) and the sizes ``K_j + 1``.
+    """
+    n_classes = lp.shape[0]
+    sizes = np.asarray(n_categories, dtype=np.int64) + 1
+    log_new = np.asarray(log_new)
+    per_feature = [np.concatenate([lp[:, j, :k], log_new[:, j, None]], axis=1) for j, k in enumerate(sizes - 1)]
+    groups = _feature_groups(sizes, n_classes, n_rows)
+    tables = []
+    for group in groups:
+        table = per_feature[group[0]]
+        for j in group[1:]:
+            table = (table[:, :, None] + per_feature[j][:, None, :]).reshape(n_classes, -1)
+        tables.append(np.ascontiguousarray(table.T))
+    return groups, tables, sizes
+
+
 def log_likelihood(params, X, n_categories):
     """Plug-in log-likelihood of category codes, shape (n_samples, n_classes).
+
+    :math:`\sum_j \log\theta_{c j x_j}`, read from tables of the sums over groups of
+    features (see ``_group_tables``): a code ``>= n_categories[j]`` (a category not
+    seen at fit time) reads ``params.log_new``.
 
     Parameters
     ----------
@@ -133,17 +182,29 @@ def log_likelihood(params, X, n_categories):
     n_categories : int ndarray of shape (n_features,)
     """
     lp = np.asarray(params.log_probs)
-    n_classes, n_features, k = lp.shape
+    n_classes, n_features, _ = lp.shape
+    X = np.asarray(X)
     n = X.shape[0]
-    seen = X < np.asarray(n_categories)[None, :]
-    # One-hot over (feature, category) cells: the log-likelihood is linear in it.
-    cols = (np.arange(n_features)[None, :] * k + np.where(seen, X, 0))[seen]
-    indptr = np.concatenate([[0], np.cumsum(seen.sum(axis=1))])
-    onehot = sp.csr_matrix((np.ones(cols.size), cols, indptr), shape=(n, n_features * k))
-    out = log_linear(onehot, lp.reshape(n_classes, n_features * k))
-    if not seen.all():
-        rows, feats = np.nonzero(~seen)
-        np.add.at(out, rows, np.asarray(params.log_new)[:, feats].T)
+    out = np.zeros((n, n_classes))
+    if n == 0 or n_features == 0:
+        return out
+    groups, tables, sizes = _group_tables(lp, params.log_new, n_categories, n)
+    top = sizes - 1
+
+    def rows(bounds):
+        for r0 in range(bounds[0], bounds[1], _ROW_BLOCK):
+            r1 = min(r0 + _ROW_BLOCK, bounds[1])
+            codes = np.minimum(X[r0:r1], top)
+            block = out[r0:r1]
+            for group, table in zip(groups, tables):
+                key = codes[:, group[0]].copy()
+                for j in group[1:]:
+                    key *= sizes[j]
+                    key += codes[:, j]
+                block += np.take(table, key, axis=0)
+
+    # Large inputs: runs of row blocks on threads (numpy's loops release the GIL).
+    map_threads(rows, row_ranges(n, _ROW_BLOCK))
     return out
 
 
@@ -167,6 +228,26 @@ def log_evidence(prior, stats):
     conc = np.asarray(prior.concentration)
     counts = _pad_counts(stats.category_count, conc.shape[-1])
     return float(_dirichlet.log_evidence(conc, counts, prior.mask))
+
+
+def relevance_log_bayes_factor(prior, stats):
+    r"""Per-feature log Bayes factor: :math:`\theta_{cj}` per class against one :math:`\theta_j` shared.
+
+    .. math::
+
+        \log\mathrm{BF}_j = \sum_c \big[\log B(\alpha_j + n_{cj\cdot}) - \log B(\alpha_j)\big]
+            - \big[\log B(\alpha_j + n_{\cdot j\cdot}) - \log B(\alpha_j)\big]
+
+    (see :func:`bayesnb.families._dirichlet.pooled_log_bayes_factor`). The prior must be
+    the same for every class.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    conc = np.asarray(prior.concentration)
+    counts = _pad_counts(stats.category_count, conc.shape[-1])
+    return _dirichlet.pooled_log_bayes_factor(conc, counts, prior.mask)
 
 
 def sample(key, post, n):

@@ -62,6 +62,8 @@ __all__ = [
     "log_likelihood",
     "log_predictive",
     "log_evidence",
+    "log_evidence_cells",
+    "relevance_log_bayes_factor",
     "sample",
     "simulate",
     "DEFAULT_KAPPA",
@@ -256,12 +258,17 @@ def _arrays(stats):
     return n, np.asarray(stats.mean, dtype=np.float64), np.asarray(stats.m2, dtype=np.float64)
 
 
+def _increment(n, k0, m2, dev):
+    # Written once for numpy and jax.numpy arrays alike (see log_evidence_cells).
+    return 0.5 * m2 + 0.5 * (k0 * n / (k0 + n)) * dev * dev
+
+
 def _rate_increment(prior, stats):
     r""":math:`b_n - b_0 = M_2/2 + \kappa_0 N (\bar x - m_0)^2 / (2\kappa_n)`, never by subtraction."""
     n, _, m2 = _arrays(stats)
     k0 = np.asarray(prior.kappa, dtype=np.float64)
     dev = _deviation(stats, np.asarray(prior.loc, dtype=np.float64))
-    return 0.5 * m2 + 0.5 * (k0 * n / (k0 + n)) * dev * dev
+    return _increment(n, k0, m2, dev)
 
 
 def posterior(prior, stats):
@@ -647,6 +654,52 @@ def log_predictive(post, X):
 # ----------------------------------------------------------------------------- evidence, draws
 
 
+def log_evidence_cells(n, kappa, concentration, rate, m2, dev, xp=np):
+    r"""Log marginal likelihood of each (class, feature) cell, from its statistics.
+
+    .. math::
+
+        \log p(D_{cj}) = -\frac{N}{2}\log 2\pi + \frac12\log\frac{\kappa_0}{\kappa_n}
+            + a_0 \log b_0 - a_n \log b_n + \log\Gamma(a_n) - \log\Gamma(a_0),
+
+    evaluated as :math:`-\tfrac12\mathrm{log1p}(N/\kappa_0) - a_0\,\mathrm{log1p}((b_n -
+    b_0)/b_0) - \tfrac N2 \log b_n` plus the log rising factorial
+    :math:`\log\Gamma(a_0 + N/2) - \log\Gamma(a_0)`, which keeps full precision when
+    :math:`N` is small next to the prior or large. The one implementation of the NIG
+    evidence: :func:`log_evidence` sums it in numpy, the empirical-Bayes optimiser
+    (:mod:`bayesnb.empirical_bayes`) differentiates it with ``xp=jax.numpy``.
+
+    Parameters
+    ----------
+    n : array broadcastable to the cells
+        Weighted counts :math:`N`.
+    kappa, concentration, rate : arrays
+        Prior :math:`\kappa_0, a_0, b_0` (> 0).
+    m2 : array
+        :math:`M_2`, the weighted sum of squared deviations from the cell mean.
+    dev : array
+        :math:`\bar x - m_0`.
+    xp : module, default numpy
+        ``numpy`` or ``jax.numpy`` (then differentiable in every argument).
+
+    Returns
+    -------
+    array of the broadcast shape
+    """
+    if xp is np:
+        log_rising = _log_rising
+    else:
+        from .._special import log_rising_factorial as log_rising
+    inc = _increment(n, kappa, m2, dev)
+    return (
+        -0.5 * n * np.log(2.0 * np.pi)
+        - 0.5 * xp.log1p(n / kappa)
+        - concentration * xp.log1p(inc / rate)
+        - 0.5 * n * xp.log(rate + inc)
+        + log_rising(concentration, 0.5 * n)
+    )
+
+
 def log_evidence(prior, stats):
     r"""Log marginal likelihood of the features given the labels, summed over (class, feature).
 
@@ -655,31 +708,66 @@ def log_evidence(prior, stats):
         \log p(D) = \sum_{c,j} -\frac{N_c}{2}\log 2\pi + \frac12\log\frac{\kappa_0}{\kappa_n}
             + a_0 \log b_0 - a_n \log b_n + \log\Gamma(a_n) - \log\Gamma(a_0),
 
-    with :math:`N_c` the weighted count. Evaluated as
-    :math:`-\tfrac12\mathrm{log1p}(N/\kappa_0) - a_0\,\mathrm{log1p}((b_n - b_0)/b_0)
-    - \tfrac N2 \log b_n` plus the log rising factorial :math:`\log\Gamma(a_0 + N/2) -
-    \log\Gamma(a_0)`, which keeps full precision when :math:`N` is small next to the
-    prior or large.
+    with :math:`N_c` the weighted count (per cell: :func:`log_evidence_cells`).
 
     Returns
     -------
     float
     """
-    n, _, _ = _arrays(stats)
+    n, _, m2 = _arrays(stats)
     n = np.broadcast_to(n, np.asarray(prior.rate).shape)
-    k0 = np.asarray(prior.kappa, dtype=np.float64)
-    a0 = np.asarray(prior.concentration, dtype=np.float64)
-    b0 = np.asarray(prior.rate, dtype=np.float64)
-    inc = _rate_increment(prior, stats)
-    bn = b0 + inc
-    per_cell = (
-        -0.5 * n * np.log(2.0 * np.pi)
-        - 0.5 * np.log1p(n / k0)
-        - a0 * np.log1p(inc / b0)
-        - 0.5 * n * np.log(bn)
-        + _log_rising(a0, 0.5 * n)
+    dev = _deviation(stats, np.asarray(prior.loc, dtype=np.float64))
+    cells = log_evidence_cells(
+        n,
+        np.asarray(prior.kappa, dtype=np.float64),
+        np.asarray(prior.concentration, dtype=np.float64),
+        np.asarray(prior.rate, dtype=np.float64),
+        m2,
+        dev,
     )
-    return float(per_cell.sum())
+    return float(cells.sum())
+
+
+def relevance_log_bayes_factor(prior, stats):
+    r"""Per-feature log Bayes factor: class-specific :math:`(\mu_{cj}, \sigma^2_{cj})` against one shared pair.
+
+    Model :math:`M_1` is this family (one NIG-distributed :math:`(\mu, \sigma^2)` per
+    class and feature); :math:`M_0` gives feature :math:`j` one
+    :math:`(\mu_j, \sigma^2_j)` for all classes, under the same NIG prior, so its
+    evidence is that of the pooled rows (:func:`pooled`):
+
+    .. math:: \log\mathrm{BF}_j = \sum_c \log p(D_{cj}) - \log p(D_{\cdot j}).
+
+    Parameters
+    ----------
+    prior : NormalInverseGamma
+        Arrays of shape (n_classes, n_features), equal across classes.
+    stats : GaussianStats
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+
+    Raises
+    ------
+    ValueError
+        If the prior differs between classes.
+    """
+    fields = [np.asarray(f, dtype=np.float64) for f in prior]
+    if not all(np.array_equal(f, np.broadcast_to(f[:1], f.shape)) for f in fields):
+        raise ValueError(
+            "the relevance Bayes factor compares class-specific parameters with one "
+            "parameter shared by all classes, which needs one prior per feature shared by "
+            "the classes; this prior differs between classes"
+        )
+    n, _, m2 = _arrays(stats)
+    separate = log_evidence_cells(
+        n, prior.kappa, prior.concentration, prior.rate, m2, _deviation(stats, np.asarray(prior.loc))
+    ).sum(axis=0)
+    total, mean, var = pooled(stats)
+    loc, kappa, conc, rate = (f[0] for f in fields)
+    shared = log_evidence_cells(total, kappa, conc, rate, total * var, mean - loc)
+    return separate - shared
 
 
 # Draws are made as one flat vector whose length is rounded up to a power of two (at

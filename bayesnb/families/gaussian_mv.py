@@ -405,12 +405,17 @@ def _row_block(n, n_classes, n_features):
 
 
 def _whiten(tril, rows):
-    r""":math:`L^{-1} r` for every row ``r`` of ``rows`` (..., m, F): one solve with rows on the right.
+    r""":math:`L^{-1} r` for every row ``r`` of ``rows`` (..., m, F).
 
-    Solving :math:`Z L^\top = R` keeps the rows contiguous; on CPU it runs several times
-    faster than the column form :math:`L Z^\top = R^\top`.
+    :math:`L^{-1}` is formed once per factor (a triangular solve against the identity,
+    F x F) and applied to the rows as one matrix product, :math:`Z = R L^{-\top}`: on
+    CPU, XLA's matrix product runs many times faster than its row-by-row triangular
+    solve, and the inverse of a triangular factor is as accurate as the solve (both are
+    backward stable; the error of either is bounded by the condition number of ``L``).
     """
-    return jax.lax.linalg.triangular_solve(tril, rows, left_side=False, lower=True, transpose_a=True)
+    eye = jnp.broadcast_to(jnp.eye(tril.shape[-1], dtype=tril.dtype), tril.shape)
+    inv = jax.lax.linalg.triangular_solve(tril, eye, left_side=True, lower=True)
+    return jnp.matmul(rows, jnp.swapaxes(inv, -1, -2))
 
 
 @jax.jit

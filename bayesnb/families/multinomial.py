@@ -39,6 +39,7 @@ __all__ = [
     "log_likelihood",
     "log_predictive",
     "log_evidence",
+    "relevance_log_bayes_factor",
     "sample",
     "simulate",
     "default_lengths",
@@ -278,6 +279,39 @@ def log_evidence(prior, stats):
     .. math:: \sum_c \log B(\alpha_c + T_c) - \log B(\alpha_c)
     """
     return float(_dirichlet.log_evidence(prior.concentration, stats.feature_count))
+
+
+def relevance_log_bayes_factor(prior, stats):
+    r"""Per-word log Bayes factor: a class-specific rate of word :math:`j` against one shared rate.
+
+    A Dirichlet aggregates: under :math:`\theta_c \sim \mathrm{Dir}(\alpha)` the share
+    :math:`\theta_{cj}` of word :math:`j` is :math:`\mathrm{Beta}(\alpha_j, A - \alpha_j)`
+    and independent of how the rest of the mass is spread over the other words. The token
+    sequence of a class therefore factors into the binary sequence "word :math:`j` or
+    not" (a Beta-Bernoulli sequence with :math:`T_{cj}` successes in :math:`L_c =
+    \sum_k T_{ck}` tokens) times the sequence of the other words, whose model is the same
+    under both hypotheses and cancels. Model :math:`M_1` (this family) has one
+    :math:`\theta_{cj}` per class, :math:`M_0` one :math:`\theta_j` for all classes:
+
+    .. math::
+
+        \log\mathrm{BF}_j = \sum_c \log\frac{B(\alpha_j + T_{cj},\, A - \alpha_j + L_c - T_{cj})}{B(\alpha_j, A - \alpha_j)}
+            - \log\frac{B(\alpha_j + T_j,\, A - \alpha_j + L - T_j)}{B(\alpha_j, A - \alpha_j)}.
+
+    The prior must be the same for every class.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    t = np.asarray(stats.feature_count, dtype=np.float64)
+    a = np.broadcast_to(np.asarray(prior.concentration, dtype=np.float64), t.shape)
+    if t.shape[1] == 1:
+        # A one-word vocabulary: the word takes every token under both hypotheses.
+        return np.zeros(1)
+    rest_a = a.sum(axis=1, keepdims=True) - a
+    rest_t = np.maximum(t.sum(axis=1, keepdims=True) - t, 0.0)
+    return _dirichlet.pooled_log_bayes_factor(np.stack([rest_a, a], -1), np.stack([rest_t, t], -1))
 
 
 def sample(key, post, n):

@@ -55,10 +55,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammaln
 
-from .._linear import log_linear, matmul
-from .._special import log_rising_factorial
+from .._linear import log_linear, matmul, row_sums
+from .._special import log_factorial_np, log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
 from . import _rows
@@ -197,9 +196,8 @@ def _canonical(X):
 def _row_log_factorial(X):
     r""":math:`\sum_j \log x_{ij}!` of every row, shape (n_samples,); only non-zeros of CSR."""
     if sp.issparse(X):
-        per_entry = sp.csr_matrix((gammaln(X.data + 1.0), X.indices, X.indptr), shape=X.shape)
-        return np.asarray(per_entry.sum(axis=1), dtype=np.float64).ravel()
-    return gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+        return row_sums(sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape))
+    return log_factorial_np(X).sum(axis=1)
 
 
 def log_likelihood(params, X):

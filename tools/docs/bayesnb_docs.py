@@ -1,0 +1,235 @@
+"""Helpers for the executed pages of the bayesnb site.
+
+A tutorial built from an example script is a short Markdown page whose one executed
+block is::
+
+    ```python exec="on"
+    from bayesnb_docs import example
+    print(example("spam_uncertainty"))
+    ```
+
+:func:`example` runs ``examples/<name>.py`` in a fresh Python process, as its users run
+it, with ``--quick`` (every example has that flag and finishes in seconds with it), and
+returns Markdown showing what it printed, the figures it drew, and its source. If the
+script fails (an exception or a non-zero exit status), :func:`example` raises, so
+markdown-exec reports the error and ``mkdocs build --strict`` fails: a page never shows
+output that was not produced by the code next to it.
+
+Figures are collected two ways, so an example needs nothing docs-specific: figures still
+open when ``main`` returns (``plt.show()`` is a no-op under the Agg backend), and image
+files the script wrote into its working directory (a fresh temporary folder).
+
+Set ``BAYESNB_DOCS_FULL=1`` to run the examples without ``--quick``.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples"
+RUNNER = Path(__file__).resolve().parent / "run_example.py"
+IMAGE_TYPES = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
+
+
+class ExampleError(RuntimeError):
+    """An example script failed while the documentation was built."""
+
+
+def _script(name):
+    path = Path(name)
+    if path.suffix != ".py":
+        path = EXAMPLES / f"{name}.py"
+    if not path.is_file():
+        raise ExampleError(f"no example script {path}")
+    return path.resolve()
+
+
+def run(name, *args, quick=None, timeout=600):
+    """Run an example script in a fresh interpreter and collect what it produced.
+
+    Parameters
+    ----------
+    name : str or path
+        ``"spam_uncertainty"`` for ``examples/spam_uncertainty.py``, or a path to a script.
+    *args : str
+        Extra command-line arguments for the script's ``main(argv)``.
+    quick : bool, optional
+        Pass ``--quick``; default: yes, unless the environment sets ``BAYESNB_DOCS_FULL=1``.
+    timeout : float
+        Seconds before the run counts as failed.
+
+    Returns
+    -------
+    dict
+        ``stdout`` (str), ``figures`` (list of ``(file name, media type, bytes)``),
+        ``seconds`` (float) and ``argv`` (list of str).
+
+    Raises
+    ------
+    ExampleError
+        If the script raises, exits with a non-zero status or runs past ``timeout``.
+    """
+    script = _script(name)
+    if quick is None:
+        quick = os.environ.get("BAYESNB_DOCS_FULL", "") not in ("1", "true", "yes")
+    argv = (["--quick"] if quick else []) + [str(a) for a in args]
+    with tempfile.TemporaryDirectory(prefix="bayesnb-docs-") as tmp:
+        tmp = Path(tmp)
+        work, figdir = tmp / "work", tmp / "figures"
+        work.mkdir()
+        figdir.mkdir()
+        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0")
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run(
+                [sys.executable, str(RUNNER), str(script), str(figdir), json.dumps(argv)],
+                cwd=work,
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=timeout,
+            )
+        except subprocess.TimeoutExpired as exc:
+            raise ExampleError(f"{script.name} {' '.join(argv)} ran past {timeout} s") from exc
+        seconds = time.perf_counter() - start
+        if proc.returncode != 0:
+            raise ExampleError(
+                f"{script.name} {' '.join(argv)} failed with exit status {proc.returncode}:\n"
+                + textwrap.indent((proc.stderr or proc.stdout)[-4000:], "    ")
+            )
+        figures = []
+        for folder in (figdir, work):
+            for path in sorted(folder.rglob("*")):
+                kind = IMAGE_TYPES.get(path.suffix.lower())
+                if kind and path.is_file():
+                    figures.append((path.name, kind, path.read_bytes()))
+    return {"stdout": proc.stdout, "figures": figures, "seconds": seconds, "argv": argv}
+
+
+def _fence(text, lang=""):
+    """A fenced code block around ``text``, its fence longer than any backtick run inside."""
+    ticks = "`" * max([3] + [len(run) + 1 for run in re.findall(r"`+", text)])
+    return f"{ticks}{lang}\n{text.rstrip()}\n{ticks}\n"
+
+
+def figure_html(data, media_type="image/png", caption=None):
+    """An ``<figure>`` with the image inlined as a data URI (the page stays self-contained)."""
+    uri = f"data:{media_type};base64,{base64.b64encode(data).decode('ascii')}"
+    cap = f"<figcaption>{html.escape(caption)}</figcaption>" if caption else ""
+    alt = html.escape(caption or "figure")
+    return f'<figure><img src="{uri}" alt="{alt}" />{cap}</figure>\n'
+
+
+def example(name, *args, quick=None, timeout=600, source=True):
+    """Markdown for a tutorial page: the command, its printed output, its figures, its source.
+
+    Parameters
+    ----------
+    name : str or path
+        Example name (``examples/<name>.py``) or a path to a script.
+    *args : str
+        Extra command-line arguments.
+    quick : bool, optional
+        See :func:`run`.
+    timeout : float
+        See :func:`run`.
+    source : bool
+        Append the script's source in a collapsed block.
+
+    Returns
+    -------
+    str
+        Markdown (print it from a markdown-exec block).
+    """
+    script = _script(name)
+    result = run(script, *args, quick=quick, timeout=timeout)
+    rel = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+    parts = [
+        _fence(f"$ python {rel} {' '.join(result['argv'])}".rstrip(), "console"),
+        f"Output (run while this page was built, {result['seconds']:.1f} s):\n",
+        _fence(result["stdout"] or "(no output)", "text"),
+    ]
+    for fname, kind, data in result["figures"]:
+        parts.append(figure_html(data, kind, caption=fname))
+    if source:
+        body = textwrap.indent(_fence(script.read_text(), "python"), "    ")
+        parts.append(f'??? example "Source: {rel}"\n\n{body}')
+    return "\n".join(parts)
+
+
+def matplotlib_figure(fig, caption=None, dpi=96):
+    """Markdown/HTML for a matplotlib figure drawn in an executed block (PNG, inlined).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+    caption : str, optional
+    dpi : int
+
+    Returns
+    -------
+    str
+    """
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    plt.close(fig)
+    return figure_html(buf.getvalue(), "image/png", caption)
+
+
+
+def command(*args):
+    """Markdown for a ``bayesnb`` command run while the page is built: the line and its output.
+
+    Calls the command's entry point, :func:`bayesnb.cli.main`, in this process (what the
+    ``bayesnb`` script runs, without starting another interpreter) and captures what it
+    prints.
+
+    Parameters
+    ----------
+    *args : str
+        Arguments of the ``bayesnb`` command.
+
+    Returns
+    -------
+    str
+        A ``console`` code block.
+
+    Raises
+    ------
+    ExampleError
+        If the command returns a non-zero exit status.
+    """
+    import contextlib
+    import io
+
+    from bayesnb.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    columns = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = "88"  # argparse wraps help text to the terminal width
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+            status = main(list(args))
+    finally:
+        if columns is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = columns
+    if status:
+        raise ExampleError(f"bayesnb {' '.join(args)} exited with {status}:\n{err.getvalue()[-4000:]}")
+    return _fence(f"$ bayesnb {' '.join(args)}\n{out.getvalue()}", "console")
