@@ -31,9 +31,11 @@ import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
 from . import models
+from . import uncertainty as _uncertainty
 from ._normalize import log_normalize
 from ._random import key_from_random_state
 from ._validation import check_n_draws
+from .families._rows import generator
 
 __all__ = ["to_inference_data", "coords_of", "parameter_draws", "scalar_labels", "scalar_mask"]
 
@@ -121,12 +123,37 @@ def _chains(draws, n_chains, n_draws):
 
 
 def _data_arrays(estimator, X):
-    """The checked training or new rows, dense, under the names of the observed data."""
-    checked = estimator._check_X(X, reset=False)
+    """The checked training or new rows, dense, under the names of the observed data.
+
+    An unobserved entry (``missing="ignore"``) is NaN in the returned arrays.
+    """
+    checked, parts = models.block_rows(estimator, X)
+    arrays = []
+    for values, observed in parts:
+        if observed is not None:
+            values = np.where(observed, values, np.nan)
+        arrays.append(values)
     blocks = models.block_specs(estimator)
     if hasattr(checked, "parts"):
-        return checked, {f"{name}__X": models._dense(part) for (name, _, _, _), part in zip(blocks, checked.parts)}
-    return checked, {"X": models._dense(checked)}
+        return checked, {f"{name}__X": part for (name, _, _, _), part in zip(blocks, arrays)}
+    return checked, {"X": arrays[0]}
+
+
+def _joint_draws(estimator, log_class, params, checked):
+    r"""Yield ``(start, stop, joint)``: :math:`\log p(x_i, y{=}c \mid \theta_d, \pi_d)` by blocks of draws.
+
+    ``joint`` has shape (stop - start, n_rows, n_classes); the feature part is the
+    estimator's own log-likelihood of stacked draws (that of the uncertainty engine,
+    which also scores rows with unobserved entries).
+    """
+    total = log_class.shape[0]
+    n_rows, n_classes = checked.shape[0], estimator.classes_.size
+    per_draw = max(1, n_rows * n_classes + _uncertainty.draw_size(estimator.posterior_))
+    step = max(1, _uncertainty.CHUNK_ENTRIES // per_draw)
+    for start in range(0, total, step):
+        stop = min(total, start + step)
+        block = jax.tree.map(lambda a: a[start:stop], params)
+        yield start, stop, estimator._log_likelihood_draws(block, checked) + log_class[start:stop, None, :]
 
 
 def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1):
@@ -144,7 +171,9 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
       under every draw (what ``az.loo`` / ``az.waic`` need; for the multinomial family the
       log probability of the token sequence, as everywhere in bayesnb), and
       ``posterior_predictive`` ``y``: a label drawn from
-      :math:`p(y \mid x_i, \theta, \pi)` for every row and draw.
+      :math:`p(y \mid x_i, \theta, \pi)` for every row and draw. With
+      ``missing="ignore"`` an unobserved entry is NaN in ``observed_data`` and left out
+      of the row's likelihood (as in the estimator's own predictions).
     * With ``X_new``: ``predictions`` ``class_proba`` (chain, draw, new_data, class), the
       class probabilities :math:`p(y = c \mid x, \theta, \pi)` under every draw, and
       ``predictions_constant_data`` ``X_new``.
@@ -197,10 +226,6 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
     if estimator.class_dirichlet_ is None:
         groups["constant_data"] = {"class_probs": np.asarray(estimator.class_prior_, dtype=np.float64)}
 
-    def joint(d, checked):
-        draw = jax.tree.map(lambda a: a[d], params)
-        return estimator._log_likelihood(draw, checked) + log_class[d]
-
     if X is not None:
         checked, observed = _data_arrays(estimator, X)
         y_index = models._labels_index(estimator, y)
@@ -210,12 +235,12 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
         rows = np.arange(n)
         loglik = np.empty((total, n))
         replicated = np.empty((total, n), dtype=np.int64)
-        rng = np.random.default_rng(np.asarray(jax.random.key_data(key_rep), dtype=np.uint32).ravel())
-        for d in range(total):
-            lj = joint(d, checked)
-            loglik[d] = lj[rows, y_index]
-            proba = np.exp(log_normalize(lj, log_class[d])[0])
-            replicated[d] = (np.cumsum(proba, axis=1) <= rng.random(n)[:, None] * proba.sum(axis=1, keepdims=True)).sum(axis=1)
+        rng = generator(key_rep)
+        for start, stop, lj in _joint_draws(estimator, log_class, params, checked):
+            loglik[start:stop] = lj[:, rows, y_index]
+            proba = np.exp(log_normalize(lj, log_class[start:stop, None, :])[0])
+            u = rng.random((stop - start, n))[..., None] * proba.sum(axis=-1, keepdims=True)
+            replicated[start:stop] = (np.cumsum(proba, axis=-1) <= u).sum(axis=-1)
         labels = estimator.classes_
         groups["observed_data"] = {"y": np.asarray(labels[y_index]), **observed}
         groups["log_likelihood"] = _chains({"xy": loglik}, n_chains, n_draws)
@@ -228,8 +253,8 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
         checked_new, new_arrays = _data_arrays(estimator, X_new)
         n_new = checked_new.shape[0]
         proba = np.empty((total, n_new, estimator.classes_.size))
-        for d in range(total):
-            proba[d] = np.exp(log_normalize(joint(d, checked_new), log_class[d])[0])
+        for start, stop, lj in _joint_draws(estimator, log_class, params, checked_new):
+            proba[start:stop] = np.exp(log_normalize(lj, log_class[start:stop, None, :])[0])
         groups["predictions"] = _chains({"class_proba": proba}, n_chains, n_draws)
         groups["predictions_constant_data"] = {f"{k}_new": v for k, v in new_arrays.items()}
         dims["class_proba"] = ("new_data", "class")

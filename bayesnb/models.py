@@ -123,6 +123,14 @@ def _class_plate(n_classes):
     return numpyro.plate("class", n_classes, dim=_CLASS_DIM)
 
 
+def _cell_count(stats):
+    """:math:`N_{cj}`: the class count per cell, or the per-cell observed weight of masked statistics."""
+    observed = getattr(stats, "observed_count", None)
+    if observed is not None:
+        return _real(observed)
+    return _real(stats.class_count)[:, None]
+
+
 def _scope(prefix):
     if not prefix:
         return contextlib.nullcontext()
@@ -186,6 +194,9 @@ class _Spec:
 
     family = None
     variables = {}
+    # Whether each feature is its own factor of a row's likelihood, so that an unobserved
+    # entry is integrated out by dropping its factor (numpyro.handlers.mask).
+    per_feature = True
 
     def __init__(self, prior):
         self.prior = prior
@@ -220,6 +231,7 @@ class _Spec:
 
 class _MultinomialSpec(_Spec):
     family = multinomial
+    per_feature = False
     variables = {"feature_probs": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
@@ -274,7 +286,7 @@ class _BernoulliSpec(_Spec):
     def log_likelihood_stats(self, values, stats):
         theta = values["feature_probs"]
         on = _real(stats.feature_count)
-        off = _real(stats.class_count)[:, None] - on
+        off = _cell_count(stats) - on
         return jnp.sum(on * jnp.log(theta) + off * jnp.log1p(-theta))
 
     def values(self, params):
@@ -367,7 +379,7 @@ class _GaussianSpec(_Spec):
             numpyro.sample("x", dist.Normal(values["loc"][y], jnp.sqrt(values["var"][y])), obs=X)
 
     def log_likelihood_stats(self, values, stats):
-        n = _real(stats.class_count)[:, None]
+        n = _cell_count(stats)
         mean = np.asarray(stats.mean, dtype=np.float64)
         resid = np.broadcast_to(np.asarray(getattr(stats, "mean_residual", 0.0), dtype=np.float64), mean.shape)
         # (mean - loc) with the mean's low-order part, so that data far from 0 keep their digits.
@@ -394,6 +406,7 @@ class _GaussianSpec(_Spec):
 
 class _GaussianMVSpec(_Spec):
     family = gaussian_mv
+    per_feature = False
 
     def __init__(self, prior):
         super().__init__(prior)
@@ -485,7 +498,7 @@ class _PoissonSpec(_Spec):
 
     def log_likelihood_stats(self, values, stats):
         rate = values["rate"]
-        return jnp.sum(_real(stats.feature_count) * jnp.log(rate) - _real(stats.class_count)[:, None] * rate)
+        return jnp.sum(_real(stats.feature_count) * jnp.log(rate) - _cell_count(stats) * rate)
 
     def values(self, params):
         return {"rate": np.exp(np.asarray(params.log_rate))}
@@ -532,8 +545,33 @@ def _n_classes(class_prior):
     return probs.size
 
 
-def _naive_bayes(blocks, class_prior, X=None, y=None, n_rows=None, sample_weight=None, stats=None, **observe_kwargs):
-    """The shared generative story; each block adds its parameters and its features."""
+def _observed_mask(spec, name, observed):
+    """The block's mask of observed entries (None: every entry observed), checked."""
+    mask = None if observed is None else observed.get(name)
+    if mask is None:
+        return None
+    if not spec.per_feature:
+        raise ValueError(_no_masked_rows(spec))
+    return jnp.asarray(np.asarray(mask, dtype=bool))
+
+
+def _no_masked_rows(spec):
+    what = "the counts of a document" if spec.family is multinomial else "jointly Gaussian features"
+    return (
+        f"the numpyro model of {_family_name(spec)} has no per-row form for rows with missing (NaN) "
+        f"values: {what} are not separate factors of the likelihood, and bayesnb cannot fit on such "
+        "rows either (see bayesnb.missing); pass complete rows"
+    )
+
+
+def _naive_bayes(
+    blocks, class_prior, X=None, y=None, n_rows=None, sample_weight=None, stats=None, observed=None, **observe_kwargs
+):
+    """The shared generative story; each block adds its parameters and its features.
+
+    ``observed`` maps a block name to a bool mask (n_rows, n_block_features) of the
+    observed entries: the others are left out of the likelihood (their factor masked).
+    """
     n_classes = _n_classes(class_prior)
     values = {}
     for block in blocks:
@@ -559,7 +597,9 @@ def _naive_bayes(blocks, class_prior, X=None, y=None, n_rows=None, sample_weight
     y = y[:, 0]
     for block in blocks:
         X_block = None if X is None else X[block.name]
-        with _scope(block.name):
+        mask = _observed_mask(block.spec, block.name, observed)
+        masked = contextlib.nullcontext() if mask is None else numpyro.handlers.mask(mask=mask)
+        with _scope(block.name), masked:
             block.spec.observe(
                 values[block.name],
                 X_block,
@@ -587,7 +627,12 @@ def _rows_doc(what, features, prior, example, sites, extra=""):
     n_rows : int, optional
         Number of rows to generate when ``X`` and ``y`` are both None.
     sample_weight : array of shape (n_rows,), optional
-        Positive row weights: the log density of row ``i`` counts ``w_i`` times.{extra}
+        Positive row weights: the log density of row ``i`` counts ``w_i`` times.
+    observed : bool array of shape (n_rows, n_features), optional
+        Which entries of ``X`` are observed (``missing="ignore"``): the factor of an
+        unobserved entry is masked out of the likelihood, which integrates it out
+        exactly for families whose features are separate factors (not multinomial or
+        NIW: ``ValueError``). Its value in ``X`` is ignored but must be valid (e.g. 0).{extra}
 
     Examples
     --------
@@ -625,9 +670,12 @@ def _documented(doc):
     return decorate
 
 
-def _one_family(family, prior, class_prior, X, y, n_rows, sample_weight, **observe_kwargs):
+def _one_family(family, prior, class_prior, X, y, n_rows, sample_weight, observed=None, **observe_kwargs):
     data = None if X is None else {"": jnp.asarray(X)}
-    _naive_bayes([Block("", _spec(family, prior))], class_prior, data, y, n_rows, sample_weight, **observe_kwargs)
+    observed = None if observed is None else {"": observed}
+    _naive_bayes(
+        [Block("", _spec(family, prior))], class_prior, data, y, n_rows, sample_weight, observed=observed, **observe_kwargs
+    )
 
 
 def _one_family_stats(family, stats, prior, class_prior):
@@ -647,8 +695,10 @@ def _one_family_stats(family, stats, prior, class_prior):
         the tokens of a document given its length.""",
     )
 )
-def multinomial_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, n_tokens=None):
-    _one_family(multinomial, prior, class_prior, X, y, n_rows, sample_weight, n_tokens=n_tokens)
+def multinomial_model(
+    X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None, n_tokens=None
+):
+    _one_family(multinomial, prior, class_prior, X, y, n_rows, sample_weight, observed, n_tokens=n_tokens)
 
 
 @_documented(_stats_doc("multinomial", "CountStats", "Dirichlet"))
@@ -665,8 +715,8 @@ def multinomial_stats_model(stats, *, prior, class_prior):
         "['feature_probs', 'y']",
     )
 )
-def bernoulli_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
-    _one_family(bernoulli, prior, class_prior, X, y, n_rows, sample_weight)
+def bernoulli_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
+    _one_family(bernoulli, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("Bernoulli", "CountStats", "Beta"))
@@ -684,8 +734,8 @@ def bernoulli_stats_model(stats, *, prior, class_prior):
         "['padded_feature_probs', 'y']",
     )
 )
-def categorical_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
-    _one_family(categorical, prior, class_prior, X, y, n_rows, sample_weight)
+def categorical_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
+    _one_family(categorical, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("categorical", "CategoricalStats", "CategoricalDirichlet"))
@@ -703,8 +753,8 @@ def categorical_stats_model(stats, *, prior, class_prior):
         "['loc', 'var', 'y']",
     )
 )
-def gaussian_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
-    _one_family(gaussian, prior, class_prior, X, y, n_rows, sample_weight)
+def gaussian_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
+    _one_family(gaussian, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("Gaussian (diagonal, Normal-Inverse-Gamma)", "GaussianStats", "NormalInverseGamma"))
@@ -723,8 +773,8 @@ def gaussian_stats_model(stats, *, prior, class_prior):
         "['covariance_tril', 'loc', 'y']",
     )
 )
-def gaussian_mv_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
-    _one_family(gaussian_mv, prior, class_prior, X, y, n_rows, sample_weight)
+def gaussian_mv_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
+    _one_family(gaussian_mv, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("gaussian_mv (Normal-Inverse-Wishart)", "ScatterStats", "NormalInverseWishart"))
@@ -741,8 +791,8 @@ def gaussian_mv_stats_model(stats, *, prior, class_prior):
         "['rate', 'y']",
     )
 )
-def poisson_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None):
-    _one_family(poisson, prior, class_prior, X, y, n_rows, sample_weight)
+def poisson_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
+    _one_family(poisson, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("Poisson", "PoissonStats", "Gamma"))
@@ -750,7 +800,7 @@ def poisson_stats_model(stats, *, prior, class_prior):
     _one_family_stats(poisson, stats, prior, class_prior)
 
 
-def mixed_model(X=None, y=None, *, blocks, class_prior, n_rows=None, sample_weight=None):
+def mixed_model(X=None, y=None, *, blocks, class_prior, n_rows=None, sample_weight=None, observed=None):
     """Per-row numpyro model of a :class:`~bayesnb.MixedNB`: one block of parameters per block of columns.
 
     Parameters
@@ -764,10 +814,13 @@ def mixed_model(X=None, y=None, *, blocks, class_prior, n_rows=None, sample_weig
     class_prior : Dirichlet or array of shape (n_classes,)
     n_rows : int, optional
     sample_weight : array of shape (n_rows,), optional
+    observed : dict of name -> bool array of shape (n_rows, n_block_features), optional
+        Each block's observed entries (see :func:`gaussian_model`); a block not in it
+        is fully observed.
     """
     specs = [Block(name, _spec(family, prior)) for name, family, prior in blocks]
     data = None if X is None else {name: jnp.asarray(part) for name, part in X.items()}
-    _naive_bayes(specs, class_prior, data, y, n_rows, sample_weight)
+    _naive_bayes(specs, class_prior, data, y, n_rows, sample_weight, observed=observed)
 
 
 def mixed_stats_model(stats, *, blocks, class_prior):
@@ -806,6 +859,30 @@ def class_prior_of(estimator):
 
 def _dense(part):
     return part.toarray() if sp.issparse(part) else np.asarray(part)
+
+
+def block_rows(estimator, X):
+    """``X`` checked as the estimator's own input, split into its blocks, dense.
+
+    Returns
+    -------
+    checked
+        What the estimator's validation returns (e.g. for its statistics hooks).
+    parts : list of (values, observed)
+        Per block: the rows (an unobserved entry, ``missing="ignore"``, holds 0) and a
+        bool mask of the observed entries, or None when every entry is observed.
+    """
+    from .missing import MaskedX
+
+    checked = estimator._input(X, reset=False)
+    pieces = checked.parts if hasattr(checked, "parts") else [checked]
+    parts = []
+    for piece in pieces:
+        if isinstance(piece, MaskedX):
+            parts.append((_dense(piece.X), ~piece.dense_mask()))
+        else:
+            parts.append((_dense(piece), None))
+    return checked, parts
 
 
 def _labels_index(estimator, y):
@@ -861,11 +938,15 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
     blocks = block_specs(estimator)
     named = [(name, est._family, est.prior_) for name, est, _, _ in blocks]
     class_prior = class_prior_of(estimator)
-    parts = None
+    parts = masks = pieces = None
     if X is not None:
-        checked = estimator._check_X(X, reset=False)
-        parts = checked.parts if hasattr(checked, "parts") else [checked]
-        parts = [spec.check_rows(_dense(part)) for part, (_, _, _, spec) in zip(parts, blocks)]
+        checked, rows = block_rows(estimator, X)
+        pieces = checked.parts if hasattr(checked, "parts") else [checked]
+        parts = [spec.check_rows(values) for (values, _), (_, _, _, spec) in zip(rows, blocks)]
+        masks = [mask for _, mask in rows]
+        for mask, (_, _, _, spec) in zip(masks, blocks):
+            if mask is not None and not spec.per_feature:
+                raise ValueError(_no_masked_rows(spec))
     y_index = None if y is None else _labels_index(estimator, y)
     if parts is not None and y_index is not None and parts[0].shape[0] != y_index.shape[0]:
         raise ValueError(f"X has {parts[0].shape[0]} rows but y has {y_index.shape[0]} labels")
@@ -875,32 +956,40 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
         if n is None:
             raise ValueError("sample_weight needs data (X or y)")
         weight = check_sample_weight(sample_weight, n)
-        keep = weight > 0
-        if parts is not None:
-            parts = [part[keep] for part in parts]
-        if y_index is not None:
-            y_index = y_index[keep]
-        weight = weight[keep]
     mixed = len(blocks) > 1 or blocks[0][0] != ""
     if form == "stats":
         if parts is None or y_index is None:
             raise ValueError("form='stats' needs both X and y")
         stats = {}
-        for (name, est, _, _), part in zip(blocks, parts):
-            # A shallow copy: the estimator's own statistics and attributes stay as they are.
+        for (name, est, _, _), piece in zip(blocks, pieces):
+            # A shallow copy: the estimator's own statistics and attributes stay as they
+            # are. Its own statistics hook, so that rows with unobserved entries
+            # (missing="ignore") give the per-cell statistics the estimator fits with.
             work = copy.copy(est)
-            stats[name] = work._compute_stats(part, y_index, weight)
+            stats[name] = work._stats(piece, y_index, weight)
         if mixed:
             return mixed_stats_model, {"stats": stats, "blocks": named, "class_prior": class_prior}
         model = globals()[f"{_family_name(blocks[0][3])}_stats_model"]
         return model, {"stats": stats[""], "prior": named[0][2], "class_prior": class_prior}
+    if weight is not None:
+        # Rows of weight zero are left out (numpyro's scale would multiply them by 0 anyway).
+        keep = weight > 0
+        if parts is not None:
+            parts = [part[keep] for part in parts]
+            masks = [None if mask is None else mask[keep] for mask in masks]
+        if y_index is not None:
+            y_index = y_index[keep]
+        weight = weight[keep]
     kwargs = {"y": y_index, "class_prior": class_prior, "n_rows": n_rows if n is None else None, "sample_weight": weight}
+    observed = None
+    if masks is not None and any(mask is not None for mask in masks):
+        observed = {name: mask for (name, _, _, _), mask in zip(blocks, masks) if mask is not None}
     if mixed:
         kwargs["X"] = None if parts is None else {name: part for (name, _, _, _), part in zip(blocks, parts)}
-        return mixed_model, {**kwargs, "blocks": named}
+        return mixed_model, {**kwargs, "blocks": named, "observed": observed}
     kwargs["X"] = None if parts is None else parts[0]
     model = globals()[f"{_family_name(blocks[0][3])}_model"]
-    return model, {**kwargs, "prior": named[0][2]}
+    return model, {**kwargs, "prior": named[0][2], "observed": None if observed is None else observed[""]}
 
 
 def _family_name(spec):

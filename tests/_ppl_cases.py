@@ -24,7 +24,7 @@ from bayesnb.priors import Gamma, NormalInverseGamma
 
 # The families (and covariance structures) of the numpyro models.
 NAMES = ("multinomial", "bernoulli", "categorical", "poisson", "gaussian", "gaussian_full", "gaussian_shared",
-         "gaussian_diag", "mixed")
+         "gaussian_diag", "mixed", "evidence_missing")
 
 
 class Case(NamedTuple):
@@ -88,6 +88,8 @@ def make(name, seed=0):
             }
         )
         return Case(name, MixedNB(), X, y)
+    if name == "evidence_missing":
+        return Case(name, *_evidence_missing(rng))
     if name == "all":
         return Case(name, *_all_families(rng))
     raise KeyError(name)
@@ -117,6 +119,37 @@ def _all_families(rng, n=30):
     real = rng.normal(np.where(spam, 1.0, 0.0), 1.0, (n, 6)) @ np.kron(np.eye(3), [[1.0, 0.4], [0.0, 0.8]])
     X = np.column_stack([counts, binary, codes, poisson_counts, real]).astype(float)
     return MixedNB(all_families_blocks()), X, y
+
+
+def _evidence_missing(rng, n=30):
+    """Hyperparameters learned from the evidence and NaN entries left out (missing="ignore").
+
+    A MixedNB of the four families whose features are separate factors (the ones
+    missing="ignore" can fit on): Gaussian prior="evidence", Bernoulli and categorical
+    alpha="evidence", class_alpha="evidence"; 15% of the entries missing, weighted rows.
+    Unbalanced classes and class-dependent codes keep every learned value finite (about
+    3-5 at seed 0), far enough from the defaults for a model with the defaults to differ.
+    """
+    y = np.where(rng.random(n) < 0.3, "spam", "ham")
+    y[:2] = ["ham", "spam"]
+    spam = (y == "spam")[:, None]
+    real = rng.normal(np.where(spam, [1.0, -1.0], [0.0, 0.5]), [1.0, 0.7])
+    binary = (rng.random((n, 2)) < np.where(spam, [0.8, 0.3], [0.2, 0.6])).astype(float)
+    u = rng.random((n, 2))
+    codes = np.column_stack(
+        [u[:, 0] < np.where(spam[:, 0], 0.8, 0.3), np.where(spam[:, 0], u[:, 1] * 3, u[:, 1] ** 2 * 3).astype(int)]
+    ).astype(float)
+    counts = rng.poisson(np.where(spam, [4.0, 1.0], [1.0, 3.0])).astype(float)
+    X = np.column_stack([real, binary, codes, counts])
+    X[rng.random(X.shape) < 0.15] = np.nan
+    w = rng.choice([0.5, 1.0, 2.0], size=n)
+    blocks = [
+        ("gaussian", GaussianNB(prior="evidence"), [0, 1]),
+        ("bernoulli", BernoulliNB(alpha="evidence", binarize=None), [2, 3]),
+        ("categorical", CategoricalNB(alpha="evidence"), [4, 5]),
+        ("poisson", PoissonNB(prior=Gamma(2.0, 0.5)), [6, 7]),
+    ]
+    return MixedNB(blocks, missing="ignore", class_alpha="evidence"), X, y, w
 
 
 def fitted(name, seed=0):

@@ -154,3 +154,34 @@ def test_export_errors():
         case.estimator.to_inference_data(0)
     with pytest.raises(ValueError, match="not in classes_"):
         case.estimator.to_inference_data(10, X=case.X, y=np.array(["x"] * len(case.y)))
+
+
+def test_unobserved_entries_are_nan_in_the_data_and_left_out_of_the_likelihood():
+    """missing="ignore": xy[d, i] = log pi_{y_i} + sum over the observed j of log N(x_ij), by scipy."""
+    case = fitted("gaussian")
+    X = case.X.copy()
+    X[:5, 1] = np.nan
+    X[9, 0] = np.nan
+    est = type(case.estimator)(**{**case.estimator.get_params(), "missing": "ignore"}).fit(X, case.y)
+    X_new = np.array([[0.3, np.nan], [np.nan, np.nan], [1.0, -0.5]])
+    idata = est.to_inference_data(30, random_state=1, X=X, y=case.y, X_new=X_new)
+    observed = ~np.isnan(X)
+    assert_allclose(idata.observed_data["X"].values, X)  # NaN where unobserved (assert_allclose: NaN == NaN)
+    post = idata.posterior
+    y_index = np.searchsorted(est.classes_, case.y)
+    for d in (0, 29):
+        loc, var = post["loc"].values[0, d], post["var"].values[0, d]
+        log_pi = np.log(post["class_probs"].values[0, d])
+
+        def joint(rows):
+            entries = sps.norm.logpdf(np.nan_to_num(rows)[:, None, :], loc, np.sqrt(var))
+            return log_pi + np.where(np.isnan(rows)[:, None, :], 0.0, entries).sum(axis=-1)
+
+        train = joint(X)
+        assert_allclose(idata.log_likelihood["xy"].values[0, d], train[np.arange(len(y_index)), y_index], rtol=1e-10)
+        new = joint(X_new)
+        assert_allclose(idata.predictions["class_proba"].values[0, d], np.exp(new - logsumexp(new, axis=1, keepdims=True)),
+                        rtol=1e-9)
+    # A row with nothing observed gets the class proportions of the draw.
+    assert_allclose(idata.predictions["class_proba"].values[0, :, 1], post["class_probs"].values[0], rtol=1e-12)
+    assert np.isfinite(az.loo(idata).elpd_loo) and observed.sum() < X.size

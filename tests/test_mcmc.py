@@ -78,6 +78,23 @@ def test_fixed_class_proportions_weighted_rows_statistics_form_agree(fixed_propo
     assert not any(label.startswith("class_probs") for label in report.parameters["parameter"])
 
 
+@pytest.mark.slow
+def test_learned_hyperparameters_and_missing_entries_agree():
+    """alpha/prior/class_alpha="evidence" and missing="ignore" (15% NaN, weighted rows).
+
+    NUTS runs on the model with the learned hyperparameters and the unobserved entries
+    masked out of the likelihood; the closed form is the estimator's, whose per-cell
+    statistics come from bayesnb.missing. Rows with NaN are among the predictive rows.
+    """
+    case = fitted("evidence_missing")
+    report = _check(case)
+    assert np.isnan(case.X[:5]).any()
+    labels = report.parameters["parameter"]
+    for block in ("class_probs[", "gaussian__loc[", "gaussian__var[", "bernoulli__feature_probs[",
+                  "categorical__feature_probs[", "poisson__rate["):
+        assert labels.str.startswith(block).any(), block
+
+
 class OffByOneCount(MultinomialNB):
     """Counts one token too many of the first word in every class (an off-by-one count)."""
 

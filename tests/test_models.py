@@ -327,3 +327,57 @@ def test_model_of_a_shared_covariance_estimator_uses_one_inverse_wishart():
     model, kwargs = models.model_from_estimator(est, n_rows=2)
     trace = _abstract_trace(model, kwargs)
     assert trace["covariance"][0] == (2, 2) and trace["loc"][0] == (2, 1, 2)
+
+
+def test_model_has_the_hyperparameters_learned_from_the_evidence():
+    """alpha/prior/class_alpha="evidence": the model's priors are the learned ones, not the defaults."""
+    case = fitted("evidence_missing")
+    est = case.estimator
+    model, kwargs = models.model_from_estimator(est, case.X, case.y, sample_weight=case.sample_weight)
+    assert model is models.mixed_model
+    assert_allclose(kwargs["class_prior"].concentration, np.full(2, est.class_alpha_), rtol=1e-12)
+    assert not np.isclose(est.class_alpha_, 1.0)
+    priors = {name: prior for name, _, prior in kwargs["blocks"]}
+    blocks = est.named_estimators_
+    assert_allclose(priors["bernoulli"].concentration1, np.full((2, 2), blocks["bernoulli"].alpha_), rtol=1e-12)
+    assert_allclose(priors["categorical"].concentration[:, 0, :2], blocks["categorical"].alpha_, rtol=1e-12)
+    for name in ("gaussian", "poisson"):
+        for ours, theirs in zip(priors[name], blocks[name].prior_):
+            assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=0)
+    # The rows with NaN entries are conditioned on their observed entries only.
+    observed = kwargs["observed"]
+    assert set(observed) == {"gaussian", "bernoulli", "categorical", "poisson"}
+    assert_allclose(np.concatenate([observed[b] for b in ("gaussian", "bernoulli", "categorical", "poisson")], axis=1),
+                    ~np.isnan(case.X))
+
+
+def test_missing_entries_are_integrated_out_of_the_rows_model():
+    """The masked rows model's log-likelihood is the sum over the observed entries only (scipy)."""
+    from numpyro.infer.util import log_likelihood
+
+    case = fitted("gaussian")
+    X = case.X.copy()
+    X[:6, 1] = np.nan
+    X[7, 0] = np.nan
+    est = type(case.estimator)(**{**case.estimator.get_params(), "missing": "ignore"}).fit(X, case.y)
+    model, kwargs = models.model_from_estimator(est, X, case.y)
+    rng = np.random.default_rng(0)
+    point = {"loc": rng.normal(size=(2, 2)), "var": rng.uniform(0.5, 2.0, (2, 2)), "class_probs": np.array([0.3, 0.7])}
+    with enable_x64():
+        sites = log_likelihood(model, {k: v[None] for k, v in point.items()}, **kwargs)
+    total = sum(float(np.asarray(v).sum()) for v in sites.values())  # numpy's sum: float64 outside the x64 scope
+    y_index = np.searchsorted(est.classes_, case.y)
+    observed = ~np.isnan(X)
+    entries = sps.norm.logpdf(np.nan_to_num(X), point["loc"][y_index], np.sqrt(point["var"][y_index]))
+    expected = np.log(point["class_probs"][y_index]).sum() + entries[observed].sum()
+    assert_allclose(total, expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["multinomial", "gaussian_full"])
+def test_rows_with_missing_entries_are_refused_where_features_are_not_separate_factors(name):
+    case = fitted(name)
+    est = case.estimator.set_params(missing="ignore").fit(case.X, case.y)
+    X = np.asarray(case.X, dtype=float).copy()
+    X[0, 0] = np.nan
+    with pytest.raises(ValueError, match="no per-row form for rows with missing"):
+        models.model_from_estimator(est, X, case.y)
