@@ -24,7 +24,16 @@ The rule for :attr:`CrossCheck.agrees` (all of them):
 
 A parameter whose closed-form mean or standard deviation does not exist (a posterior
 too heavy-tailed, e.g. an inverse-gamma shape :math:`\le 2`) gets no z-score; it is
-listed and counted in :attr:`CrossCheck.n_skipped`, not silently dropped.
+listed and counted in :attr:`CrossCheck.n_skipped`, not silently dropped. Likewise a
+predictive probability whose MCMC estimate is unreliable: the estimate is a ratio of
+means over the draws of :math:`p(x, y{=}c \mid \theta_d, \pi_d)`, and where these are
+heavy-tailed across draws (a class very improbable for the row, say
+:math:`p < 10^{-50}`, is carried by a handful of draws) neither the mean nor its MCSE
+can be trusted. The Pareto shape :math:`\hat k` of their upper tail (as in PSIS,
+Vehtari et al. 2024) decides: the probability is compared only when
+:math:`\hat k < 1/2` (finite variance, so the CLT-based MCSE holds) for the class and
+for the row's total; otherwise it is listed with its :math:`\hat k` and counted in
+:attr:`CrossCheck.n_unreliable`.
 
 NUTS runs in float64 (scoped with :func:`bayesnb._x64.enable_x64`; the user's global
 flag is untouched): the check resolves differences of the size of the MCSE, and in
@@ -133,7 +142,7 @@ def run_nuts(
     y : array-like of shape (n_samples,)
     sample_weight : array-like of shape (n_samples,), optional
     num_warmup, num_samples, num_chains : int
-        NUTS warm-up iterations, draws kept per chain, chains.
+        NUTS warm-up iterations, draws kept per chain, chains (at least 2).
     random_state : int, RandomState, Generator, jax key or None
     form : {"rows", "stats"}
         Observe every row (the default; independent of bayesnb's statistics code), or
@@ -157,6 +166,8 @@ def run_nuts(
     from . import export, models
 
     check_is_fitted(estimator, "stats_")
+    if int(num_chains) < 2:
+        raise ValueError(f"num_chains must be >= 2 (r_hat compares chains), got {num_chains!r}")
     if progress_bar is None:
         progress_bar = _interactive()
     model, kwargs = models.model_from_estimator(estimator, X, y, form=form, sample_weight=sample_weight)
@@ -196,10 +207,16 @@ def _diagnostics(draws):
     """Bulk ESS, rank-normalised split R-hat and MCSE of the mean of each column of (chain, draw, k)."""
     import arviz as az
 
+    import warnings
+
     data = az.convert_to_dataset({"x": np.asarray(draws, dtype=np.float64)})
-    ess = np.asarray(az.ess(data, method="bulk")["x"])
-    rhat = np.asarray(az.rhat(data)["x"])
-    mcse = np.asarray(az.mcse(data, method="mean")["x"])
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        # A constant column (a probability of exactly 1 in every draw) has no variance:
+        # arviz divides 0 by 0 for its ESS and R-hat and says so; its MCSE is 0 all the same.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        ess = np.asarray(az.ess(data, method="bulk")["x"])
+        rhat = np.asarray(az.rhat(data)["x"])
+        mcse = np.asarray(az.mcse(data, method="mean")["x"])
     return ess, rhat, mcse
 
 
@@ -216,9 +233,12 @@ class CrossCheck:
         One row per scalar parameter: ``parameter``, ``closed_mean``, ``closed_sd``,
         ``mcmc_mean``, ``mcse``, ``z``, ``ess_bulk``, ``r_hat``.
     predictive : pandas.DataFrame
-        One row per (row, class): ``row``, ``class``, ``closed``, ``mcmc``, ``mcse``, ``z``.
+        One row per (row, class): ``row``, ``class``, ``closed``, ``mcmc``, ``mcse``,
+        ``z``, ``pareto_k`` (``z`` is NaN where ``pareto_k`` >= 1/2: not compared).
     n_skipped : int
         Parameters without a finite closed-form mean/sd (no z-score).
+    n_unreliable : int
+        Predictive probabilities whose MCMC estimate is unreliable (no z-score).
     n_divergent : int
     max_abs_z, max_rhat, min_ess : float
     nuts : NUTSRun
@@ -239,6 +259,7 @@ class CrossCheck:
         self.rhat_max = float(rhat_max)
         self.min_ess_required = float(min_ess)
         self.n_skipped = int(n_skipped)
+        self.n_unreliable = int(np.sum(~np.isfinite(predictive["z"].to_numpy())))
         self.n_divergent = int(np.sum(nuts.diverging))
         z = np.concatenate([parameters["z"].to_numpy(), predictive["z"].to_numpy()])
         z = z[np.isfinite(z)]
@@ -249,12 +270,12 @@ class CrossCheck:
         bad = parameters[np.abs(parameters["z"]) >= z_max]
         if len(bad):
             failures.append(f"{len(bad)} parameter(s) with |z| >= {z_max:g}, worst {_worst(bad)}")
-        bad_pred = predictive[np.abs(predictive["z"]) >= z_max]
-        if len(bad_pred):
-            row = bad_pred.iloc[int(np.argmax(np.abs(bad_pred["z"].to_numpy())))]
+        bad_pred = np.flatnonzero(np.abs(predictive["z"].to_numpy()) >= z_max)
+        if bad_pred.size:
+            worst = predictive.iloc[bad_pred[np.argmax(np.abs(predictive["z"].to_numpy()[bad_pred]))]]
             failures.append(
-                f"{len(bad_pred)} predictive probabilit(ies) with |z| >= {z_max:g}, worst row {row['row']} "
-                f"class {row['class']!r}: closed {row['closed']:.4g} vs MCMC {row['mcmc']:.4g} (z={row['z']:.2f})"
+                f"{bad_pred.size} predictive probabilit(ies) with |z| >= {z_max:g}, worst row {int(worst['row'])} "
+                f"class {worst['class']}: closed {worst['closed']:.4g} vs MCMC {worst['mcmc']:.4g} (z={worst['z']:.2f})"
             )
         if self.max_rhat >= rhat_max:
             failures.append(f"r_hat up to {self.max_rhat:.4f} (>= {rhat_max:g}): the chains have not mixed")
@@ -282,7 +303,13 @@ class CrossCheck:
             f"bayesnb cross-check, closed form vs NUTS ({n_chain} chain(s) x {n_draw} draws): {verdict}",
             f"  parameters: {len(self.parameters)} compared"
             + (f", {self.n_skipped} without a finite closed-form mean/sd" if self.n_skipped else "")
-            + f"; max |z| {self.max_abs_z:.2f} (rule < {self.z_max:g}), max r_hat {self.max_rhat:.4f} "
+            + f"; predictive probabilities: {len(self.predictive) - self.n_unreliable} compared"
+            + (
+                f", {self.n_unreliable} not (Pareto k >= {PARETO_K_MAX:g}: carried by too few draws)"
+                if self.n_unreliable
+                else ""
+            ),
+            f"  max |z| {self.max_abs_z:.2f} (rule < {self.z_max:g}), max r_hat {self.max_rhat:.4f} "
             f"(< {self.rhat_max:g}), min ESS {self.min_ess:.0f} (>= {self.min_ess_required:g}), "
             f"divergences {self.n_divergent}",
         ]
@@ -352,9 +379,38 @@ def _predictive(estimator, nuts, X_rows):
     n_chain, n_draw = nuts.diverging.shape
     _, _, mcse = _diagnostics(influence.reshape(n_chain, n_draw, -1))
     mcse = mcse.reshape(n_rows, n_classes)
+    # The MCMC estimate is a ratio of means of p(x, y=c | theta_d, pi_d) over the draws.
+    # Where that quantity is heavy-tailed across draws (a probability carried by a few
+    # draws, typically a class that is very improbable for the row: 1e-100 and below),
+    # the mean and its MCSE are unreliable and a z-score says nothing. The Pareto shape
+    # k of its upper tail (PSIS, Vehtari et al. 2024) tells: the mean has a finite
+    # variance, and the CLT-based MCSE holds, only for k < 1/2.
+    k = np.maximum(_pareto_k(joint), _pareto_k(_logsumexp(joint, axis=2))[:, None])
+    reliable = k < PARETO_K_MAX
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(mcse > 0, (mcmc - closed) / mcse, np.where(mcmc == closed, 0.0, np.inf))
-    return closed, mcmc, mcse, z
+    z = np.where(reliable, z, np.nan)
+    return closed, mcmc, mcse, z, k
+
+
+#: Largest Pareto tail shape of the per-draw joint probabilities at which a predictive
+#: probability is compared (see :func:`crosscheck`).
+PARETO_K_MAX = 0.5
+
+
+def _logsumexp(a, axis):
+    top = a.max(axis=axis, keepdims=True)
+    return np.squeeze(top, axis=axis) + np.log(np.exp(a - top).sum(axis=axis))
+
+
+def _pareto_k(log_values):
+    """Pareto shape k of the upper tail of exp(log_values) over the draws (axis 0), per column."""
+    import arviz as az
+
+    flat = np.moveaxis(np.asarray(log_values, dtype=np.float64), 0, -1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, k = az.psislw(flat.reshape(-1, flat.shape[-1]), normalize=False)
+    return np.asarray(k, dtype=np.float64).reshape(flat.shape[:-1])
 
 
 def _repeat_rows(X, k):
@@ -497,13 +553,14 @@ def crosscheck(
     )
     X_rows = X if X_new is None else X_new
     X_rows = X_rows.iloc[:n_rows] if hasattr(X_rows, "iloc") else X_rows[:n_rows]
-    closed, mcmc, mcse, z = _predictive(estimator, nuts, X_rows)
+    closed, mcmc, mcse, z, pareto_k = _predictive(estimator, nuts, X_rows)
     pred_rows = [
-        {"row": r, "class": c, "closed": closed[r, k], "mcmc": mcmc[r, k], "mcse": mcse[r, k], "z": z[r, k]}
+        {"row": r, "class": c, "closed": closed[r, j], "mcmc": mcmc[r, j], "mcse": mcse[r, j], "z": z[r, j],
+         "pareto_k": pareto_k[r, j]}
         for r in range(closed.shape[0])
-        for k, c in enumerate(export._labels(estimator.classes_))
+        for j, c in enumerate(export._labels(estimator.classes_))
     ]
-    predictive = pd.DataFrame(pred_rows)
+    predictive = pd.DataFrame(pred_rows, columns=["row", "class", "closed", "mcmc", "mcse", "z", "pareto_k"])
     n_chain, n_draw = nuts.diverging.shape
     seed = _derived_seed(random_state)
     # A snapshot: a later refit of the estimator must not change this report.

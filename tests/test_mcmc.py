@@ -163,3 +163,26 @@ def test_progress_bar_is_off_under_pytest_and_ci(monkeypatch):
     monkeypatch.delenv("PYTEST_CURRENT_TEST", raising=False)
     monkeypatch.setenv("CI", "true")
     assert not _interactive()
+
+
+def test_pareto_k_separates_heavy_from_light_tails():
+    """The rule compares a predictive probability only when the per-draw joint probabilities
+    have a light upper tail: k of exact Pareto draws (tail index 1/k) is recovered."""
+    from bayesnb.mcmc import PARETO_K_MAX, _pareto_k
+
+    rng = np.random.default_rng(0)
+    n = 4000
+    heavy = np.log(rng.pareto(1 / 1.2, size=(n, 20)) + 1.0)  # k = 1.2: not even a finite mean
+    light = np.log(rng.uniform(0.5, 1.0, size=(n, 20)))  # bounded: k < 0
+    k_heavy, k_light = _pareto_k(heavy), _pareto_k(light)
+    # One estimate uses the top 3 sqrt(n) draws: sd about (1 + k) / sqrt(190) = 0.16.
+    assert k_heavy.shape == (20,) and abs(k_heavy.mean() - 1.2) < 4 * 0.16 / np.sqrt(20)
+    assert np.all(k_light < 0) and np.all(k_heavy > PARETO_K_MAX)
+    # The draw axis is the first; the others are kept.
+    assert _pareto_k(heavy.reshape(n, 4, 5)).shape == (4, 5)
+
+
+def test_crosscheck_needs_two_chains():
+    case = fitted("poisson")
+    with pytest.raises(ValueError, match="num_chains must be >= 2"):
+        crosscheck(case.estimator, case.X, case.y, num_chains=1)
