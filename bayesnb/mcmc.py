@@ -15,7 +15,7 @@ and class-proportion settings, conditioned on the data ``X, y``) and compares:
   \theta_d, \pi_d)`, computed from numpyro's own log densities of the model, with a
   delta-method MCSE.
 
-The rule for :attr:`CrossCheck.agrees` (all of them):
+The rule for the report's ``agrees`` (:class:`CrossCheck`), all of them:
 
 1. every |z| < ``z_max`` (default 4), parameters and predictive probabilities alike;
 2. every :math:`\hat R` < ``rhat_max`` (default 1.01);
@@ -24,7 +24,7 @@ The rule for :attr:`CrossCheck.agrees` (all of them):
 
 A parameter whose closed-form mean or standard deviation does not exist (a posterior
 too heavy-tailed, e.g. an inverse-gamma shape :math:`\le 2`) gets no z-score; it is
-listed and counted in :attr:`CrossCheck.n_skipped`, not silently dropped. Likewise a
+listed and counted in the report's ``n_skipped``, not silently dropped. Likewise a
 predictive probability whose MCMC estimate is unreliable: the estimate is a ratio of
 means over the draws of :math:`p(x, y{=}c \mid \theta_d, \pi_d)`, and where these are
 heavy-tailed across draws (a class very improbable for the row, say
@@ -33,7 +33,7 @@ can be trusted. The Pareto shape :math:`\hat k` of their upper tail (as in PSIS,
 Vehtari et al. 2024) decides: the probability is compared only when
 :math:`\hat k < 1/2` (finite variance, so the CLT-based MCSE holds) for the class and
 for the row's total; otherwise it is listed with its :math:`\hat k` and counted in
-:attr:`CrossCheck.n_unreliable`.
+the report's ``n_unreliable``.
 
 NUTS runs in float64 (scoped with :func:`bayesnb._x64.enable_x64`; the user's global
 flag is untouched): the check resolves differences of the size of the MCSE, and in

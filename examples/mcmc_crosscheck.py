@@ -119,7 +119,7 @@ def main(argv=None):
 
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    nuts_args = {"num_warmup": 300, "num_samples": 500, "num_chains": 2, "random_state": args.seed}
+    nuts_args = {"num_warmup": 200, "num_samples": 400, "num_chains": 2, "random_state": args.seed}
     if not args.quick:
         nuts_args.update(num_warmup=1000, num_samples=2000)
     X, y = wine(40 if args.quick else 178, args.seed)
