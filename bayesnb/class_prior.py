@@ -12,9 +12,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .families import _dirichlet
+from .families._rows import generator
 from .priors import Dirichlet
 
-__all__ = ["posterior", "point_log", "log_evidence", "sample_log"]
+__all__ = ["posterior", "point_log", "log_evidence", "sample_log", "sample_labels"]
 
 
 def posterior(prior, class_count):
@@ -68,3 +69,27 @@ def log_evidence(prior, class_count):
 def sample_log(key, post, n):
     """``n`` iid draws of :math:`\\log\\pi` from the posterior, shape (n, n_classes)."""
     return jnp.asarray(_dirichlet.sample_log(key, post.concentration, n))
+
+
+def sample_labels(key, log_probs, n):
+    r"""``n`` class indices, :math:`y_i \sim \mathrm{Cat}(\pi)` (or :math:`\mathrm{Cat}(\pi_i)`).
+
+    Drawn by inversion of the cumulative proportions with numpy's generator seeded from
+    ``key`` (see :mod:`bayesnb.families._rows`).
+
+    Parameters
+    ----------
+    key : jax.random key
+    log_probs : array of shape (n_classes,) or (n, n_classes)
+        :math:`\log\pi`, one vector for every row or one per row (``-inf`` for a
+        class of probability zero, which is never drawn).
+    n : int
+
+    Returns
+    -------
+    int64 ndarray of shape (n,)
+    """
+    probs = np.broadcast_to(np.exp(np.asarray(log_probs, dtype=np.float64)), (int(n), np.shape(log_probs)[-1]))
+    cdf = np.cumsum(probs, axis=-1)
+    u = generator(key).random(int(n)) * cdf[:, -1]
+    return (cdf <= u[:, None]).sum(axis=-1).astype(np.int64)

@@ -79,6 +79,37 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _sample_features(self, key, n):
         return self._family.sample(key, self.posterior_, n)
 
+    def _sample_prior_features(self, key, n):
+        # The prior has the posterior's type (conjugacy), so the family's sampler serves both.
+        return self._family.sample(key, self.prior_, n)
+
+    def _simulate_features(self, key, params, y_index):
+        return self._family.simulate(key, params, y_index)
+
+    def _sample_row_params(self, key, n, prior):
+        """Feature parameters for ``n`` generated rows, one independent draw per row.
+
+        Where a row's predictive is exactly the plug-in of the mean (one observation per
+        Dirichlet cell: Bernoulli, categorical), the mean itself is returned: rows
+        simulated from it have the same distribution, with no draws.
+        """
+        dist = self.prior_ if prior else self.posterior_
+        if getattr(self._family, "PREDICTIVE_IS_MEAN_PLUGIN", False):
+            return self._family.mean_params(dist)
+        return (self._sample_prior_features if prior else self._sample_features)(key, n)
+
+    def _label_log_probs(self, prior):
+        r"""Log of the predictive class proportions :math:`E[\pi]` under the prior or posterior."""
+        if self.class_dirichlet_ is None:
+            with np.errstate(divide="ignore"):
+                return np.log(self.class_prior_)
+        counts = np.zeros(self.classes_.size) if prior else self.stats_.class_count
+        return _class_prior.point_log(self.class_dirichlet_, counts, "mean")
+
+    def _format_generated(self, X):
+        """Generated feature rows as the estimator's users expect them (default: as is)."""
+        return X
+
     def _log_likelihood(self, params, X):
         return self._family.log_likelihood(params, X)
 
@@ -396,17 +427,27 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
         return label_part + float(self._feature_log_evidence())
 
-    def _class_draws(self, key, n):
-        """``n`` posterior draws of the log class proportions, shape (n, n_classes)."""
-        if self.class_posterior_ is None:
+    def _class_draws(self, key, n, *, prior=False):
+        """``n`` draws of the log class proportions, shape (n, n_classes).
+
+        From the posterior, or from the prior with ``prior=True``; fixed proportions
+        (``class_prior``) are the same in every draw.
+        """
+        dist = self.class_dirichlet_ if prior else self.class_posterior_
+        if dist is None:
             with np.errstate(divide="ignore"):
                 return np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
-        return np.asarray(_class_prior.sample_log(key, self.class_posterior_, n))
+        return np.asarray(_class_prior.sample_log(key, dist, n))
 
-    def _draw(self, n, random_state):
+    def _draw(self, n, random_state, *, prior=False):
+        """``n`` iid draws of (log class proportions, feature parameters).
+
+        From the posterior, or from the prior with ``prior=True`` (used to generate
+        data from the prior predictive and for simulation-based calibration).
+        """
         key_class, key_feat = jax.random.split(key_from_random_state(random_state))
-        params = self._sample_features(key_feat, n)
-        return self._class_draws(key_class, n), jax.tree.map(np.asarray, params)
+        params = (self._sample_prior_features if prior else self._sample_features)(key_feat, n)
+        return self._class_draws(key_class, n, prior=prior), jax.tree.map(np.asarray, params)
 
     def _log_likelihood_draws(self, params, X):
         """Plug-in log-likelihood under a block of draws, shape (n_draws, n_samples, n_classes)."""
@@ -508,3 +549,115 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         check_interval_args(level, method)
         return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)
+
+    # ------------------------------------------- generative model and arviz export
+    def _generate(self, n, random_state, prior):
+        check_is_fitted(self, "stats_")
+        n = check_n_draws(n, "n")
+        key = key_from_random_state(random_state)
+        source = self.prior_ if prior else self.posterior_
+        per_draw = max(1, sum(int(np.size(leaf)) for leaf in jax.tree.leaves(source)))
+        # One parameter draw per generated row, in chunks of rows whose draws take at
+        # most about _GENERATE_ENTRIES numbers. Every chunk has the same power-of-two
+        # number of rows (the surplus of the last is dropped), so the compiled samplers
+        # see one shape.
+        cap = 1 << max(0, (_GENERATE_ENTRIES // per_draw).bit_length() - 1)
+        chunk = min(cap, 1 << max(0, (n - 1).bit_length()))
+        # Labels: a fresh draw of π per row followed by y ~ Cat(π) is y ~ Cat(E[π]).
+        log_pi = self._label_log_probs(prior)
+        X_parts, y_parts = [], []
+        for i, start in enumerate(range(0, n, chunk)):
+            m = min(chunk, n - start)
+            key_label, key_params, key_x = jax.random.split(jax.random.fold_in(key, i), 3)
+            y_index = _class_prior.sample_labels(key_label, log_pi, chunk)
+            params = jax.tree.map(np.asarray, self._sample_row_params(key_params, chunk, prior))
+            X_parts.append(self._simulate_features(key_x, params, y_index)[:m])
+            y_parts.append(y_index[:m])
+        X = np.concatenate(X_parts, axis=0)
+        return self._format_generated(X), self.classes_[np.concatenate(y_parts)]
+
+    def sample(self, n=1, random_state=None):
+        r"""Generate labelled rows from the posterior predictive :math:`p(x, y \mid D)`.
+
+        Each row is drawn independently from the posterior predictive distribution: a
+        fresh posterior draw of :math:`(\pi, \theta)` per row, then
+        :math:`y \sim \mathrm{Cat}(\pi)` and :math:`x \mid y \sim p(x \mid \theta_y)`
+        (the family's ``simulate``). So the rows are iid from the predictive, and the
+        maximum-likelihood estimate refitted on many of them converges to the moments of
+        the predictive (for the discrete families and Poisson: the posterior means of
+        the parameters).
+
+        Parameters
+        ----------
+        n : int
+            Number of rows.
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        X : ndarray of shape (n, n_features)
+            Counts / 0-1 values / category codes as int64, real values as float64
+            (:class:`~bayesnb.MixedNB` fitted on a DataFrame returns a DataFrame).
+        y : ndarray of shape (n,)
+            Class labels from ``classes_``.
+
+        Examples
+        --------
+        >>> from bayesnb import BernoulliNB
+        >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], ["a", "a", "b", "b"])
+        >>> X, y = clf.sample(5, random_state=0)
+        >>> X.shape, y.shape
+        ((5, 2), (5,))
+        """
+        return self._generate(n, random_state, prior=False)
+
+    def sample_prior(self, n=1, random_state=None):
+        r"""Generate labelled rows from the prior predictive :math:`p(x, y)`.
+
+        As :meth:`sample`, with :math:`(\pi, \theta)` drawn from the prior (``prior_``
+        and the Dirichlet on the class proportions, or the fixed ``class_prior``). The
+        estimator must be fitted: the prior's shape (classes, features, categories) and,
+        for data-scaled default priors, its values come from the training data.
+
+        Parameters
+        ----------
+        n : int
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        X : ndarray of shape (n, n_features)
+        y : ndarray of shape (n,)
+        """
+        return self._generate(n, random_state, prior=True)
+
+    def to_inference_data(self, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1):
+        """The posterior as an arviz ``InferenceData`` of exact iid draws.
+
+        See :func:`bayesnb.export.to_inference_data` for the groups, dims and coords.
+
+        Parameters
+        ----------
+        n_draws : int
+            Draws per chain.
+        random_state : int, RandomState, Generator, jax key or None
+        X_new : array-like of shape (n_new, n_features), optional
+            Rows whose class probabilities go to the ``predictions`` group.
+        X, y : array-like, optional
+            The training rows and labels: the estimator keeps only sufficient
+            statistics, so ``observed_data``, ``log_likelihood`` (for ``az.loo`` /
+            ``az.waic``) and ``posterior_predictive`` are there only when they are given.
+        n_chains : int
+            Number of chains the iid draws are split into (arviz's ``chain`` dim).
+
+        Returns
+        -------
+        arviz.InferenceData
+        """
+        from ..export import to_inference_data
+
+        return to_inference_data(self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains)
+
+
+# Numbers per chunk of parameter draws when generating data (8 MiB of float64).
+_GENERATE_ENTRIES = 1 << 20

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import binarize as _binarize
@@ -198,6 +199,13 @@ class MultinomialNB(_DiscreteNB):
     @property
     def feature_count_(self):
         return np.asarray(self.stats_.feature_count)
+
+    def _simulate_features(self, key, params, y_index):
+        # The model is of tokens given a document's length; lengths follow the training
+        # documents of each class (see multinomial.default_lengths).
+        key_length, key_tokens = jax.random.split(key)
+        lengths = multinomial.default_lengths(key_length, self.stats_, y_index)
+        return multinomial.simulate(key_tokens, params, y_index, lengths)
 
     def _fits_missing(self):
         return False  # a document's counts are one draw: see bayesnb.missing

@@ -23,7 +23,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .. import missing as _missing
 from .._validation import check_category_codes
 from ._base import BaseNB
-from .discrete import BernoulliNB, CategoricalNB
+from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from .gaussian import GaussianNB
 from .poisson import PoissonNB
 
@@ -510,6 +510,56 @@ class MixedNB(BaseNB):
     def _sample_features(self, key, n):
         keys = jax.random.split(key, len(self.estimators_))
         return {name: est._sample_features(k, n) for k, (name, est, _) in zip(keys, self.estimators_)}
+
+    def _sample_row_params(self, key, n, prior):
+        keys = jax.random.split(key, len(self.estimators_))
+        return {name: est._sample_row_params(k, n, prior) for k, (name, est, _) in zip(keys, self.estimators_)}
+
+    def _sample_prior_features(self, key, n):
+        keys = jax.random.split(key, len(self.estimators_))
+        return {name: est._sample_prior_features(k, n) for k, (name, est, _) in zip(keys, self.estimators_)}
+
+    def _simulate_features(self, key, params, y_index):
+        # Every block simulates its own columns given the shared labels; a column in no
+        # block (remainder="drop") is not described by the model and stays NaN.
+        keys = jax.random.split(key, len(self.estimators_))
+        X = np.full((np.shape(y_index)[0], self.n_features_in_), np.nan)
+        for k, (name, est, idx) in zip(keys, self.estimators_):
+            X[:, idx] = est._simulate_features(k, params[name], y_index)
+        return X
+
+    def _format_generated(self, X):
+        """A DataFrame with the training columns and kinds when fitted on one, else the array.
+
+        Gaussian columns are float, Poisson/multinomial/numeric categorical columns int64,
+        Bernoulli columns bool, and categorical columns learned from non-numeric values
+        pandas ``Categorical`` with the learned categories (a code past them, possible
+        only with ``min_categories`` larger than the categories seen, is missing).
+        """
+        if not hasattr(self, "feature_names_in_"):
+            return X
+        import pandas as pd
+
+        columns = {}
+        kinds = {}
+        for _, est, idx in self.estimators_:
+            for j in idx:
+                kinds[int(j)] = est
+        for j, name in enumerate(self.feature_names_in_):
+            est, values = kinds.get(j), X[:, j]
+            if est is None:
+                columns[name] = values
+            elif isinstance(est, BernoulliNB):
+                columns[name] = values.astype(bool)
+            elif isinstance(est, CategoricalNB) and j in self.categories_:
+                cats = self.categories_[j]
+                codes = values.astype(np.int64)
+                columns[name] = pd.Categorical.from_codes(np.where(codes < cats.size, codes, -1), categories=cats)
+            elif isinstance(est, (CategoricalNB, PoissonNB, MultinomialNB)):
+                columns[name] = values.astype(np.int64)
+            else:
+                columns[name] = values
+        return pd.DataFrame(columns)
 
     def _point(self, kind):
         return {name: est._point(kind) for name, est, _ in self.estimators_}

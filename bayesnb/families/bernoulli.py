@@ -21,7 +21,7 @@ import numpy as np
 
 from .._linear import log_linear
 from ..priors import Beta
-from . import _dirichlet
+from . import _dirichlet, _rows
 
 __all__ = [
     "BernoulliParams",
@@ -29,9 +29,11 @@ __all__ = [
     "point",
     "log_likelihood",
     "log_predictive",
+    "mean_params",
     "log_evidence",
     "relevance_log_bayes_factor",
     "sample",
+    "simulate",
 ]
 
 
@@ -110,9 +112,14 @@ def log_likelihood(params, X):
     return log_linear(X, lp[..., 1], log_w_off=lp[..., 0])
 
 
+def mean_params(dist):
+    """Plug-in parameters of the mean of a Beta prior or posterior: the exact predictive of one row."""
+    return BernoulliParams(np.asarray(_dirichlet.mean_log(_concentration(dist))))
+
+
 def log_predictive(post, X):
     """Exact posterior predictive (the posterior-mean plug-in), shape (n_samples, n_classes)."""
-    return log_likelihood(BernoulliParams(np.asarray(_dirichlet.mean_log(_concentration(post)))), X)
+    return log_likelihood(mean_params(post), X)
 
 
 def log_evidence(prior, stats):
@@ -145,3 +152,25 @@ def relevance_log_bayes_factor(prior, stats):
 def sample(key, post, n):
     """``n`` iid posterior draws, as BernoulliParams of shape (n, C, F, 2)."""
     return BernoulliParams(jnp.asarray(_dirichlet.sample_log(key, _concentration(post), n)))
+
+
+def simulate(key, params, y_index):
+    r"""Binary rows given parameters and labels: :math:`x_{ij} \sim \mathrm{Bernoulli}(\theta_{y_i j})`.
+
+    Drawn as :math:`\log U < \log\theta` (:math:`U` uniform), so tiny probabilities keep
+    their value.
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : BernoulliParams
+        ``log_probs`` of shape (n_classes, n_features, 2), or with a leading row axis.
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    int64 ndarray of shape (n_rows, n_features) of 0/1
+    """
+    log_on = _rows.of_class(np.asarray(params.log_probs)[..., 1], y_index, 1)
+    with np.errstate(divide="ignore"):
+        return (np.log(_rows.generator(key).random(log_on.shape)) < log_on).astype(np.int64)

@@ -24,7 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._linear import map_threads, row_ranges
-from . import _dirichlet
+from . import _dirichlet, _rows
 
 __all__ = [
     "CategoricalParams",
@@ -32,9 +32,11 @@ __all__ = [
     "point",
     "log_likelihood",
     "log_predictive",
+    "mean_params",
     "log_evidence",
     "relevance_log_bayes_factor",
     "sample",
+    "simulate",
 ]
 
 
@@ -206,12 +208,16 @@ def log_likelihood(params, X, n_categories):
     return out
 
 
+def mean_params(dist):
+    """Plug-in parameters of the mean of a Dirichlet prior or posterior: the exact predictive of one row."""
+    zero = np.zeros_like(np.asarray(dist.concentration))
+    mean = _mean(np.asarray(dist.concentration), zero, dist.mask)
+    return CategoricalParams(np.asarray(mean), _new_category_share(_mean, dist, zero))
+
+
 def log_predictive(post, X):
     """Exact posterior predictive (the posterior-mean plug-in), shape (n_samples, n_classes)."""
-    zero = np.zeros_like(np.asarray(post.concentration))
-    mean = _mean(np.asarray(post.concentration), zero, post.mask)
-    params = CategoricalParams(np.asarray(mean), _new_category_share(_mean, post, zero))
-    return log_likelihood(params, X, post.n_categories)
+    return log_likelihood(mean_params(post), X, post.n_categories)
 
 
 def log_evidence(prior, stats):
@@ -250,3 +256,26 @@ def sample(key, post, n):
     zero = np.zeros_like(np.asarray(post.concentration))
     new = _new_category_share(_mean, post, zero)
     return CategoricalParams(log_probs, jnp.broadcast_to(new, (n,) + new.shape))
+
+
+def simulate(key, params, y_index):
+    r"""Category codes given parameters and labels: :math:`x_{ij} \sim \mathrm{Cat}(\theta_{y_i j})`.
+
+    By inversion: the first category whose cumulative probability exceeds a uniform
+    draw (padding has probability zero and is never drawn).
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : CategoricalParams
+        ``log_probs`` of shape (n_classes, n_features, max_categories) (``-inf`` on
+        padding), or with a leading row axis.
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    int64 ndarray of shape (n_rows, n_features)
+    """
+    cdf = np.cumsum(np.exp(_rows.of_class(params.log_probs, y_index, 2)), axis=-1)
+    u = _rows.generator(key).random(cdf.shape[:-1]) * cdf[..., -1]
+    return (cdf <= u[..., None]).sum(axis=-1).astype(np.int64)

@@ -48,6 +48,7 @@ from scipy.special import gammaln
 from .._linear import map_threads, row_ranges
 from .._x64 import enable_x64, x64
 from ..priors import NormalInverseGamma, real_array
+from . import _rows
 
 __all__ = [
     "GaussianParams",
@@ -65,6 +66,7 @@ __all__ = [
     "log_evidence_cells",
     "relevance_log_bayes_factor",
     "sample",
+    "simulate",
     "DEFAULT_KAPPA",
     "DEFAULT_CONCENTRATION",
     "DEFAULT_VAR_FRACTION",
@@ -826,3 +828,22 @@ def sample(key, post, n):
     )
     loc, var = _nig_draws(key, params, size)
     return GaussianParams(loc[:total].reshape(shape), var[:total].reshape(shape))
+
+
+def simulate(key, params, y_index):
+    r"""Real rows given parameters and labels: :math:`x_{ij} \sim \mathcal N(\mu_{y_i j}, \sigma^2_{y_i j})`.
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : GaussianParams
+        ``loc`` and ``var`` of shape (n_classes, n_features), or with a leading row axis.
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    float64 ndarray of shape (n_rows, n_features)
+    """
+    loc = _rows.of_class(params.loc, y_index, 1)
+    var = _rows.of_class(params.var, y_index, 1)
+    return loc + np.sqrt(var) * _rows.generator(key).standard_normal(loc.shape)

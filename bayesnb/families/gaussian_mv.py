@@ -52,6 +52,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._special import log_rising_factorial
 from .._x64 import x64
 from ..priors import NormalInverseWishart, real_array
+from . import _rows
 
 __all__ = [
     "GaussianParams",
@@ -64,6 +65,7 @@ __all__ = [
     "log_predictive",
     "log_evidence",
     "sample",
+    "simulate",
     "covariance",
     "diagonal_params",
     "quadratic_form",
@@ -819,3 +821,29 @@ def linear_form(params):
     coef = cho_solve((L, True), loc.T).T
     z = solve_triangular(L, loc.T, lower=True)
     return np.asarray(coef), np.asarray(-0.5 * jnp.sum(z * z, axis=0))
+
+
+def simulate(key, params, y_index):
+    r"""Real rows given parameters and labels: :math:`x_i = \mu_{y_i} + L_{y_i} z_i`, :math:`z_i \sim \mathcal N(0, I)`.
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : GaussianParams
+        ``loc`` (C, F) with ``scale_tril`` (C, F, F), or shared (F, F); or each with a
+        leading row axis for one parameter draw per row.
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    float64 ndarray of shape (n_rows, n_features)
+    """
+    loc = _rows.of_class(params.loc, y_index, 1)
+    tril = np.asarray(params.scale_tril, dtype=np.float64)
+    if _params_shared(params):
+        # One covariance for every class: one matrix, or one per row's draw.
+        tril = np.broadcast_to(tril, loc.shape[:1] + tril.shape[-2:])
+    else:
+        tril = _rows.of_class(tril, y_index, 2)
+    z = _rows.generator(key).standard_normal(loc.shape)
+    return loc + np.einsum("nij,nj->ni", tril, z)

@@ -30,7 +30,7 @@ import scipy.sparse as sp
 from .._linear import ParamCache, log_linear, matmul, row_sums
 from .._special import log_rising_factorial_np as _log_rising_np
 from ..priors import Dirichlet
-from . import _dirichlet
+from . import _dirichlet, _rows
 
 __all__ = [
     "MultinomialParams",
@@ -41,6 +41,8 @@ __all__ = [
     "log_evidence",
     "relevance_log_bayes_factor",
     "sample",
+    "simulate",
+    "default_lengths",
 ]
 
 # Integer counts from 2 up to this value read their excess log Γ(a + x) - log Γ(a) - x log a
@@ -315,3 +317,56 @@ def relevance_log_bayes_factor(prior, stats):
 def sample(key, post, n):
     """``n`` iid posterior draws of :math:`\\log\\theta`, as MultinomialParams of shape (n, C, F)."""
     return MultinomialParams(jnp.asarray(_dirichlet.sample_log(key, post.concentration, n)))
+
+
+def simulate(key, params, y_index, n_tokens):
+    r"""Token counts of new documents given parameters, labels and document lengths.
+
+    Row :math:`i` is :math:`\mathrm{Multinomial}(n_i, \theta_{y_i})`. The model describes
+    the tokens of a document given its length, not the length itself, so the lengths are
+    an input (see :func:`default_lengths`).
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : MultinomialParams
+        ``log_probs`` of shape (n_classes, n_features), or (n_rows, n_classes,
+        n_features) for one parameter draw per row.
+    y_index : int array of shape (n_rows,)
+    n_tokens : int or int array of shape (n_rows,)
+        Length of each document.
+
+    Returns
+    -------
+    int64 ndarray of shape (n_rows, n_features)
+    """
+    probs = np.exp(_rows.of_class(params.log_probs, y_index, 1))
+    # Rounding may leave a row's sum a few ulps above 1, which numpy refuses.
+    probs /= probs.sum(axis=1, keepdims=True)
+    lengths = np.broadcast_to(np.asarray(n_tokens, dtype=np.int64), probs.shape[:1])
+    return _rows.generator(key).multinomial(lengths, probs).astype(np.int64)
+
+
+def default_lengths(key, stats, y_index):
+    r"""Document lengths for :func:`simulate`: Poisson with the class's mean training length.
+
+    :math:`n_i \sim \mathrm{Poisson}(\bar n_{y_i})`, :math:`\bar n_c = \sum_j T_{cj} / N_c`
+    (a class without training rows takes the mean length over all rows). The naive
+    Bayes model says nothing about lengths; this keeps generated documents about as
+    long as the training documents of their class.
+
+    Parameters
+    ----------
+    key : jax.random key
+    stats : CountStats
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    int64 ndarray of shape (n_rows,)
+    """
+    n = np.asarray(stats.class_count, dtype=np.float64)
+    tokens = np.asarray(stats.feature_count, dtype=np.float64).sum(axis=1)
+    overall = tokens.sum() / n.sum() if n.sum() > 0 else 0.0
+    mean = np.where(n > 0, tokens / np.where(n > 0, n, 1.0), overall)
+    return _rows.generator(key).poisson(mean[np.asarray(y_index, dtype=np.intp)]).astype(np.int64)

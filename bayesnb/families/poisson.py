@@ -60,6 +60,7 @@ from .._linear import log_linear, matmul, row_sums
 from .._special import log_factorial_np, log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
+from . import _rows
 from .multinomial import _sum_log_rising
 
 __all__ = [
@@ -71,6 +72,7 @@ __all__ = [
     "log_predictive",
     "log_evidence",
     "sample",
+    "simulate",
 ]
 
 
@@ -319,3 +321,21 @@ def sample(key, post, n):
     b = jnp.asarray(post.rate, dtype=jnp.float64)
     g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
     return PoissonParams(g - jnp.log(b))
+
+
+def simulate(key, params, y_index):
+    r"""Count rows given parameters and labels: :math:`x_{ij} \sim \mathrm{Poisson}(\lambda_{y_i j})`.
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : PoissonParams
+        ``log_rate`` of shape (n_classes, n_features), or with a leading row axis.
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    int64 ndarray of shape (n_rows, n_features)
+    """
+    rate = np.exp(_rows.of_class(params.log_rate, y_index, 1))
+    return _rows.generator(key).poisson(rate).astype(np.int64)
