@@ -165,7 +165,8 @@ def test_sample_shapes_labels_reproducibility(name):
         kind = "f" if name.startswith("gaussian") or isinstance(est, MixedNB) else "i"
         assert X1.dtype.kind == kind
     np.testing.assert_array_equal(y1, y2)
-    assert not np.isnan(np.asarray(X1, dtype=float)).any()  # the model generates every entry
+    # The model generates every entry (pd.isna: a DataFrame may hold category labels).
+    assert not pd.isna(pd.DataFrame(X1)).to_numpy().any()
     Xp, yp = est.sample_prior(6, random_state=0)
     assert Xp.shape == (6, est.n_features_in_) and set(yp) <= set(est.classes_)
     # The generated rows are valid input of the estimator.
