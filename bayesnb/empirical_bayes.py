@@ -165,6 +165,48 @@ def is_evidence(value):
     return isinstance(value, str) and value == "evidence"
 
 
+# Where empirical Bayes is implemented: the estimators that do not learn a hyperparameter
+# name these in their refusal, so a user knows what to use instead.
+_LEARNED = (
+    "the Dirichlet/Beta concentrations (alpha='evidence' of MultinomialNB, BernoulliNB, "
+    "CategoricalNB), class_alpha='evidence' of every estimator and GaussianNB's "
+    "Normal-Inverse-Gamma prior (prior='evidence')"
+)
+
+
+def refuse_evidence(value, name, owner):
+    """Raise a clear error where ``value`` asks for a hyperparameter this estimator cannot learn.
+
+    Parameters
+    ----------
+    value : object
+        The hyperparameter as passed to the estimator.
+    name : str
+        Its parameter name, for the message.
+    owner : str
+        The estimator's class name, for the message.
+
+    Raises
+    ------
+    ValueError
+        If ``value`` is ``"evidence"``.
+
+    Examples
+    --------
+    >>> refuse_evidence(1.0, "alpha", "PoissonNB")  # numbers pass
+    >>> refuse_evidence("evidence", "alpha", "PoissonNB")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: PoissonNB cannot learn alpha from the evidence...
+    """
+    if is_evidence(value):
+        raise ValueError(
+            f"{owner} cannot learn {name} from the evidence (not implemented for its prior); "
+            f"pass a value instead, and compare candidates with log_evidence(). Learned from "
+            f"the evidence: {_LEARNED}"
+        )
+
+
 def check_scope(scope, name="alpha_scope"):
     """Validate a scope name (see :data:`SCOPES`).
 

@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import missing as _missing
 from .._validation import check_estimate
+from ..empirical_bayes import refuse_evidence
 from ..families import gaussian, gaussian_mv
 from ..priors import NormalInverseGamma
 from ..stats import gaussian_stats, scatter_stats
@@ -75,7 +76,9 @@ class GaussianBayesClassifier(BaseNB):
         prior mean of every covariance is :math:`\Psi_0`. Being computed from the data
         seen so far, this default changes with ``partial_fit`` (fit and chained
         ``partial_fit`` still agree) and makes ``log_evidence`` an empirical-Bayes
-        quantity; pass an explicit prior for a proper evidence.
+        quantity; pass an explicit prior for a proper evidence. ``"evidence"`` raises
+        ``ValueError``: this prior is not learned from the evidence (use
+        ``GaussianNB(prior="evidence")`` for the diagonal model).
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -186,6 +189,7 @@ class GaussianBayesClassifier(BaseNB):
 
     def _make_prior(self):
         kind = self._requested()
+        refuse_evidence(self.prior, "prior", type(self).__name__)
         n_classes, n_features = self.classes_.size, self.n_features_in_
         if kind == "diag":
             if self.prior is None:

@@ -7,6 +7,7 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_estimate, check_non_negative
+from ..empirical_bayes import refuse_evidence
 from ..families import poisson
 from ..priors import Gamma
 from ..stats import poisson_stats
@@ -56,7 +57,9 @@ class PoissonNB(BaseNB):
         ``alpha``/``beta`` to a prior you mean.
     prior : bayesnb.priors.Gamma, default=None
         The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
-        (n_classes, n_features)); when given it replaces ``alpha``/``beta``.
+        (n_classes, n_features)); when given it replaces ``alpha``/``beta``. The Gamma
+        prior is not learned from the evidence (``"evidence"`` for ``alpha``, ``beta`` or
+        ``prior`` raises ``ValueError``); compare fixed priors with ``log_evidence()``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -145,6 +148,8 @@ class PoissonNB(BaseNB):
 
     def _make_prior(self):
         shape = (self.classes_.size, self.n_features_in_)
+        for name in ("alpha", "beta", "prior"):
+            refuse_evidence(getattr(self, name), name, type(self).__name__)
         if self.prior is None:
             return poisson.make_prior(self.alpha, self.beta, shape, names=("alpha", "beta"))
         if not isinstance(self.prior, Gamma):
