@@ -2,7 +2,7 @@
 
 Usage, from the repository root with bayesnb installed (``pip install -e ".[test]"``)::
 
-    python benchmarks/run_all.py            # full sizes (about 15 minutes on 2 cores)
+    python benchmarks/run_all.py            # full sizes (about 14 minutes on 2 idle cores)
     python benchmarks/run_all.py --quick    # small sizes, a smoke run (about 2 minutes)
     python benchmarks/run_all.py --only discrete,categorical --repeat 7
     python benchmarks/run_all.py --list
