@@ -54,7 +54,7 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
-from .families import bernoulli, categorical, gaussian, gaussian_mv, multinomial, poisson
+from .families import categorical, gaussian, gaussian_mv, multinomial
 from .stats import (
     CountStats,
     GaussianStats,
@@ -322,17 +322,12 @@ def is_masked(stats):
 
 
 def _family(est):
-    family = est._family
-    if family in (multinomial, gaussian_mv):
-        return family
-    if family not in (bernoulli, categorical, gaussian, poisson):  # pragma: no cover - a new family
-        raise NotImplementedError(f"missing='ignore' is not implemented for {family.__name__}")
-    return family
+    return est._family
 
 
 def _refuse_fit(est):
     name = type(est).__name__
-    if _fit_family(est) is multinomial:
+    if _fit_family(est) is multinomial.family:
         raise ValueError(
             f"{name} cannot be fitted on rows with missing (NaN) counts with missing='ignore': a "
             "document's counts are one multinomial draw, so an unobserved count hides the "
@@ -369,7 +364,7 @@ def _fit_family(est):
     """The family ``est`` fits with (GaussianBayesClassifier: its requested covariance)."""
     requested = getattr(est, "_requested", None)
     if requested is not None:
-        return gaussian if requested() == "diag" else gaussian_mv
+        return gaussian.family if requested() == "diag" else gaussian_mv.family
     return _family(est)
 
 
@@ -386,10 +381,10 @@ def stats(est, X, y_index, sample_weight):
         # A batch without NaN after batches with NaN: the ordinary statistics, in the
         # masked layout (every feature observed).
         return to_masked(est._compute_stats(X, y_index, sample_weight))
-    if family in (multinomial, gaussian_mv):
+    if family in (multinomial.family, gaussian_mv.family):
         _refuse_fit(est)
     n_classes = est.classes_.size
-    if family is categorical:
+    if family is categorical.family:
         # Unobserved cells are counted in an extra category slot, then dropped: the
         # category counts are sums of observed weights only (no subtraction).
         est._compute_stats(X.X, y_index, sample_weight)  # n_categories_ and its checks
@@ -397,7 +392,7 @@ def stats(est, X, y_index, sample_weight):
         codes = np.where(X.dense_mask(), k, X.X)
         counts = categorical_stats(codes, y_index, n_classes, np.full(codes.shape[1], k + 1), sample_weight)
         return counts._replace(category_count=counts.category_count[..., :k])
-    if family is gaussian:
+    if family is gaussian.family:
         if hasattr(est, "_requested") and hasattr(est, "stats_"):
             est._compute_stats(X.X, y_index, sample_weight)  # refuses a change of covariance
         new = _gaussian_stats(X, y_index, n_classes, sample_weight)
@@ -520,7 +515,7 @@ def point(est, kind):
     shape = np.shape(est.stats_.observed_count)
     prior, cells = _to_cells(est.prior_), _cells_stats(est.stats_)
     kwargs = {}
-    if est._family is gaussian and kind == "mle":
+    if est._family is gaussian.family and kind == "mle":
         # scikit-learn's variance floor is a multiple of the largest pooled variance of a
         # feature; in the cell view the same floor is var_smoothing' * (its pooled max).
         epsilon = mle_epsilon(est)
@@ -600,11 +595,11 @@ def _feature_wise(est, X, evaluate):
 def log_likelihood(est, params, X):
     """Plug-in log-likelihood of the observed entries of ``X`` (a :class:`MaskedX`)."""
     family = _family(est)
-    if family is multinomial:
+    if family is multinomial.family:
         return _multinomial_conditional(X, np.asarray(params.log_probs), plug_in=True)
-    if family is gaussian_mv:
+    if family is gaussian_mv.family:
         return _mv_marginal(est, X, params, predictive=False)
-    if family is categorical:
+    if family is categorical.family:
         n_cat = np.asarray(est.n_categories_)
         return _feature_wise(est, X, lambda cols, Xc: categorical.log_likelihood(_columns(params, cols), Xc, n_cat[cols]))
     return _feature_wise(est, X, lambda cols, Xc: family.log_likelihood(_columns(params, cols), Xc))
@@ -613,9 +608,9 @@ def log_likelihood(est, params, X):
 def log_predictive(est, X):
     """Exact posterior predictive of the observed entries of ``X`` (a :class:`MaskedX`)."""
     family = _family(est)
-    if family is multinomial:
+    if family is multinomial.family:
         return _multinomial_conditional(X, np.asarray(est.posterior_.concentration), plug_in=False)
-    if family is gaussian_mv:
+    if family is gaussian_mv.family:
         return _mv_marginal(est, X, est.posterior_, predictive=True)
     return _feature_wise(est, X, lambda cols, Xc: family.log_predictive(_columns(est.posterior_, cols), Xc))
 

@@ -230,7 +230,7 @@ class _Spec:
 
 
 class _MultinomialSpec(_Spec):
-    family = multinomial
+    family = multinomial.family
     per_feature = False
     variables = {"feature_probs": ("class", "feature")}
 
@@ -269,7 +269,7 @@ class _MultinomialSpec(_Spec):
 
 
 class _BernoulliSpec(_Spec):
-    family = bernoulli
+    family = bernoulli.family
     variables = {"feature_probs": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
@@ -299,7 +299,7 @@ class _BernoulliSpec(_Spec):
 
 
 class _CategoricalSpec(_Spec):
-    family = categorical
+    family = categorical.family
     variables = {"feature_probs": ("class", "feature", "category")}
 
     def __init__(self, prior):
@@ -364,7 +364,7 @@ class _CategoricalSpec(_Spec):
 
 
 class _GaussianSpec(_Spec):
-    family = gaussian
+    family = gaussian.family
     variables = {"loc": ("class", "feature"), "var": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
@@ -405,7 +405,7 @@ class _GaussianSpec(_Spec):
 
 
 class _GaussianMVSpec(_Spec):
-    family = gaussian_mv
+    family = gaussian_mv.family
     per_feature = False
 
     def __init__(self, prior):
@@ -484,7 +484,7 @@ class _GaussianMVSpec(_Spec):
 
 
 class _PoissonSpec(_Spec):
-    family = poisson
+    family = poisson.family
     variables = {"rate": ("class", "feature")}
 
     def sample_params(self, n_classes, feature):
@@ -510,12 +510,12 @@ class _PoissonSpec(_Spec):
 
 
 _SPECS = {
-    multinomial: _MultinomialSpec,
-    bernoulli: _BernoulliSpec,
-    categorical: _CategoricalSpec,
-    gaussian: _GaussianSpec,
-    gaussian_mv: _GaussianMVSpec,
-    poisson: _PoissonSpec,
+    multinomial.family: _MultinomialSpec,
+    bernoulli.family: _BernoulliSpec,
+    categorical.family: _CategoricalSpec,
+    gaussian.family: _GaussianSpec,
+    gaussian_mv.family: _GaussianMVSpec,
+    poisson.family: _PoissonSpec,
 }
 
 
@@ -523,7 +523,7 @@ def _spec(family, prior):
     try:
         return _SPECS[family](prior)
     except KeyError:
-        raise TypeError(f"no numpyro model for family {getattr(family, '__name__', family)!r}") from None
+        raise TypeError(f"no numpyro model for family {getattr(family, 'name', family)!r}") from None
 
 
 # ----------------------------------------------------------------------------- the model
@@ -556,7 +556,7 @@ def _observed_mask(spec, name, observed):
 
 
 def _no_masked_rows(spec):
-    what = "the counts of a document" if spec.family is multinomial else "jointly Gaussian features"
+    what = "the counts of a document" if spec.family is multinomial.family else "jointly Gaussian features"
     return (
         f"the numpyro model of {_family_name(spec)} has no per-row form for rows with missing (NaN) "
         f"values: {what} are not separate factors of the likelihood, and bayesnb cannot fit on such "
@@ -698,12 +698,12 @@ def _one_family_stats(family, stats, prior, class_prior):
 def multinomial_model(
     X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None, n_tokens=None
 ):
-    _one_family(multinomial, prior, class_prior, X, y, n_rows, sample_weight, observed, n_tokens=n_tokens)
+    _one_family(multinomial.family, prior, class_prior, X, y, n_rows, sample_weight, observed, n_tokens=n_tokens)
 
 
 @_documented(_stats_doc("multinomial", "CountStats", "Dirichlet"))
 def multinomial_stats_model(stats, *, prior, class_prior):
-    _one_family_stats(multinomial, stats, prior, class_prior)
+    _one_family_stats(multinomial.family, stats, prior, class_prior)
 
 
 @_documented(
@@ -716,12 +716,12 @@ def multinomial_stats_model(stats, *, prior, class_prior):
     )
 )
 def bernoulli_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
-    _one_family(bernoulli, prior, class_prior, X, y, n_rows, sample_weight, observed)
+    _one_family(bernoulli.family, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("Bernoulli", "CountStats", "Beta"))
 def bernoulli_stats_model(stats, *, prior, class_prior):
-    _one_family_stats(bernoulli, stats, prior, class_prior)
+    _one_family_stats(bernoulli.family, stats, prior, class_prior)
 
 
 @_documented(
@@ -735,12 +735,12 @@ def bernoulli_stats_model(stats, *, prior, class_prior):
     )
 )
 def categorical_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
-    _one_family(categorical, prior, class_prior, X, y, n_rows, sample_weight, observed)
+    _one_family(categorical.family, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("categorical", "CategoricalStats", "CategoricalDirichlet"))
 def categorical_stats_model(stats, *, prior, class_prior):
-    _one_family_stats(categorical, stats, prior, class_prior)
+    _one_family_stats(categorical.family, stats, prior, class_prior)
 
 
 @_documented(
@@ -754,12 +754,12 @@ def categorical_stats_model(stats, *, prior, class_prior):
     )
 )
 def gaussian_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
-    _one_family(gaussian, prior, class_prior, X, y, n_rows, sample_weight, observed)
+    _one_family(gaussian.family, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("Gaussian (diagonal, Normal-Inverse-Gamma)", "GaussianStats", "NormalInverseGamma"))
 def gaussian_stats_model(stats, *, prior, class_prior):
-    _one_family_stats(gaussian, stats, prior, class_prior)
+    _one_family_stats(gaussian.family, stats, prior, class_prior)
 
 
 @_documented(
@@ -774,12 +774,12 @@ def gaussian_stats_model(stats, *, prior, class_prior):
     )
 )
 def gaussian_mv_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
-    _one_family(gaussian_mv, prior, class_prior, X, y, n_rows, sample_weight, observed)
+    _one_family(gaussian_mv.family, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("gaussian_mv (Normal-Inverse-Wishart)", "ScatterStats", "NormalInverseWishart"))
 def gaussian_mv_stats_model(stats, *, prior, class_prior):
-    _one_family_stats(gaussian_mv, stats, prior, class_prior)
+    _one_family_stats(gaussian_mv.family, stats, prior, class_prior)
 
 
 @_documented(
@@ -792,12 +792,12 @@ def gaussian_mv_stats_model(stats, *, prior, class_prior):
     )
 )
 def poisson_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None):
-    _one_family(poisson, prior, class_prior, X, y, n_rows, sample_weight, observed)
+    _one_family(poisson.family, prior, class_prior, X, y, n_rows, sample_weight, observed)
 
 
 @_documented(_stats_doc("Poisson", "PoissonStats", "Gamma"))
 def poisson_stats_model(stats, *, prior, class_prior):
-    _one_family_stats(poisson, stats, prior, class_prior)
+    _one_family_stats(poisson.family, stats, prior, class_prior)
 
 
 def mixed_model(X=None, y=None, *, blocks, class_prior, n_rows=None, sample_weight=None, observed=None):
@@ -993,7 +993,7 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
 
 
 def _family_name(spec):
-    return spec.family.__name__.rsplit(".", 1)[-1]
+    return spec.family.name
 
 
 def posterior_moments(estimator):

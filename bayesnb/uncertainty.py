@@ -746,7 +746,7 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
     family = getattr(estimator, "_family", None)
-    if family not in (multinomial, bernoulli, categorical, poisson):
+    if family not in (multinomial.family, bernoulli.family, categorical.family, poisson.family):
         raise TypeError(
             "feature log-odds contributions need a family whose log-likelihood is a sum of "
             "per-feature terms with one parameter each (MultinomialNB, BernoulliNB, "
@@ -760,13 +760,13 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
         raise ValueError("versus must differ from target")
     _, params = estimator._draw(n_draws, random_state)
     n_features = estimator.n_features_in_
-    if family is multinomial:
+    if family is multinomial.family:
         terms = _contrast(np.asarray(params.log_probs), c, k)
         return FeatureLogOdds(terms, np.arange(n_features), None, "one occurrence")
-    if family is poisson:
+    if family is poisson.family:
         terms = _contrast(np.asarray(params.log_rate), c, k)
         return FeatureLogOdds(terms, np.arange(n_features), None, "one more count")
-    if family is bernoulli:
+    if family is bernoulli.family:
         lp = np.asarray(params.log_probs)
         terms = _contrast(lp[..., 1] - lp[..., 0], c, k)
         return FeatureLogOdds(terms, np.arange(n_features), None, "presence vs absence")

@@ -42,7 +42,7 @@ __all__ = ["BaseNB"]
 class BaseNB(ClassifierMixin, BaseEstimator):
     """Base of the bayesnb estimators (not for direct use).
 
-    Subclasses set ``_family`` (a module of :mod:`bayesnb.families`) and implement
+    Subclasses set ``_family`` (a registered :class:`bayesnb.families.Family`) and implement
     ``_check_X(X, reset)``, ``_compute_stats(X, y_index, sample_weight)`` and
     ``_make_prior()``.
     """
@@ -84,7 +84,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return self._family.sample(key, self.prior_, n)
 
     def _simulate_features(self, key, params, y_index):
-        return self._family.simulate(key, params, y_index)
+        return self._family.simulate(key, params, y_index, self.stats_)
 
     def _sample_row_params(self, key, n, prior):
         """Feature parameters for ``n`` generated rows, one independent draw per row.
@@ -94,7 +94,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         simulated from it have the same distribution, with no draws.
         """
         dist = self.prior_ if prior else self.posterior_
-        if getattr(self._family, "PREDICTIVE_IS_MEAN_PLUGIN", False):
+        if self._family.predictive_is_plugin:
             return self._family.mean_params(dist)
         return (self._sample_prior_features if prior else self._sample_features)(key, n)
 
@@ -110,8 +110,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """Generated feature rows as the estimator's users expect them (default: as is)."""
         return X
 
+    def _predictive_is_plugin(self):
+        return self._family.predictive_is_plugin
+
     def _log_likelihood(self, params, X):
-        return self._family.log_likelihood(params, X)
+        return self._family.log_likelihood(params, X, self.prior_)
 
     def _log_predictive(self, X):
         return self._family.log_predictive(self.posterior_, X)
@@ -309,7 +312,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "stats_")
         X = self._input(X, reset=False)
         kind = check_estimate(self.estimate)
-        if kind == "predictive" and not getattr(self._family, "PREDICTIVE_IS_MEAN_PLUGIN", False):
+        if kind == "predictive" and not self._predictive_is_plugin():
             joint = self._feature_lp(X)
         else:
             joint = self._feature_ll(self._point(kind), X)

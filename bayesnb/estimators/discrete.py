@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import jax
 import numpy as np
 import scipy.sparse as sp
 from sklearn.preprocessing import binarize as _binarize
@@ -179,7 +178,7 @@ class MultinomialNB(_DiscreteNB):
     """
     )
 
-    _family = multinomial
+    _family = multinomial.family
 
     def _check_X(self, X, reset):
         # Integer CSR counts are not copied to float64 (see sparse_counts_input).
@@ -199,13 +198,6 @@ class MultinomialNB(_DiscreteNB):
     @property
     def feature_count_(self):
         return np.asarray(self.stats_.feature_count)
-
-    def _simulate_features(self, key, params, y_index):
-        # The model is of tokens given a document's length; lengths follow the training
-        # documents of each class (see multinomial.default_lengths).
-        key_length, key_tokens = jax.random.split(key)
-        lengths = multinomial.default_lengths(key_length, self.stats_, y_index)
-        return multinomial.simulate(key_tokens, params, y_index, lengths)
 
     def _fits_missing(self):
         return False  # a document's counts are one draw: see bayesnb.missing
@@ -261,7 +253,7 @@ class BernoulliNB(_DiscreteNB):
     """
     )
 
-    _family = bernoulli
+    _family = bernoulli.family
 
     def __init__(
         self,
@@ -381,7 +373,7 @@ class CategoricalNB(_DiscreteNB):
     """
     )
 
-    _family = categorical
+    _family = categorical.family
 
     def __init__(
         self,
@@ -428,9 +420,6 @@ class CategoricalNB(_DiscreteNB):
 
     def _prior_from_alpha(self, alpha):
         return categorical_dirichlet_from_alpha(alpha, self.classes_.size, self.n_categories_)
-
-    def _log_likelihood(self, params, X):
-        return categorical.log_likelihood(params, X, self.n_categories_)
 
     @property
     def category_count_(self):

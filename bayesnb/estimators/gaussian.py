@@ -128,7 +128,7 @@ class GaussianNB(BaseNB):
     [1]
     """
 
-    _family = gaussian
+    _family = gaussian.family
 
     def __init__(
         self,

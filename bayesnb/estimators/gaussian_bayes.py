@@ -171,7 +171,7 @@ class GaussianBayesClassifier(BaseNB):
 
     @property
     def _family(self):
-        return gaussian if self._structure() == "diag" else gaussian_mv
+        return gaussian.family if self._structure() == "diag" else gaussian_mv.family
 
     def _check_X(self, X, reset):
         return validate_data(self, X, dtype=np.float64, reset=reset)

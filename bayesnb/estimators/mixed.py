@@ -567,6 +567,9 @@ class MixedNB(BaseNB):
     def _log_likelihood(self, params, X):
         return sum(est._feature_ll(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts))
 
+    def _predictive_is_plugin(self):
+        return False  # each block scores its own columns with its predictive
+
     def _log_predictive(self, X):
         return sum(est._feature_lp(part) for (_, est, _), part in zip(self.estimators_, X.parts))
 

@@ -115,7 +115,7 @@ class PoissonNB(BaseNB):
     [0, 1]
     """
 
-    _family = poisson
+    _family = poisson.family
 
     def __init__(
         self,

@@ -1,12 +1,28 @@
-"""Conjugate families: one module each, all with the same pure functions.
+"""Conjugate families: one module each, one :class:`~bayesnb.families.protocol.Family` each.
 
-``posterior(prior, stats)``, ``point(prior, stats, kind)``, ``log_likelihood(params, X)``,
-``log_predictive(posterior, X)``, ``log_evidence(prior, stats)`` and
-``sample(key, posterior, n)``. ``point`` takes the prior and the statistics rather than
-the posterior because the maximum-likelihood estimate is a function of the statistics
-alone.
+Every family module defines its pure functions and registers one immutable ``family``
+value bundling them (see :mod:`bayesnb.families.protocol`). Layers look families up by
+name::
+
+    >>> from bayesnb import families
+    >>> families.get("multinomial").name
+    'multinomial'
+    >>> "poisson" in families.names()
+    True
 """
 
-from . import bernoulli, categorical, multinomial
+from . import bernoulli, categorical, gaussian, gaussian_mv, multinomial, poisson
+from .protocol import Family, get, names, register
 
-__all__ = ["bernoulli", "categorical", "multinomial"]
+__all__ = [
+    "Family",
+    "bernoulli",
+    "categorical",
+    "gaussian",
+    "gaussian_mv",
+    "get",
+    "multinomial",
+    "names",
+    "poisson",
+    "register",
+]

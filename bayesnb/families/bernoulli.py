@@ -20,10 +20,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._linear import log_linear
-from ..priors import Beta
+from ..priors import Beta, beta_from_alpha
+from ..stats import count_stats
+from .protocol import Family, register
 from . import _dirichlet, _rows
 
 __all__ = [
+    "family",
     "BernoulliParams",
     "posterior",
     "point",
@@ -174,3 +177,32 @@ def simulate(key, params, y_index):
     log_on = _rows.of_class(np.asarray(params.log_probs)[..., 1], y_index, 1)
     with np.errstate(divide="ignore"):
         return (np.log(_rows.generator(key).random(log_on.shape)) < log_on).astype(np.int64)
+
+
+def _stats(X, y_index, n_classes, weight=None):
+    return count_stats(X, y_index, n_classes, weight)
+
+
+def default_prior(stats):
+    """The uniform Beta(1, 1) prior of the shape of ``stats``."""
+    return beta_from_alpha(1.0, np.shape(stats.feature_count))
+
+
+family = register(
+    Family(
+        name="bernoulli",
+        prior_type=Beta,
+        hyperparameters=("concentration1", "concentration0"),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
+        log_predictive=log_predictive,
+        log_evidence=log_evidence,
+        sample=sample,
+        simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
+        default_prior=default_prior,
+        mean_params=mean_params,
+        relevance_log_bayes_factor=relevance_log_bayes_factor,
+    )
+)

@@ -24,9 +24,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._linear import map_threads, row_ranges
+from ..priors import CategoricalDirichlet, categorical_dirichlet_from_alpha
+from ..stats import categorical_stats
 from . import _dirichlet, _rows
+from .protocol import Family, register
 
 __all__ = [
+    "family",
     "CategoricalParams",
     "posterior",
     "point",
@@ -279,3 +283,46 @@ def simulate(key, params, y_index):
     cdf = np.cumsum(np.exp(_rows.of_class(params.log_probs, y_index, 2)), axis=-1)
     u = _rows.generator(key).random(cdf.shape[:-1]) * cdf[..., -1]
     return (cdf <= u[..., None]).sum(axis=-1).astype(np.int64)
+
+
+def _stats(X, y_index, n_classes, weight=None, *, n_categories=None):
+    X = np.asarray(X)
+    if n_categories is None:
+        n_categories = (X.max(axis=0) + 1 if X.shape[0] else np.zeros(X.shape[1])).astype(np.int64)
+    return categorical_stats(X, y_index, n_classes, n_categories, weight)
+
+
+def default_prior(stats, *, n_categories=None):
+    """The symmetric Dir(1) prior over each feature's categories.
+
+    ``n_categories`` (shape (n_features,)) defaults to the padded width of the counts.
+    """
+    counts = np.asarray(stats.category_count)
+    n_classes, n_features, width = counts.shape
+    if n_categories is None:
+        n_categories = np.full(n_features, width, dtype=np.int64)
+    return categorical_dirichlet_from_alpha(1.0, n_classes, np.asarray(n_categories, dtype=np.int64))
+
+
+def _log_likelihood(params, X, prior):
+    return log_likelihood(params, X, prior.n_categories)
+
+
+family = register(
+    Family(
+        name="categorical",
+        prior_type=CategoricalDirichlet,
+        hyperparameters=("concentration",),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=_log_likelihood,
+        log_predictive=log_predictive,
+        log_evidence=log_evidence,
+        sample=sample,
+        simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
+        default_prior=default_prior,
+        mean_params=mean_params,
+        relevance_log_bayes_factor=relevance_log_bayes_factor,
+    )
+)

@@ -48,9 +48,12 @@ from scipy.special import gammaln
 from .._linear import map_threads, row_ranges
 from .._x64 import enable_x64, x64
 from ..priors import NormalInverseGamma, real_array
+from ..stats import gaussian_stats
+from .protocol import Family, register
 from . import _rows
 
 __all__ = [
+    "family",
     "GaussianParams",
     "pooled",
     "default_prior",
@@ -847,3 +850,26 @@ def simulate(key, params, y_index):
     loc = _rows.of_class(params.loc, y_index, 1)
     var = _rows.of_class(params.var, y_index, 1)
     return loc + np.sqrt(var) * _rows.generator(key).standard_normal(loc.shape)
+
+
+def _stats(X, y_index, n_classes, weight=None):
+    return gaussian_stats(X, y_index, n_classes, weight)
+
+
+family = register(
+    Family(
+        name="gaussian",
+        prior_type=NormalInverseGamma,
+        hyperparameters=("loc", "kappa", "concentration", "rate"),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
+        log_predictive=log_predictive,
+        log_evidence=log_evidence,
+        sample=sample,
+        simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
+        default_prior=default_prior,
+        relevance_log_bayes_factor=relevance_log_bayes_factor,
+    )
+)

@@ -52,9 +52,12 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._special import log_rising_factorial
 from .._x64 import x64
 from ..priors import NormalInverseWishart, real_array
+from ..stats import scatter_stats
+from .protocol import Family, register
 from . import _rows
 
 __all__ = [
+    "family",
     "GaussianParams",
     "is_shared",
     "default_prior",
@@ -847,3 +850,29 @@ def simulate(key, params, y_index):
         tril = _rows.of_class(tril, y_index, 2)
     z = _rows.generator(key).standard_normal(loc.shape)
     return loc + np.einsum("nij,nj->ni", tril, z)
+
+
+def _stats(X, y_index, n_classes, weight=None):
+    return scatter_stats(X, y_index, n_classes, weight)
+
+
+def _default_prior(stats, *, shared=False):
+    return default_prior(stats, shared)
+
+
+family = register(
+    Family(
+        name="gaussian_mv",
+        prior_type=NormalInverseWishart,
+        hyperparameters=("loc", "kappa", "df", "scale"),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
+        log_predictive=log_predictive,
+        log_evidence=log_evidence,
+        sample=sample,
+        simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
+        default_prior=_default_prior,
+    )
+)

@@ -23,16 +23,20 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
 from .._linear import ParamCache, log_linear, matmul, row_sums
 from .._special import log_rising_factorial_np as _log_rising_np
-from ..priors import Dirichlet
+from ..priors import Dirichlet, dirichlet_from_alpha
+from ..stats import count_stats
+from .protocol import Family, register
 from . import _dirichlet, _rows
 
 __all__ = [
+    "family",
     "MultinomialParams",
     "posterior",
     "point",
@@ -370,3 +374,38 @@ def default_lengths(key, stats, y_index):
     overall = tokens.sum() / n.sum() if n.sum() > 0 else 0.0
     mean = np.where(n > 0, tokens / np.where(n > 0, n, 1.0), overall)
     return _rows.generator(key).poisson(mean[np.asarray(y_index, dtype=np.intp)]).astype(np.int64)
+
+
+def _stats(X, y_index, n_classes, weight=None):
+    return count_stats(X, y_index, n_classes, weight)
+
+
+def _simulate(key, params, y_index, stats):
+    # The model is of tokens given a document's length; lengths follow the training
+    # documents of each class (see default_lengths).
+    key_length, key_tokens = jax.random.split(key)
+    return simulate(key_tokens, params, y_index, default_lengths(key_length, stats, y_index))
+
+
+def default_prior(stats):
+    """The symmetric Dir(1) prior (Laplace smoothing) of the shape of ``stats``."""
+    return dirichlet_from_alpha(1.0, np.shape(stats.feature_count))
+
+
+family = register(
+    Family(
+        name="multinomial",
+        prior_type=Dirichlet,
+        hyperparameters=("concentration",),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
+        log_predictive=log_predictive,
+        log_evidence=log_evidence,
+        sample=sample,
+        simulate=_simulate,
+        default_prior=default_prior,
+        relevance_log_bayes_factor=relevance_log_bayes_factor,
+    )
+)

@@ -60,10 +60,13 @@ from .._linear import log_linear, matmul, row_sums
 from .._special import log_factorial_np, log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
+from ..stats import poisson_stats
+from .protocol import Family, register
 from . import _rows
 from .multinomial import _sum_log_rising
 
 __all__ = [
+    "family",
     "PoissonParams",
     "make_prior",
     "posterior",
@@ -339,3 +342,30 @@ def simulate(key, params, y_index):
     """
     rate = np.exp(_rows.of_class(params.log_rate, y_index, 1))
     return _rows.generator(key).poisson(rate).astype(np.int64)
+
+
+def _stats(X, y_index, n_classes, weight=None):
+    return poisson_stats(X, y_index, n_classes, weight)
+
+
+def default_prior(stats):
+    """Gamma(1, 0.01) on every rate: one count seen over a hundredth of a row (PoissonNB's default)."""
+    return make_prior(1.0, 0.01, np.shape(stats.feature_count))
+
+
+family = register(
+    Family(
+        name="poisson",
+        prior_type=Gamma,
+        hyperparameters=("concentration", "rate"),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
+        log_predictive=log_predictive,
+        log_evidence=log_evidence,
+        sample=sample,
+        simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
+        default_prior=default_prior,
+    )
+)

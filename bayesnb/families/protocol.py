@@ -1,0 +1,158 @@
+r"""The family protocol: what a conjugate family *is*, and the registry that names them.
+
+A conjugate family is one immutable :class:`Family` value, a named tuple of pure
+functions in the style of optax's ``GradientTransformation`` and blackjax's
+``SamplingAlgorithm``. Every layer of bayesnb (the estimators, missing values, mixed
+blocks, the numpyro models, export, evidence, empirical Bayes, SBC, uncertainty,
+persistence, the CLI) reaches a family through these members and the registry, never
+by asking which family it holds.
+
+The state the functions pass around is pytrees: a *prior* and a *posterior* of one type
+(conjugacy: ``type(posterior(prior, stats)) is prior_type``), *statistics* (a named tuple
+with a ``merge`` method, additive over disjoint rows) and *parameters* (the plug-in
+parameters of the likelihood; a leading axis of draws where sampled).
+
+Members
+-------
+name : str
+    Registry key, e.g. ``"multinomial"``.
+prior_type : type
+    The named tuple of the prior and the posterior (e.g. :class:`bayesnb.priors.Dirichlet`).
+hyperparameters : tuple of str
+    The prior's continuous fields, in the order the prior type lists them (the fields
+    that :func:`bayesnb.empirical_bayes` can learn from the evidence; ``log_evidence``
+    is differentiable in each).
+stats : callable ``(X, y_index, n_classes, weight=None, **options) -> stats``
+    Sufficient statistics of validated rows ``X`` of shape (n_samples, n_features) with
+    class indices ``y_index`` of shape (n_samples,) and row weights.
+posterior : callable ``(prior, stats) -> posterior``
+    The conjugate update.
+point : callable ``(prior, stats, kind, **options) -> params``
+    Plug-in parameters for ``kind`` in ``"mle"``, ``"map"``, ``"mean"``. The MLE is a
+    function of the statistics alone, which is why the prior and the statistics (not the
+    posterior) are passed.
+log_likelihood : callable ``(params, X, prior) -> (n_samples, n_classes)``
+    Plug-in log-likelihood of each row under each class. ``prior`` carries the
+    structure that the parameters alone do not (e.g. each feature's number of
+    categories); the families that do not need it ignore it.
+log_predictive : callable ``(posterior, X) -> (n_samples, n_classes)``
+    Exact log posterior predictive of each row under each class.
+log_evidence : callable ``(prior, stats) -> scalar``
+    Log marginal likelihood of the features given the labels.
+sample : callable ``(key, dist, n) -> params``
+    ``n`` iid draws of the parameters from a prior or posterior (a leading axis ``n``).
+simulate : callable ``(key, params, y_index, stats) -> X``
+    Feature rows given parameters (one set, or one per row) and class indices. ``stats``
+    are the training statistics, for what the model leaves unmodelled (e.g. document
+    lengths); most families ignore them.
+mean_params : callable ``(dist) -> params`` or None
+    Set where the exact predictive of one row *is* the plug-in of the mean (one
+    observation per Dirichlet cell: Bernoulli, categorical); callers may then reuse the
+    mean's parameters instead of evaluating ``log_predictive``.
+relevance_log_bayes_factor : callable ``(prior, stats) -> (n_features,)`` or None
+    Per-feature log Bayes factor of class-specific against pooled parameters, where the
+    family has a closed form for it.
+default_prior : callable ``(stats, **options) -> prior``
+    The prior used when the user gives none.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bayesnb import families
+>>> fam = families.get("bernoulli")
+>>> X = np.array([[1, 0], [1, 1], [0, 1]])
+>>> stats = fam.stats(X, np.array([0, 0, 1]), 2)
+>>> post = fam.posterior(fam.default_prior(stats), stats)
+>>> type(post).__name__, fam.log_predictive(post, X).shape
+('Beta', (3, 2))
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+__all__ = ["Family", "get", "names", "register"]
+
+
+class Family(NamedTuple):
+    """A conjugate family: its name, its prior type and its pure functions (see the module)."""
+
+    name: str
+    prior_type: type
+    hyperparameters: tuple
+    stats: Callable[..., Any]
+    posterior: Callable[..., Any]
+    point: Callable[..., Any]
+    log_likelihood: Callable[..., Any]
+    log_predictive: Callable[..., Any]
+    log_evidence: Callable[..., Any]
+    sample: Callable[..., Any]
+    simulate: Callable[..., Any]
+    default_prior: Callable[..., Any]
+    mean_params: Callable[..., Any] | None = None
+    relevance_log_bayes_factor: Callable[..., Any] | None = None
+
+    @property
+    def predictive_is_plugin(self):
+        """bool: whether the exact predictive of a row is the plug-in of the posterior mean."""
+        return self.mean_params is not None
+
+    def merge(self, first, *others):
+        """Statistics of the union of disjoint sets of rows (each statistics type merges itself)."""
+        out = first
+        for other in others:
+            if type(other) is not type(out):
+                raise TypeError(f"cannot merge {type(out).__name__} with {type(other).__name__}")
+            out = out.merge(other)
+        return out
+
+    def __repr__(self):
+        return f"Family({self.name!r})"
+
+
+_REGISTRY: dict[str, Family] = {}
+
+
+def register(family):
+    """Add ``family`` to the registry under ``family.name`` and return it.
+
+    Raises
+    ------
+    TypeError
+        If ``family`` is not a :class:`Family`.
+    ValueError
+        If another family already holds the name.
+    """
+    if not isinstance(family, Family):
+        raise TypeError(f"register takes a Family, got {type(family).__name__}")
+    held = _REGISTRY.get(family.name)
+    if held is not None and held is not family:
+        raise ValueError(f"a family named {family.name!r} is already registered")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def get(name):
+    """The registered family called ``name``.
+
+    Raises
+    ------
+    ValueError
+        Naming the registered families, if none is called ``name``.
+    """
+    if isinstance(name, Family):
+        return name
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown family {name!r}; the registered families are {', '.join(names())}") from None
+
+
+def names():
+    """Names of the registered families, in the order they were registered.
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(_REGISTRY)
