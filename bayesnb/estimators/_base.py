@@ -56,6 +56,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         self.estimate = estimate
         self.missing = missing
 
+    @property
+    def family_(self):
+        """Family: the conjugate family of the fitted feature model (see :mod:`bayesnb.families`)."""
+        check_is_fitted(self, "stats_")
+        return self._family
+
     # ------------------------------------------------------------------ hooks
     def _check_X(self, X, reset):  # pragma: no cover - abstract
         raise NotImplementedError

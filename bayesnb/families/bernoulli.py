@@ -192,6 +192,7 @@ family = register(
     Family(
         name="bernoulli",
         prior_type=Beta,
+        support="binary",
         hyperparameters=("concentration1", "concentration0"),
         stats=_stats,
         posterior=posterior,

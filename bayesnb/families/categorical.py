@@ -312,6 +312,7 @@ family = register(
     Family(
         name="categorical",
         prior_type=CategoricalDirichlet,
+        support="codes",
         hyperparameters=("concentration",),
         stats=_stats,
         posterior=posterior,

@@ -860,6 +860,7 @@ family = register(
     Family(
         name="gaussian",
         prior_type=NormalInverseGamma,
+        support="real",
         hyperparameters=("loc", "kappa", "concentration", "rate"),
         stats=_stats,
         posterior=posterior,

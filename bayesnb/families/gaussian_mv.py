@@ -864,6 +864,7 @@ family = register(
     Family(
         name="gaussian_mv",
         prior_type=NormalInverseWishart,
+        support="real",
         hyperparameters=("loc", "kappa", "df", "scale"),
         stats=_stats,
         posterior=posterior,

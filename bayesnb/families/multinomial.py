@@ -396,6 +396,7 @@ family = register(
     Family(
         name="multinomial",
         prior_type=Dirichlet,
+        support="counts",
         hyperparameters=("concentration",),
         stats=_stats,
         posterior=posterior,

@@ -357,6 +357,7 @@ family = register(
     Family(
         name="poisson",
         prior_type=Gamma,
+        support="counts",
         hyperparameters=("concentration", "rate"),
         stats=_stats,
         posterior=posterior,

@@ -18,6 +18,10 @@ name : str
     Registry key, e.g. ``"multinomial"``.
 prior_type : type
     The named tuple of the prior and the posterior (e.g. :class:`bayesnb.priors.Dirichlet`).
+support : str
+    What one feature value is: ``"counts"`` (non-negative integers), ``"binary"``
+    (0/1), ``"codes"`` (category codes 0..K-1), ``"real"`` or ``"positive"`` (positive
+    reals). Readers of users' files and tests that generate data go by it.
 hyperparameters : tuple of str
     The prior's continuous fields, in the order the prior type lists them (the fields
     that :func:`bayesnb.empirical_bayes` can learn from the evidence; ``log_evidence``
@@ -79,6 +83,7 @@ class Family(NamedTuple):
 
     name: str
     prior_type: type
+    support: str
     hyperparameters: tuple
     stats: Callable[..., Any]
     posterior: Callable[..., Any]
