@@ -188,6 +188,69 @@ def default_prior(stats):
     return beta_from_alpha(1.0, np.shape(stats.feature_count))
 
 
+# ----------------------------------------------------------------------------- numpyro model and log-odds
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from . import _models  # noqa: E402
+
+
+class BernoulliModel(_models.ModelSpec):
+    r"""The numpyro model: :math:`\theta_{cj} \sim \mathrm{Beta}(a, b)` (site ``feature_probs``), Bernoulli features."""
+
+    variables = {"feature_probs": ("class", "feature")}
+    title = "Bernoulli"
+    data = "0/1 values"
+    example = (
+        "X, y = np.array([[1, 0], [0, 1]]), np.array([0, 1]); prior = priors.Beta(np.ones((2, 2)), np.ones((2, 2)))"
+    )
+    parents = "['feature_probs', 'y']"
+
+    def sample_params(self, n_classes, feature):
+        p = self.prior
+        with _models.class_plate(n_classes), _models.feature_plate(feature, self.n_features()):
+            theta = _models.numpyro.sample(
+                "feature_probs", _models.dist.Beta(_models.real(p.concentration1), _models.real(p.concentration0))
+            )
+        return {"feature_probs": theta}
+
+    def observe(self, values, X, y, feature, n_rows, weight):
+        with _models.data_plate(n_rows), _models.feature_plate(feature, self.n_features()), _models.weighted(weight):
+            _models.numpyro.sample("x", _models.dist.Bernoulli(probs=values["feature_probs"][y]), obs=X)
+
+    def log_likelihood_stats(self, values, stats):
+        theta = values["feature_probs"]
+        on = _models.real(stats.feature_count)
+        off = _models.cell_count(stats) - on
+        return jnp.sum(on * jnp.log(theta) + off * jnp.log1p(-theta))
+
+    def values(self, params):
+        return {"feature_probs": np.exp(np.asarray(params.log_probs)[..., 1])}
+
+    def moments(self, post):
+        conc = np.stack([np.asarray(post.concentration0), np.asarray(post.concentration1)], axis=-1)
+        mean, sd = _models.dirichlet_moments(conc)
+        return {"feature_probs": (mean[..., 1], sd[..., 1])}
+
+
+def feature_log_odds(params, prior=None):
+    r"""Per-term log-likelihood of presence against absence: :math:`\log\frac{\theta_{cj}}{1-\theta_{cj}}`.
+
+    Parameters
+    ----------
+    params : BernoulliParams with leading axis n
+    prior : ignored
+
+    Returns
+    -------
+    terms : ndarray of shape (n, n_classes, n_features)
+    feature : int ndarray of shape (n_features,)
+    category : None
+    unit : str
+    """
+    lp = np.asarray(params.log_probs)
+    return lp[..., 1] - lp[..., 0], np.arange(lp.shape[-2]), None, "presence vs absence"
+
+
 family = register(
     Family(
         name="bernoulli",
@@ -205,5 +268,7 @@ family = register(
         default_prior=default_prior,
         mean_params=mean_params,
         relevance_log_bayes_factor=relevance_log_bayes_factor,
+        model=BernoulliModel,
+        feature_log_odds=feature_log_odds,
     )
 )

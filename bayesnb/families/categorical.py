@@ -308,6 +308,117 @@ def _log_likelihood(params, X, prior):
     return log_likelihood(params, X, prior.n_categories)
 
 
+# ----------------------------------------------------------------------------- numpyro model and log-odds
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from . import _models  # noqa: E402
+
+
+class CategoricalModel(_models.ModelSpec):
+    r"""The numpyro model: :math:`\theta_{cj} \sim \mathrm{Dir}(\alpha_{cj})` over :math:`K_j` categories.
+
+    Features with different :math:`K_j` are padded to the largest: the latent site
+    ``padded_feature_probs`` is a Dirichlet over the padded simplex (concentration 1 on
+    padding) renormalised over the valid coordinates, which by the aggregation property
+    is exactly :math:`\mathrm{Dir}(\alpha_{cj})`; ``feature_probs`` is deterministic (0
+    on padding).
+    """
+
+    variables = {"feature_probs": ("class", "feature", "category")}
+    title = "categorical"
+    data = "integer category codes"
+    example = (
+        "X, y = np.array([[0, 2], [1, 0]]), np.array([0, 1]); "
+        "prior = priors.categorical_dirichlet_from_alpha(1.0, 2, [2, 3])"
+    )
+    parents = "['padded_feature_probs', 'y']"
+
+    def __init__(self, prior):
+        super().__init__(prior)
+        conc = np.asarray(prior.concentration, dtype=np.float64)
+        self.k_max = conc.shape[-1]
+        # At least two coordinates, so that every cell is a proper simplex for numpyro.
+        k = max(self.k_max, 2)
+        self.mask = np.arange(k)[None, :] < np.asarray(prior.n_categories)[:, None]
+        padded = np.ones(conc.shape[:-1] + (k,))
+        padded[..., : self.k_max] = conc
+        self.padded = np.where(self.mask, padded, 1.0)
+
+    def check_rows(self, X):
+        X = np.asarray(X)
+        unseen = X >= np.asarray(self.prior.n_categories)[None, :]
+        if unseen.any():
+            i, j = (int(v) for v in np.argwhere(unseen)[0])
+            raise ValueError(
+                f"row {i}, feature {j} has category code {int(X[i, j])}, not among the "
+                f"{int(self.prior.n_categories[j])} categories of the fitted model; the generative "
+                "model gives it no probability"
+            )
+        return X
+
+    def _log_theta(self, phi):
+        mask = jnp.asarray(self.mask)
+        total = jnp.sum(jnp.where(mask, phi, 0.0), axis=-1, keepdims=True)
+        # Padding gets the most negative finite log probability rather than -inf: numpyro
+        # validates logits as finite, and exp() of it is exactly 0 all the same.
+        return jnp.where(mask, jnp.log(phi) - jnp.log(total), jnp.finfo(phi.dtype).min)
+
+    def sample_params(self, n_classes, feature):
+        numpyro = _models.numpyro
+        with _models.class_plate(n_classes), _models.feature_plate(feature, self.n_features()):
+            phi = numpyro.sample("padded_feature_probs", _models.dist.Dirichlet(_models.real(self.padded)))
+        log_theta = self._log_theta(phi)
+        theta = numpyro.deterministic("feature_probs", jnp.exp(log_theta))
+        return {"feature_probs": theta, "log_probs": log_theta}
+
+    def observe(self, values, X, y, feature, n_rows, weight):
+        with _models.data_plate(n_rows), _models.feature_plate(feature, self.n_features()), _models.weighted(weight):
+            _models.numpyro.sample("x", _models.dist.Categorical(logits=values["log_probs"][y]), obs=X)
+
+    def log_likelihood_stats(self, values, stats):
+        counts = np.asarray(stats.category_count, dtype=np.float64)
+        k = self.mask.shape[-1]
+        if counts.shape[-1] < k:
+            counts = np.concatenate([counts, np.zeros(counts.shape[:-1] + (k - counts.shape[-1],))], axis=-1)
+        log_theta = jnp.where(jnp.asarray(self.mask), values["log_probs"], 0.0)
+        return jnp.sum(_models.real(counts[..., :k]) * log_theta)
+
+    def values(self, params):
+        probs = np.exp(np.asarray(params.log_probs))
+        return {"feature_probs": np.where(self.mask[:, : self.k_max], probs, np.nan)}
+
+    def canonical(self, samples):
+        probs = np.asarray(samples["feature_probs"])[..., : self.k_max]
+        return {"feature_probs": np.where(self.mask[:, : self.k_max], probs, np.nan)}
+
+    def moments(self, post):
+        return {"feature_probs": _models.dirichlet_moments(post.concentration, post.mask)}
+
+
+def feature_log_odds(params, prior):
+    r"""Per-term log-likelihood of each value :math:`v` of each feature: :math:`\log\theta_{cjv}`.
+
+    One term per valid (feature, category) cell, feature-major; padding is left out.
+
+    Parameters
+    ----------
+    params : CategoricalParams with leading axis n
+    prior : CategoricalDirichlet
+        For each feature's number of categories.
+
+    Returns
+    -------
+    terms : ndarray of shape (n, n_classes, n_terms)
+    feature, category : int ndarrays of shape (n_terms,)
+    unit : str
+    """
+    lp = np.asarray(params.log_probs)  # (n, C, F, K), -inf on padding
+    n_cat = np.asarray(prior.n_categories)
+    feature = np.repeat(np.arange(n_cat.size), n_cat)
+    category = np.concatenate([np.arange(kj) for kj in n_cat])
+    return lp[:, :, feature, category], feature, category, "this value"
+
+
 family = register(
     Family(
         name="categorical",
@@ -325,5 +436,7 @@ family = register(
         default_prior=default_prior,
         mean_params=mean_params,
         relevance_log_bayes_factor=relevance_log_bayes_factor,
+        model=CategoricalModel,
+        feature_log_odds=feature_log_odds,
     )
 )

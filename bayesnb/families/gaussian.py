@@ -856,6 +856,62 @@ def _stats(X, y_index, n_classes, weight=None):
     return gaussian_stats(X, y_index, n_classes, weight)
 
 
+# ----------------------------------------------------------------------------- numpyro model
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from . import _models  # noqa: E402
+
+
+class GaussianModel(_models.ModelSpec):
+    r"""The numpyro model: ``var`` :math:`\sim \mathrm{InvGamma}(a_0, b_0)`, ``loc`` :math:`\sim \mathcal N(m_0, \sigma^2/\kappa_0)`."""
+
+    variables = {"loc": ("class", "feature"), "var": ("class", "feature")}
+    title = "Gaussian (diagonal, Normal-Inverse-Gamma)"
+    data = "real values"
+    example = (
+        "X, y = np.array([[0.1, 1.2], [2.0, -1.0]]), np.array([0, 1]); "
+        "prior = priors.NormalInverseGamma(*np.ones((4, 2, 2)))"
+    )
+    parents = "['loc', 'var', 'y']"
+
+    def sample_params(self, n_classes, feature):
+        p, numpyro, dist, real = self.prior, _models.numpyro, _models.dist, _models.real
+        with _models.class_plate(n_classes), _models.feature_plate(feature, self.n_features()):
+            var = numpyro.sample("var", dist.InverseGamma(real(p.concentration), real(p.rate)))
+            loc = numpyro.sample("loc", dist.Normal(real(p.loc), jnp.sqrt(var / real(p.kappa))))
+        return {"loc": loc, "var": var}
+
+    def observe(self, values, X, y, feature, n_rows, weight):
+        with _models.data_plate(n_rows), _models.feature_plate(feature, self.n_features()), _models.weighted(weight):
+            _models.numpyro.sample("x", _models.dist.Normal(values["loc"][y], jnp.sqrt(values["var"][y])), obs=X)
+
+    def log_likelihood_stats(self, values, stats):
+        real = _models.real
+        n = _models.cell_count(stats)
+        mean = np.asarray(stats.mean, dtype=np.float64)
+        resid = np.broadcast_to(np.asarray(getattr(stats, "mean_residual", 0.0), dtype=np.float64), mean.shape)
+        # (mean - loc) with the mean's low-order part, so that data far from 0 keep their digits.
+        d = (real(mean) - values["loc"]) + real(resid)
+        var = values["var"]
+        return jnp.sum(-0.5 * n * jnp.log(2 * jnp.pi * var) - (real(stats.m2) + n * d * d) / (2 * var))
+
+    def values(self, params):
+        return {"loc": np.asarray(params.loc), "var": np.asarray(params.var)}
+
+    def moments(self, post):
+        a = np.asarray(post.concentration, dtype=np.float64)
+        b = np.asarray(post.rate, dtype=np.float64)
+        k = np.asarray(post.kappa, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            # mu is Student-t with 2a degrees of freedom, location m, squared scale b/(a kappa).
+            loc = (
+                np.where(a > 0.5, np.asarray(post.loc, dtype=np.float64), np.nan),
+                np.where(a > 1, np.sqrt(b / ((a - 1) * k)), np.inf),
+            )
+            var = (np.where(a > 1, b / (a - 1), np.inf), np.where(a > 2, b / ((a - 1) * np.sqrt(a - 2)), np.inf))
+        return {"loc": loc, "var": var}
+
+
 family = register(
     Family(
         name="gaussian",
@@ -872,5 +928,6 @@ family = register(
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,
         relevance_log_bayes_factor=relevance_log_bayes_factor,
+        model=GaussianModel,
     )
 )

@@ -860,6 +860,108 @@ def _default_prior(stats, *, shared=False):
     return default_prior(stats, shared)
 
 
+# ----------------------------------------------------------------------------- numpyro model
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from . import _models  # noqa: E402
+
+
+class GaussianMVModel(_models.ModelSpec):
+    r"""The numpyro model: ``covariance`` :math:`\sim \mathcal W^{-1}(\Psi_0, \nu_0)`, ``loc`` :math:`\sim \mathcal N(m_0, \Sigma/\kappa_0)`.
+
+    Per-class covariances, or one shared when the prior's scale is (F, F). The latent
+    site is the covariance's Cholesky factor ``covariance_tril``.
+    """
+
+    per_feature = False
+    joint_features = "jointly Gaussian features"
+    title = (
+        "gaussian_mv (multivariate Gaussian, Normal-Inverse-Wishart; per-class covariances, or "
+        "one shared when the prior's scale is (F, F))"
+    )
+    data = "real values"
+    example = (
+        "X, y = np.array([[0.1, 1.2], [2.0, -1.0]]), np.array([0, 1]); prior = priors.NormalInverseWishart("
+        "np.zeros((2, 2)), np.ones(2), np.full(2, 4.0), np.stack([np.eye(2)] * 2))"
+    )
+    parents = "['covariance_tril', 'loc', 'y']"
+
+    def __init__(self, prior):
+        super().__init__(prior)
+        self.shared = is_shared(prior)
+        cov_dims = ("feature", "feature_col") if self.shared else ("class", "feature", "feature_col")
+        self.variables = {"loc": ("class", "feature"), "covariance": cov_dims}
+
+    def n_features(self):
+        return int(np.shape(self.prior.loc)[1])
+
+    def sample_params(self, n_classes, feature):
+        p, numpyro, dist, real = self.prior, _models.numpyro, _models.dist, _models.real
+        kappa = real(p.kappa)[:, None, None]
+        # The latent site is the Cholesky factor L of Sigma, with numpyro's
+        # InverseWishartCholesky density (the inverse-Wishart pushed through the Cholesky
+        # map, Jacobian included): Sigma = L L^T is exactly W^-1(Psi, nu). Sampling L
+        # (unconstrained by a log-diagonal) rather than Sigma spares the model a Cholesky
+        # factorisation and NUTS the positive-definite bijection, which costs compile time.
+        scale_tril = real(np.linalg.cholesky(np.asarray(p.scale, dtype=np.float64)))
+        law = dist.InverseWishartCholesky(real(p.df), scale_tril=scale_tril)
+        loc0 = real(p.loc)[:, None, :]
+        kappa = kappa[:, None]
+        if self.shared:
+            tril = numpyro.sample("covariance_tril", law)
+            cov = numpyro.deterministic("covariance", tril @ tril.T)
+            with _models.class_plate(n_classes):
+                loc = numpyro.sample("loc", dist.MultivariateNormal(loc0, scale_tril=tril / jnp.sqrt(kappa)))
+        else:
+            law = dist.InverseWishartCholesky(real(p.df)[:, None], scale_tril=scale_tril[:, None])
+            with _models.class_plate(n_classes):
+                tril = numpyro.sample("covariance_tril", law)
+                cov = numpyro.deterministic("covariance", tril @ jnp.swapaxes(tril, -1, -2))
+                loc = numpyro.sample("loc", dist.MultivariateNormal(loc0, scale_tril=tril / jnp.sqrt(kappa)))
+            tril, cov = tril[:, 0], cov[:, 0]
+        return {"loc": loc[:, 0], "covariance": cov, "scale_tril": tril}
+
+    def observe(self, values, X, y, feature, n_rows, weight):
+        tril = values["scale_tril"] if self.shared else values["scale_tril"][y][:, None]
+        with _models.data_plate(n_rows), _models.weighted(weight):
+            _models.numpyro.sample(
+                "x",
+                _models.dist.MultivariateNormal(values["loc"][y][:, None], scale_tril=tril),
+                obs=None if X is None else X[:, None, :],
+            )
+
+    def canonical(self, samples):
+        # Per-class sites carry a singleton axis for the feature plate's dim (see _models.CLASS_DIM).
+        cov = np.asarray(samples["covariance"])
+        return {
+            "loc": np.asarray(samples["loc"])[..., 0, :],
+            "covariance": cov if self.shared else cov[..., 0, :, :],
+        }
+
+    def log_likelihood_stats(self, values, stats):
+        real = _models.real
+        n = real(stats.class_count)
+        F = self.n_features()
+        d = real(stats.mean) - values["loc"]
+        scatter = real(stats.scatter) + n[:, None, None] * d[:, :, None] * d[:, None, :]
+        tril = jnp.broadcast_to(values["scale_tril"], scatter.shape)
+        half_logdet = jnp.sum(jnp.log(jnp.diagonal(tril, axis1=-2, axis2=-1)), axis=-1)
+        trace = jnp.trace(cho_solve((tril, True), scatter), axis1=-2, axis2=-1)
+        return jnp.sum(-0.5 * n * F * jnp.log(2 * jnp.pi) - n * half_logdet - 0.5 * trace)
+
+    def values(self, params):
+        return {"loc": np.asarray(params.loc), "covariance": covariance(params)}
+
+    def moments(self, post):
+        F = self.n_features()
+        cov_mean, cov_sd = _models.inverse_wishart_moments(post.df, post.scale)
+        kappa = np.asarray(post.kappa, dtype=np.float64)
+        diag = np.diagonal(np.broadcast_to(cov_mean, (kappa.size, F, F)), axis1=-2, axis2=-1)
+        # mu_c | Sigma ~ N(m_c, Sigma / kappa_c), so Cov(mu_c) = E[Sigma] / kappa_c.
+        loc = (np.asarray(post.loc, dtype=np.float64), np.sqrt(diag / kappa[:, None]))
+        return {"loc": loc, "covariance": (cov_mean, cov_sd)}
+
+
 family = register(
     Family(
         name="gaussian_mv",
@@ -875,5 +977,6 @@ family = register(
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=_default_prior,
+        model=GaussianMVModel,
     )
 )

@@ -392,6 +392,83 @@ def default_prior(stats):
     return dirichlet_from_alpha(1.0, np.shape(stats.feature_count))
 
 
+# ----------------------------------------------------------------------------- numpyro model and log-odds
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from . import _models  # noqa: E402
+
+
+class MultinomialModel(_models.ModelSpec):
+    r"""The numpyro model: :math:`\theta_c \sim \mathrm{Dir}(\alpha_c)` (site ``feature_probs``), rows Multinomial."""
+
+    variables = {"feature_probs": ("class", "feature")}
+    per_feature = False
+    joint_features = "the counts of a document"
+    title = "multinomial"
+    data = "token counts"
+    example = "X, y, prior = np.array([[2, 0], [0, 3]]), np.array([0, 1]), priors.Dirichlet(np.ones((2, 2)))"
+    parents = "['feature_probs', 'y']"
+    options_doc = """
+    n_tokens : int or int array of shape (n_rows,), optional
+        Document lengths, needed to generate documents (``X=None``): the model is of
+        the tokens of a document given its length."""
+
+    def sample_params(self, n_classes, feature):
+        with _models.class_plate(n_classes):
+            theta = _models.numpyro.sample(
+                "feature_probs", _models.dist.Dirichlet(_models.real(self.prior.concentration)[:, None, :])
+            )
+        return {"feature_probs": theta[:, 0, :]}
+
+    def observe(self, values, X, y, feature, n_rows, weight, n_tokens=None):
+        dist = _models.dist
+        logits = jnp.log(values["feature_probs"])[y][:, None, :]
+        if X is not None:
+            total = jnp.sum(X, axis=-1)[:, None]
+            X = X[:, None, :]
+            kwargs = {}
+        else:
+            if n_tokens is None:
+                raise ValueError("generating multinomial rows (X=None) needs n_tokens, the length of each document")
+            total = jnp.broadcast_to(jnp.asarray(n_tokens), (n_rows,))[:, None]
+            kwargs = {"total_count_max": int(np.max(n_tokens))}
+        with _models.data_plate(n_rows), _models.weighted(weight):
+            _models.numpyro.sample("x", dist.Multinomial(total_count=total, logits=logits, **kwargs), obs=X)
+
+    def canonical(self, samples):
+        # The site carries a singleton axis for the feature plate's dim (see _models.CLASS_DIM).
+        return {"feature_probs": np.asarray(samples["feature_probs"])[..., 0, :]}
+
+    def log_likelihood_stats(self, values, stats):
+        # The token-sequence likelihood: sum_cj T_cj log theta_cj.
+        return jnp.sum(_models.real(stats.feature_count) * jnp.log(values["feature_probs"]))
+
+    def values(self, params):
+        return {"feature_probs": np.exp(np.asarray(params.log_probs))}
+
+    def moments(self, post):
+        return {"feature_probs": _models.dirichlet_moments(post.concentration)}
+
+
+def feature_log_odds(params, prior=None):
+    r"""Per-term log-likelihood of one occurrence of each word: :math:`\log\theta_{cj}`.
+
+    Parameters
+    ----------
+    params : MultinomialParams with leading axis n
+    prior : ignored
+
+    Returns
+    -------
+    terms : ndarray of shape (n, n_classes, n_features)
+    feature : int ndarray of shape (n_features,)
+    category : None
+    unit : str
+    """
+    terms = np.asarray(params.log_probs)
+    return terms, np.arange(terms.shape[-1]), None, "one occurrence"
+
+
 family = register(
     Family(
         name="multinomial",
@@ -408,5 +485,7 @@ family = register(
         simulate=_simulate,
         default_prior=default_prior,
         relevance_log_bayes_factor=relevance_log_bayes_factor,
+        model=MultinomialModel,
+        feature_log_odds=feature_log_odds,
     )
 )

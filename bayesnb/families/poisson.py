@@ -353,6 +353,65 @@ def default_prior(stats):
     return make_prior(1.0, 0.01, np.shape(stats.feature_count))
 
 
+# ----------------------------------------------------------------------------- numpyro model and log-odds
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from . import _models  # noqa: E402
+
+
+class PoissonModel(_models.ModelSpec):
+    r"""The numpyro model: :math:`\lambda_{cj} \sim \mathrm{Gamma}(\alpha, \beta)` (site ``rate``), Poisson features."""
+
+    variables = {"rate": ("class", "feature")}
+    title = "Poisson"
+    data = "counts"
+    example = (
+        "X, y = np.array([[2, 0], [0, 3]]), np.array([0, 1]); prior = priors.Gamma(np.ones((2, 2)), np.ones((2, 2)))"
+    )
+    parents = "['rate', 'y']"
+
+    def sample_params(self, n_classes, feature):
+        p = self.prior
+        with _models.class_plate(n_classes), _models.feature_plate(feature, self.n_features()):
+            rate = _models.numpyro.sample("rate", _models.dist.Gamma(_models.real(p.concentration), _models.real(p.rate)))
+        return {"rate": rate}
+
+    def observe(self, values, X, y, feature, n_rows, weight):
+        with _models.data_plate(n_rows), _models.feature_plate(feature, self.n_features()), _models.weighted(weight):
+            _models.numpyro.sample("x", _models.dist.Poisson(values["rate"][y]), obs=X)
+
+    def log_likelihood_stats(self, values, stats):
+        rate = values["rate"]
+        return jnp.sum(_models.real(stats.feature_count) * jnp.log(rate) - _models.cell_count(stats) * rate)
+
+    def values(self, params):
+        return {"rate": np.exp(np.asarray(params.log_rate))}
+
+    def moments(self, post):
+        a = np.asarray(post.concentration, dtype=np.float64)
+        b = np.asarray(post.rate, dtype=np.float64)
+        return {"rate": (a / b, np.sqrt(a) / b)}
+
+
+def feature_log_odds(params, prior=None):
+    r"""Per-term log-likelihood of one more count: :math:`\log\lambda_{cj}`.
+
+    Parameters
+    ----------
+    params : PoissonParams with leading axis n
+    prior : ignored
+
+    Returns
+    -------
+    terms : ndarray of shape (n, n_classes, n_features)
+    feature : int ndarray of shape (n_features,)
+    category : None
+    unit : str
+    """
+    terms = np.asarray(params.log_rate)
+    return terms, np.arange(terms.shape[-1]), None, "one more count"
+
+
 family = register(
     Family(
         name="poisson",
@@ -368,5 +427,7 @@ family = register(
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,
+        model=PoissonModel,
+        feature_log_odds=feature_log_odds,
     )
 )

@@ -58,6 +58,21 @@ relevance_log_bayes_factor : callable ``(prior, stats) -> (n_features,)`` or Non
     family has a closed form for it.
 default_prior : callable ``(stats, **options) -> prior``
     The prior used when the user gives none.
+model : callable ``(prior) -> ModelSpec`` or None
+    The family's numpyro model: a subclass of
+    :class:`bayesnb.families._models.ModelSpec` (its parameter sites, the site of the
+    rows, the log-likelihood from the statistics, canonical variables with their arviz
+    dims, closed-form posterior moments), from which :mod:`bayesnb.models` builds the
+    per-row and statistics models, :mod:`bayesnb.mcmc` the NUTS cross-check and
+    :mod:`bayesnb.export` the variables. None: the family has no numpyro model.
+feature_log_odds : callable ``(params, prior) -> (terms, feature, category, unit)`` or None
+    Where a row's log-likelihood is a sum of per-term contributions with one parameter
+    each: ``terms`` of shape (n, n_classes, n_terms) is the contribution of each term
+    under each class for parameters with a leading axis ``n``, ``feature`` (n_terms,)
+    the feature of each term, ``category`` (n_terms,) its category or None, ``unit`` a
+    phrase naming what one term counts (``"one occurrence"``). Differences across
+    classes are the terms of the log-odds
+    (:func:`bayesnb.uncertainty.feature_log_odds_draws`).
 
 Examples
 --------
@@ -96,6 +111,8 @@ class Family(NamedTuple):
     default_prior: Callable[..., Any]
     mean_params: Callable[..., Any] | None = None
     relevance_log_bayes_factor: Callable[..., Any] | None = None
+    model: Callable[..., Any] | None = None
+    feature_log_odds: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):
