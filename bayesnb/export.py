@@ -30,7 +30,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from . import models
+from . import _fitted, models
 from . import uncertainty as _uncertainty
 from ._normalize import log_normalize
 from ._random import key_from_random_state
@@ -60,13 +60,13 @@ def coords_of(estimator):
     """
     names = _feature_names(estimator)
     coords = {"class": _labels(estimator.classes_)}
-    for name, est, idx, spec in models.block_specs(estimator):
+    for name, _, idx, spec in models.block_specs(estimator):
         cols = names if idx is None else [names[j] for j in idx]
         prefix = f"{name}__" if name else ""
         coords[f"{prefix}feature"] = cols
         coords[f"{prefix}feature_col"] = cols
-        if any("category" in var_dims for var_dims in spec.variables.values()):
-            coords[f"{prefix}category"] = list(range(int(np.max(est.prior_.n_categories))))
+        for dim, values in spec.coords().items():
+            coords[f"{prefix}{dim}"] = list(values)
     return coords
 
 
@@ -143,8 +143,8 @@ def _joint_draws(estimator, log_class, params, checked):
     r"""Yield ``(start, stop, joint)``: :math:`\log p(x_i, y{=}c \mid \theta_d, \pi_d)` by blocks of draws.
 
     ``joint`` has shape (stop - start, n_rows, n_classes); the feature part is the
-    estimator's own log-likelihood of stacked draws (that of the uncertainty engine,
-    which also scores rows with unobserved entries).
+    family's log-likelihood of stacked draws (that of the uncertainty engine, which also
+    scores rows with unobserved entries).
     """
     total = log_class.shape[0]
     n_rows, n_classes = checked.shape[0], estimator.classes_.size
@@ -153,7 +153,7 @@ def _joint_draws(estimator, log_class, params, checked):
     for start in range(0, total, step):
         stop = min(total, start + step)
         block = jax.tree.map(lambda a: a[start:stop], params)
-        yield start, stop, estimator._log_likelihood_draws(block, checked) + log_class[start:stop, None, :]
+        yield start, stop, _fitted.log_likelihood_draws(estimator, block, checked) + log_class[start:stop, None, :]
 
 
 def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1):
@@ -215,8 +215,8 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
         raise ValueError("pass both X and y (the training data) for observed_data and log_likelihood, or neither")
     total = n_chains * n_draws
     key_post, key_prior, key_rep = jax.random.split(key_from_random_state(random_state), 3)
-    log_class, params = estimator._draw(total, key_post)
-    prior_log_class, prior_params = estimator._draw(total, key_prior, prior=True)
+    log_class, params = _fitted.draws(estimator, total, key_post)
+    prior_log_class, prior_params = _fitted.draws(estimator, total, key_prior, prior=True)
     groups = {
         "posterior": _chains(parameter_draws(estimator, log_class, params), n_chains, n_draws),
         "prior": _chains(parameter_draws(estimator, prior_log_class, prior_params), n_chains, n_draws),

@@ -428,10 +428,9 @@ def _repeat_rows(X, k):
 def _with_estimate(estimator, estimate):
     import copy
 
-    est = copy.copy(estimator)
-    est.estimate = estimate
-    est._cache = {}
-    return est
+    # A shallow copy with another public ``estimate``: the fitted pytrees are shared (the
+    # estimator's memo of point estimates is keyed by the estimate, so sharing it is safe).
+    return copy.copy(estimator).set_params(estimate=estimate)
 
 
 def crosscheck(

@@ -74,7 +74,7 @@ import numpyro
 import numpyro.distributions as dist
 import scipy.sparse as sp
 
-from . import families
+from . import _fitted, families
 from .families import _models
 from .families._models import dirichlet_moments, inverse_wishart_moments
 from .families.protocol import Family
@@ -376,26 +376,15 @@ def mixed_stats_model(stats, *, blocks, class_prior):
 # ----------------------------------------------------------------------------- estimators
 
 
-def fitted_blocks(estimator):
-    """The blocks of columns of a fitted estimator: ``[(name, estimator of the block, columns)]``.
-
-    A :class:`~bayesnb.MixedNB` (an estimator with the public ``estimators_`` of its
-    blocks) has one per block of columns; any other estimator is one block named ``""``
-    over all columns (``columns`` None).
-    """
-    blocks = getattr(estimator, "estimators_", None)
-    if blocks is None:
-        return [("", estimator, None)]
-    return [(name, est, idx) for name, est, idx in blocks]
-
-
 def block_specs(estimator):
     """The blocks of a fitted estimator: ``[(name, estimator of the block, columns, spec)]``.
 
-    ``spec`` is the numpyro model of the block's family (``family_.model(prior_)``); see
-    :func:`fitted_blocks` for the blocks.
+    A one-family estimator is one block named ``""`` over all columns (``columns`` None);
+    a :class:`~bayesnb.MixedNB` (an estimator with public ``estimators_``) has one per
+    block of columns. ``spec`` is the numpyro model of the block's family
+    (``family_.model(prior_)``).
     """
-    return [(name, est, idx, _spec(est.family_, est.prior_)) for name, est, idx in fitted_blocks(estimator)]
+    return [(name, est, idx, _spec(est.family_, est.prior_)) for name, est, idx in _fitted.blocks(estimator)]
 
 
 def class_prior_of(estimator):

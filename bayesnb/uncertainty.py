@@ -154,7 +154,7 @@ def credible_interval(draws, level=0.9, method="equal-tailed"):
 
 
 class DrawSource(NamedTuple):
-    """Everything the draw engine needs from a fitted estimator (built by the estimator).
+    """Everything the draw engine needs from a fitted estimator (see :func:`draw_source`).
 
     Attributes
     ----------
@@ -218,6 +218,49 @@ def stacked_log_likelihood(log_likelihood, params, X, n_classes):
     folded = jax.tree.map(lambda a: np.reshape(np.asarray(a), (n * n_classes,) + np.shape(a)[2:]), params)
     ll = np.asarray(log_likelihood(folded, X), dtype=np.float64)
     return ll.reshape(ll.shape[0], n, n_classes).transpose(1, 0, 2)
+
+
+def draw_source(estimator, X, n_draws, random_state):
+    """Validated ``X`` and the posterior draws of a fitted estimator, for the functions of this module.
+
+    Read from the estimator's public pytrees through the family protocol (see
+    :mod:`bayesnb._fitted`). The key is split as ``estimator.sample_posterior`` splits
+    it: the same ``random_state`` gives the same draws of the class proportions and
+    (when they fit in one block) of the feature parameters.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like of shape (n_samples, n_features)
+        Checked and transformed as the estimator's own input.
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+
+    Returns
+    -------
+    DrawSource
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from . import _fitted
+    from ._random import key_from_random_state
+
+    check_is_fitted(estimator, "stats_")
+    n_draws = check_n_draws(n_draws)
+    # The estimator's own validation (its missing-value policy, binarisation, column
+    # blocks): it has no public entry that returns validated rows.
+    X = estimator._input(X, reset=False)
+    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    return DrawSource(
+        X=X,
+        n_rows=X.shape[0],
+        log_class=_fitted.class_log_draws(key_class, estimator, n_draws),
+        key=key_feat,
+        sample=lambda key, n: _fitted.feature_draws(key, estimator, n),
+        log_likelihood=lambda params, rows: _fitted.log_likelihood_draws(estimator, params, rows),
+        take_rows=lambda rows, start, stop: _fitted.take_rows(estimator, rows, start, stop),
+        draw_size=draw_size(estimator.posterior_),
+    )
 
 
 def _chunk(chunk_entries):
@@ -319,7 +362,7 @@ def proba_draws(source, *, chunk_entries=None):
     Parameters
     ----------
     source : DrawSource
-        From a fitted estimator (see ``BaseNB._draw_source``).
+        From a fitted estimator (see :func:`draw_source`).
     chunk_entries : int, optional
         Bound, in float64 entries, of every temporary (default :data:`CHUNK_ENTRIES`).
 
@@ -341,7 +384,7 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     Parameters
     ----------
     source : DrawSource
-        From a fitted estimator (see ``BaseNB._draw_source``).
+        From a fitted estimator (see :func:`draw_source`).
     level : float in (0, 1)
     method : {"equal-tailed", "hdi"}
     chunk_entries : int, optional
@@ -525,7 +568,7 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     >>> bool(np.all(u.epistemic >= 0)), bool(np.allclose(u.total, u.aleatoric + u.epistemic))
     (True, True)
     """
-    source = estimator._draw_source(X, n_draws, random_state)
+    source = draw_source(estimator, X, n_draws, random_state)
     chunk = _chunk(chunk_entries)
     n_draws, n_classes = source.log_class.shape
     sum_p = np.zeros((source.n_rows, n_classes))
@@ -619,7 +662,7 @@ def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
     >>> draws.shape, bool(np.allclose(draws.sum(axis=-1), 1))
     ((300, 2, 2), True)
     """
-    return proba_draws(estimator._draw_source(X, n_draws, random_state), chunk_entries=chunk_entries)
+    return proba_draws(draw_source(estimator, X, n_draws, random_state), chunk_entries=chunk_entries)
 
 
 def predict_proba_interval(
@@ -651,7 +694,7 @@ def predict_proba_interval(
     (True, (1, 2))
     """
     check_interval_args(level, method)
-    source = estimator._draw_source(X, n_draws, random_state)
+    source = draw_source(estimator, X, n_draws, random_state)
     return proba_interval(source, level, method, chunk_entries=chunk_entries)
 
 
@@ -741,12 +784,12 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     """
     from sklearn.utils.validation import check_is_fitted
 
-    from .families import bernoulli, categorical, multinomial, poisson
+    from . import _fitted
 
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
-    family = getattr(estimator, "_family", None)
-    if family not in (multinomial.family, bernoulli.family, categorical.family, poisson.family):
+    family = None if _fitted.is_mixed(estimator) else estimator.family_
+    if family is None or family.feature_log_odds is None:
         raise TypeError(
             "feature log-odds contributions need a family whose log-likelihood is a sum of "
             "per-feature terms with one parameter each (MultinomialNB, BernoulliNB, "
@@ -758,24 +801,10 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     k = None if versus is None else _class_index(estimator, versus, "versus")
     if k == c:
         raise ValueError("versus must differ from target")
-    _, params = estimator._draw(n_draws, random_state)
-    n_features = estimator.n_features_in_
-    if family is multinomial.family:
-        terms = _contrast(np.asarray(params.log_probs), c, k)
-        return FeatureLogOdds(terms, np.arange(n_features), None, "one occurrence")
-    if family is poisson.family:
-        terms = _contrast(np.asarray(params.log_rate), c, k)
-        return FeatureLogOdds(terms, np.arange(n_features), None, "one more count")
-    if family is bernoulli.family:
-        lp = np.asarray(params.log_probs)
-        terms = _contrast(lp[..., 1] - lp[..., 0], c, k)
-        return FeatureLogOdds(terms, np.arange(n_features), None, "presence vs absence")
-    lp = np.asarray(params.log_probs)  # (n, C, F, K), -inf on padding
-    n_cat = np.asarray(estimator.n_categories_)
-    feature = np.repeat(np.arange(n_features), n_cat)
-    category = np.concatenate([np.arange(kj) for kj in n_cat])
-    cells = lp[:, :, feature, category]  # (n, C, n_terms): only valid categories
-    return FeatureLogOdds(_contrast(cells, c, k), feature, category, "this value")
+    _, params = _fitted.draws(estimator, n_draws, random_state)
+    # The family's per-term contributions under each class, (n_draws, C, n_terms).
+    terms, feature, category, unit = family.feature_log_odds(params, estimator.prior_)
+    return FeatureLogOdds(_contrast(np.asarray(terms), c, k), np.asarray(feature), category, unit)
 
 
 class TopFeatures(NamedTuple):

@@ -27,7 +27,9 @@ What a subclass provides
 ``moments(posterior) -> dict of name -> (mean, sd)``
     Closed-form posterior moments of each canonical parameter.
 
-and may override ``canonical`` (sites to canonical arrays), ``n_features``,
+and may override ``canonical`` (sites to canonical arrays), ``per_class`` (draws with
+a class axis on every leaf, where some parameter is shared by the classes), ``coords`` (arviz
+coordinates of dims of its own, e.g. ``category``), ``n_features``,
 ``check_rows`` (reject rows the model gives no probability), ``per_feature`` and
 ``joint_features`` (a family whose features are not separate factors of a row's
 likelihood). Its documentation attributes (``title``, ``data``, ``example``, ``parents``,
@@ -209,6 +211,26 @@ class ModelSpec:
     def moments(self, post):  # pragma: no cover - abstract
         """Closed-form posterior mean and standard deviation of each canonical parameter."""
         raise NotImplementedError
+
+    def per_class(self, params, n_classes):
+        """Draws of the parameters with a class axis on every leaf, shape (n, n_classes, ...).
+
+        Callers that stack draws as classes (:func:`bayesnb.uncertainty.stacked_log_likelihood`)
+        need it; a leaf shared by the classes is repeated. Default: as is (every leaf
+        is per class).
+        """
+        return params
+
+    def coords(self):
+        """Coordinates of the block's own dims beyond ``class`` and the features (e.g. ``category``).
+
+        Returns
+        -------
+        dict of dim name -> list
+            The arviz coordinates of :mod:`bayesnb.export` (unprefixed; a mixed model
+            prefixes them with the block name). Default: none.
+        """
+        return {}
 
     def canonical(self, samples):
         """Canonical arrays from the model's sites (identity except where padded)."""

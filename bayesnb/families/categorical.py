@@ -387,6 +387,10 @@ class CategoricalModel(_models.ModelSpec):
         probs = np.exp(np.asarray(params.log_probs))
         return {"feature_probs": np.where(self.mask[:, : self.k_max], probs, np.nan)}
 
+    def coords(self):
+        # The category codes 0 .. max K_j - 1 (the padded axis of feature_probs).
+        return {"category": list(range(self.k_max))}
+
     def canonical(self, samples):
         probs = np.asarray(samples["feature_probs"])[..., : self.k_max]
         return {"feature_probs": np.where(self.mask[:, : self.k_max], probs, np.nan)}

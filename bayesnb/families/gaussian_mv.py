@@ -930,6 +930,14 @@ class GaussianMVModel(_models.ModelSpec):
                 obs=None if X is None else X[:, None, :],
             )
 
+    def per_class(self, params, n_classes):
+        if not self.shared:
+            return params
+        # One covariance per draw, (n, F, F): repeated for each class so that draws
+        # stack along the class axis like every other family's parameters.
+        tril = np.asarray(params.scale_tril)
+        return params._replace(scale_tril=np.broadcast_to(tril[:, None], (tril.shape[0], n_classes) + tril.shape[1:]))
+
     def canonical(self, samples):
         # Per-class sites carry a singleton axis for the feature plate's dim (see _models.CLASS_DIM).
         cov = np.asarray(samples["covariance"])
