@@ -25,6 +25,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from . import _fitted
 from . import class_prior as _class_prior
 from ._random import key_from_random_state
 from ._validation import check_n_draws
@@ -194,7 +195,7 @@ def simulation_based_calibration(
        :math:`x \sim p(x \mid \tilde\theta_y)` (the family's ``simulate``; documents of a
        multinomial model take lengths as :func:`bayesnb.families.multinomial.default_lengths`);
     3. the posterior given these rows through the estimator's own statistics and
-       posterior hooks, and ``n_draws`` exact posterior draws;
+       posterior hooks, and ``n_draws`` exact posterior draws (the family's ``sample``);
     4. the rank of every true scalar parameter among its draws.
 
     Then each parameter's ranks are tested for uniformity (:func:`rank_uniformity`) and
@@ -246,20 +247,24 @@ def simulation_based_calibration(
     names, masks, ranks = None, None, []
     for s in range(n_simulations):
         key_prior, key_labels, key_rows, key_post = jax.random.split(jax.random.fold_in(key, s), 4)
-        log_pi, params = estimator._draw(1, key_prior, prior=True)
+        log_pi, params = _fitted.draws(estimator, 1, key_prior, prior=True)
         truth = export.parameter_draws(estimator, log_pi, params)
         y_index = _class_prior.sample_labels(key_labels, log_pi[0], n_samples)
         key_class, *key_blocks = jax.random.split(key_post, 1 + len(blocks))
         row_keys = jax.random.split(key_rows, len(blocks))
         posterior_params = {}
         for (name, est, _, _), key_x, key_draw in zip(blocks, row_keys, key_blocks):
+            family = est.family_
             true_params = jax.tree.map(lambda a: np.asarray(a)[0], params[name] if mixed else params)
-            X_sim = est._simulate_features(key_x, true_params, y_index)
+            X_sim = np.asarray(family.simulate(key_x, true_params, y_index, est.stats_))
+            # What SBC calibrates is the estimator's own computation of its posterior from
+            # data (its statistics and posterior hooks, which an estimator may override:
+            # there is no public entry for "the posterior of these rows under this prior").
             # A shallow copy keeps the estimator's prior and hooks; only its data change.
             work = copy.copy(est)
             work.stats_ = work._compute_stats(X_sim, y_index, None)
             work.posterior_ = work._feature_posterior()
-            posterior_params[name] = jax.tree.map(np.asarray, work._sample_features(key_draw, n_draws))
+            posterior_params[name] = jax.tree.map(np.asarray, family.sample(key_draw, work.posterior_, n_draws))
         if estimator.class_dirichlet_ is not None:
             counts = np.bincount(y_index, minlength=estimator.classes_.size).astype(np.float64)
             post = _class_prior.posterior(estimator.class_dirichlet_, counts)
