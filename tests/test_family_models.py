@@ -143,3 +143,43 @@ def test_ppl_and_analysis_layers_do_not_import_the_estimators(module):
         elif isinstance(node, ast.Import):
             imported.update(a.name for a in node.names)
     assert not [m for m in imported if "estimators" in m.split(".")], imported
+
+
+# The layers' reading of a fitted estimator (bayesnb._fitted) against the estimator's own
+# methods: the same draws from the same random_state (the key splitting the docs promise),
+# the same generated rows, the same posterior draws of the class probabilities.
+_CASES = ("multinomial", "categorical", "gaussian_shared", "mixed", "evidence_missing")
+
+
+@pytest.mark.parametrize("name", _CASES)
+@pytest.mark.parametrize("prior", [False, True])
+def test_draws_are_the_estimators_own(name, prior):
+    from _ppl_cases import fitted
+
+    from bayesnb import _fitted
+
+    est = fitted(name).estimator
+    log_class, params = _fitted.draws(est, 6, 11, prior=prior)
+    ref_class, ref_params = est._draw(6, 11, prior=prior)
+    np.testing.assert_array_equal(log_class, ref_class)
+    for got, want in zip(jax.tree.leaves(params), jax.tree.leaves(ref_params)):
+        np.testing.assert_array_equal(got, want)
+
+
+@pytest.mark.parametrize("name", _CASES)
+def test_generated_rows_and_probability_draws_are_the_estimators_own(name):
+    from _ppl_cases import fitted
+
+    from bayesnb import _fitted
+    from bayesnb import uncertainty as U
+
+    case = fitted(name)
+    est = case.estimator
+    _, params = _fitted.draws(est, 1, 2)
+    one = jax.tree.map(lambda a: np.asarray(a)[0], params)
+    y_index = np.arange(5) % est.classes_.size
+    key = jax.random.key(4)
+    np.testing.assert_array_equal(_fitted.simulate(key, est, one, y_index), est._simulate_features(key, one, y_index))
+    X = case.X[:5] if not hasattr(case.X, "iloc") else case.X.iloc[:5]
+    got = U.proba_draws(U.draw_source(est, X, 7, 1))
+    np.testing.assert_allclose(got, est.predict_proba_draws(X, 7, 1), rtol=1e-12, atol=1e-15)
