@@ -261,6 +261,7 @@ def _stats_doc(family, spec):
     """
 
 
+# Made once per family (a Family is a hashable named tuple of its members).
 _FAMILY_MODELS: dict = {}
 
 
@@ -291,9 +292,8 @@ def family_models(family):
     family = families.get(family)
     if family.model is None:
         raise TypeError(f"no numpyro model for family {family.name!r}")
-    held = _FAMILY_MODELS.get(family.name)
-    if held is not None and held[0] is family:
-        return held[1]
+    if family in _FAMILY_MODELS:
+        return _FAMILY_MODELS[family]
 
     def rows_model(X=None, y=None, *, prior, class_prior, n_rows=None, sample_weight=None, observed=None, **options):
         data = None if X is None else {"": jnp.asarray(X)}
@@ -311,7 +311,7 @@ def family_models(family):
     ):
         fn.__name__ = fn.__qualname__ = name
         fn.__doc__ = doc
-    _FAMILY_MODELS[family.name] = (family, (rows_model, stats_model))
+    _FAMILY_MODELS[family] = rows_model, stats_model
     return rows_model, stats_model
 
 
