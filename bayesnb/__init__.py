@@ -4,9 +4,7 @@ Closed-form posteriors, exact posterior predictives and log evidences in JAX, be
 scikit-learn compatible estimators.
 """
 
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
-
+from ._version import __version__
 from .comparison import compare
 from .estimators import (
     BernoulliNB,
@@ -20,11 +18,6 @@ from .estimators import (
 from .evidence import BayesFactorSelector
 from .exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from .persistence import load
-
-try:
-    __version__ = _version("bayesnb")
-except _PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
 
 __all__ = [
     "BayesFactorSelector",

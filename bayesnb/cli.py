@@ -35,7 +35,8 @@ import time
 import warnings
 from pathlib import Path
 
-from . import __version__, _report, _userdata
+from . import _report, _userdata
+from ._version import __version__
 from ._report import DIGITS_BINARIZE_THRESHOLD, DIGITS_N_CATEGORIES
 from ._userdata import DataError
 from ._validation import ESTIMATES

@@ -1,5 +1,6 @@
 """scikit-learn compatible estimators (a thin front over the pure core)."""
 
+from ..persistence import register_estimator as _register_estimator
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from .gaussian import GaussianNB
@@ -17,3 +18,8 @@ __all__ = [
     "MultinomialNB",
     "PoissonNB",
 ]
+
+# Model files name their class; loading finds it in persistence's table.
+for _name in __all__:
+    if _name != "BaseNB":
+        _register_estimator(globals()[_name])

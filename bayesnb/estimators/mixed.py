@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import missing as _missing
 from .._validation import check_category_codes
+from ..persistence import register_pytree
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from .gaussian import GaussianNB
@@ -30,6 +31,7 @@ from .poisson import PoissonNB
 __all__ = ["MixedNB"]
 
 
+@register_pytree
 class LabelStats(NamedTuple):
     """Weighted class counts, the only statistics :class:`MixedNB` keeps itself.
 
