@@ -75,7 +75,7 @@ import numpy as np
 
 from .exceptions import ModelFileError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "save", "load", "register_estimator", "register_pytree"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
 
 FORMAT = "bayesnb-model"
 FORMAT_VERSION = 1
@@ -163,6 +163,20 @@ def register_pytree(cls):
     if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
         raise TypeError(f"register_pytree takes a NamedTuple class, got {cls!r}")
     return _register(_PYTREES, cls, "pytree type")
+
+
+def estimator_class(name):
+    """The registered estimator class called ``name`` (see :func:`register_estimator`).
+
+    Raises
+    ------
+    KeyError
+        Naming the registered classes, if none is called ``name``.
+    """
+    try:
+        return _ESTIMATORS[name]
+    except KeyError:
+        raise KeyError(f"no estimator class {name!r} is registered; registered: {', '.join(sorted(_ESTIMATORS))}") from None
 
 
 def _estimator_types():

@@ -379,6 +379,103 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         log_proba = self._log_proba(X)
         return self.classes_[np.argmax(log_proba, axis=1)]
 
+    # ----------------------------------------------------- statistics and priors
+    def validate_input(self, X):
+        """``X`` as this fitted estimator reads it, checked against what it was fitted on.
+
+        The rows that ``predict*`` score: validated (number of features, dtype, negative
+        counts, NaN under the ``missing`` policy), with the estimator's own conversions
+        (Bernoulli's ``binarize`` threshold, category codes, column blocks of a
+        :class:`~bayesnb.MixedNB`; rows with NaN under ``missing="ignore"`` come with
+        their mask). Layers that take a fitted estimator use it so that they read data
+        exactly as the estimator does.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        The validated rows (an array, a CSR matrix, or the masked / per-block form).
+        """
+        check_is_fitted(self, "stats_")
+        return self._input(X, reset=False)
+
+    def sufficient_stats(self, X, y, sample_weight=None):
+        """Sufficient statistics of labelled rows as ``fit`` would accumulate them.
+
+        The estimator is left unchanged (its statistics, category tables and fitted
+        attributes stay as they are); the rows must have the labels and features of the
+        fitted model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels, each one of ``classes_``.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        stats : statistics pytree of the type of ``stats_``
+        Xv : the validated rows (see :meth:`validate_input`)
+        y_index : int ndarray of shape (n_samples,)
+            Position of each label in ``classes_``.
+        weight : ndarray of shape (n_samples,)
+            The row weights (ones when ``sample_weight`` is None).
+        """
+        check_is_fitted(self, "stats_")
+        import copy
+
+        probe = copy.copy(self)  # statistics hooks may set attributes (category tables)
+        Xv = probe._input(X, reset=False)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != Xv.shape[0]:
+            raise ValueError(f"y must be 1-d with one label per row of X ({Xv.shape[0]}), got shape {y.shape}")
+        classes = self.classes_
+        y_index = np.searchsorted(classes, y)
+        bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
+        if bad.any():
+            raise ValueError(f"label {y[bad][0]!r} is not in the fitted classes_ {classes!r}")
+        w = check_sample_weight(sample_weight, Xv.shape[0])
+        stats = probe._stats(Xv, y_index, w)
+        return stats, Xv, y_index, np.ones(Xv.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+
+    def update_prior(self, **params):
+        """Set hyperparameters and recompute prior and posterior from the statistics held.
+
+        Conjugacy makes a change of prior free: the posterior is a function of the
+        prior and the sufficient statistics, so no pass over the data is needed (a
+        prior-sensitivity analysis or an evidence curve costs one update per prior).
+
+        Parameters
+        ----------
+        **params
+            Constructor parameters (e.g. ``alpha=0.5``, ``class_alpha=2.0``, ``prior=...``).
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> from bayesnb import MultinomialNB
+        >>> clf = MultinomialNB().fit([[3, 0], [0, 2]], ["a", "b"])
+        >>> before = clf.log_evidence()
+        >>> clf.update_prior(alpha=0.5).alpha_, bool(clf.log_evidence() != before)
+        (0.5, True)
+        """
+        check_is_fitted(self, "stats_")
+        before = dict(self.__dict__)
+        try:
+            self.set_params(**params)
+            self._refresh()
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+        return self
+
     # ----------------------------------------------------------- persistence
     def save(self, path):
         """Write this estimator (fitted or not) to ``path``; read it back with :func:`bayesnb.load`.

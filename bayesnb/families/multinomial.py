@@ -27,12 +27,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import gammaln
 
 from .._linear import ParamCache, log_linear, matmul, row_sums
 from .._special import log_rising_factorial_np as _log_rising_np
-from ..priors import Dirichlet, dirichlet_from_alpha
+from ..priors import Dirichlet, Gamma, dirichlet_from_alpha
 from ..stats import count_stats
-from .protocol import Family, register
+from .protocol import Family, get, register
 from . import _dirichlet, _rows
 
 __all__ = [
@@ -47,6 +48,7 @@ __all__ = [
     "sample",
     "simulate",
     "default_lengths",
+    "count_vector_log_offset",
 ]
 
 # Integer counts from 2 up to this value read their excess log Γ(a + x) - log Γ(a) - x log a
@@ -376,6 +378,85 @@ def default_lengths(key, stats, y_index):
     return _rows.generator(key).poisson(mean[np.asarray(y_index, dtype=np.intp)]).astype(np.int64)
 
 
+def _row_sums_float(X):
+    return np.asarray(X.sum(axis=1)).ravel().astype(np.float64)
+
+
+def _sum_log_factorial(X, w):
+    """:math:`\\sum_i w_i \\sum_j \\log x_{ij}!`."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        per_row = np.bincount(rows, weights=gammaln(X.data + 1.0), minlength=X.shape[0])
+    else:
+        per_row = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+    return float(np.dot(w, per_row))
+
+
+def _check_length_prior(length_prior, lengths, w):
+    if length_prior is None:
+        total = float(np.sum(w))
+        mean = float(np.dot(w, lengths)) / total if total > 0 else 1.0
+        return Gamma(np.float64(1.0), np.float64(1.0 / mean if mean > 0 else 1.0))
+    if not isinstance(length_prior, Gamma):
+        raise TypeError(f"length_prior must be a bayesnb.priors.Gamma or None, got {type(length_prior).__name__}")
+    for name, v in zip(("concentration", "rate"), length_prior):
+        v = np.asarray(v, dtype=np.float64)
+        if v.ndim or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"length_prior.{name} must be a finite number > 0, got {v!r}")
+    return Gamma(*(np.float64(v) for v in length_prior))
+
+
+def count_vector_log_offset(X, y_index, weight, n_classes, *, length_prior=None):
+    r"""From the token-sequence evidence to the probability of the count vectors.
+
+    Adds the multinomial coefficient :math:`\sum_i w_i(\log n_i! - \sum_j \log x_{ij}!)`
+    and the evidence of the row lengths :math:`n_i` under
+    :math:`n_i \mid y_i = c \sim \mathrm{Poisson}(\lambda_c)`,
+    :math:`\lambda_c \sim \mathrm{Gamma}` (``length_prior``; default shape 1 and the
+    weighted mean length as the prior mean), evaluated by the registered Poisson family.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Integer counts.
+    y_index : int ndarray of shape (n_samples,)
+    weight : ndarray of shape (n_samples,)
+    n_classes : int
+    length_prior : Gamma of scalars, optional
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For non-integer counts (the model is then not a probability of count vectors).
+    """
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if np.any(values != np.floor(values)):
+        raise ValueError(
+            "the multinomial event model is a probability of count vectors only for integer "
+            "counts; X has non-integer values, so its evidence has no common footing with "
+            "another model's"
+        )
+    lengths = _row_sums_float(X)
+    prior = _check_length_prior(length_prior, lengths, weight)
+    # Looked up by name: the Poisson family's module imports this one.
+    poisson = get("poisson")
+    stats = poisson.stats(lengths[:, None], y_index, n_classes, weight)
+    shape = (n_classes, 1)
+    length_part = float(
+        poisson.log_evidence(Gamma(np.full(shape, prior.concentration), np.full(shape, prior.rate)), stats)
+    )
+    coefficient = float(np.dot(weight, gammaln(lengths + 1.0))) - _sum_log_factorial(X, weight)
+    return length_part + coefficient
+
+
 def _stats(X, y_index, n_classes, weight=None):
     return count_stats(X, y_index, n_classes, weight)
 
@@ -408,5 +489,6 @@ family = register(
         simulate=_simulate,
         default_prior=default_prior,
         relevance_log_bayes_factor=relevance_log_bayes_factor,
+        log_evidence_offset=count_vector_log_offset,
     )
 )

@@ -58,6 +58,12 @@ relevance_log_bayes_factor : callable ``(prior, stats) -> (n_features,)`` or Non
     family has a closed form for it.
 default_prior : callable ``(stats, **options) -> prior``
     The prior used when the user gives none.
+log_evidence_offset : callable ``(X, y_index, weight, n_classes, **options) -> float`` or None
+    What turns ``log_evidence`` (of the features as the family models them) into the log
+    probability of the rows as observed, so that evidences of different families of the
+    same data are comparable; None where ``log_evidence`` already is that probability.
+    (The multinomial family scores token sequences given document lengths: its offset
+    adds the multinomial coefficients and a model of the lengths.)
 
 Examples
 --------
@@ -96,6 +102,7 @@ class Family(NamedTuple):
     default_prior: Callable[..., Any]
     mean_params: Callable[..., Any] | None = None
     relevance_log_bayes_factor: Callable[..., Any] | None = None
+    log_evidence_offset: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):
