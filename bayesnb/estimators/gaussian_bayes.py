@@ -169,6 +169,10 @@ class GaussianBayesClassifier(BaseNB):
             return "diag"
         return "shared" if gaussian_mv.is_shared(self.prior_) else "full"
 
+    # Its own family depends on `covariance`; as the estimator of the NIW family (see
+    # bayesnb.estimators.estimator_for) it is the full-covariance model.
+    _serves = (("gaussian_mv", {"covariance": "full"}),)
+
     @property
     def _family(self):
         return gaussian.family if self._structure() == "diag" else gaussian_mv.family

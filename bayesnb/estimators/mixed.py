@@ -83,12 +83,12 @@ def _is_dataframe(X):
 
 
 def _dtype_kind(dtype):
-    """'bool', 'float', 'int', 'categorical' or None for a pandas/numpy column dtype."""
+    """'bool', 'float', 'int', 'nominal' or None for a pandas/numpy column dtype."""
     import pandas as pd
 
     api = pd.api.types
     if isinstance(dtype, pd.CategoricalDtype) or api.is_object_dtype(dtype) or api.is_string_dtype(dtype):
-        return "categorical"
+        return "nominal"
     if api.is_bool_dtype(dtype):
         return "bool"
     if api.is_integer_dtype(dtype):
@@ -102,7 +102,7 @@ def _dtype_kind(dtype):
 _INFERRED = {
     "float": ("gaussian", lambda: GaussianNB()),
     "bool": ("bernoulli", lambda: BernoulliNB(binarize=None)),
-    "categorical": ("categorical", lambda: CategoricalNB()),
+    "nominal": ("categorical", lambda: CategoricalNB()),
     "int": ("poisson", lambda: PoissonNB()),
 }
 
@@ -353,7 +353,7 @@ class MixedNB(BaseNB):
                 continue
             for j in idx:
                 col = X.iloc[:, j]
-                if _dtype_kind(col.dtype) != "categorical":
+                if _dtype_kind(col.dtype) != "nominal":
                     continue
                 self._check_no_missing(col, j)
                 if isinstance(col.dtype, pd.CategoricalDtype):
