@@ -4,6 +4,8 @@ Closed-form posteriors, exact posterior predictives and log evidences in JAX, be
 scikit-learn compatible estimators.
 """
 
+from typing import TYPE_CHECKING
+
 from ._version import __version__
 from .comparison import compare
 from .estimators import (
@@ -15,9 +17,11 @@ from .estimators import (
     MultinomialNB,
     PoissonNB,
 )
-from .evidence import BayesFactorSelector
 from .exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from .persistence import load
+
+if TYPE_CHECKING:  # imported on first use, see __getattr__
+    from .evidence import BayesFactorSelector
 
 __all__ = [
     "BayesFactorSelector",
@@ -35,3 +39,13 @@ __all__ = [
     "compare",
     "load",
 ]
+
+
+def __getattr__(name):
+    # BayesFactorSelector is built on sklearn.feature_selection, whose import pulls in
+    # scikit-learn's linear models and SVMs; `import bayesnb` does not pay for it.
+    if name == "BayesFactorSelector":
+        from .evidence import BayesFactorSelector
+
+        return BayesFactorSelector
+    raise AttributeError(f"module 'bayesnb' has no attribute {name!r}")
