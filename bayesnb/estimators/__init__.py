@@ -2,6 +2,7 @@
 
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
+from .exponential import ExponentialNB
 from .gaussian import GaussianNB
 from .gaussian_bayes import GaussianBayesClassifier
 from .mixed import MixedNB
@@ -11,6 +12,7 @@ __all__ = [
     "BaseNB",
     "BernoulliNB",
     "CategoricalNB",
+    "ExponentialNB",
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
