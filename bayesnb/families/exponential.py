@@ -454,6 +454,13 @@ def model_observe(values, X, y, feature, n_rows, weight=None):
     n_rows : int
     weight : array of shape (n_rows,) or None
         Row weights scaling each row's log density.
+
+    Notes
+    -----
+    numpyro's ``Exponential`` has support :math:`x > 0`: with numpyro's validation
+    enabled an observed value of exactly 0 is scored as out of support (:math:`-\infty`),
+    whereas the closed forms give it density :math:`\lambda` (a boundary point of
+    measure zero). Observe strictly positive values here.
     """
     import numpyro
     import numpyro.distributions as dist
