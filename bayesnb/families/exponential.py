@@ -439,7 +439,7 @@ def model_sample_params(prior, n_classes, feature="feature"):
 
 
 def model_observe(values, X, y, feature, n_rows, weight=None):
-    """Observe rows ``x`` ~ Exponential(rate[y]) in the data and feature plates (or generate them).
+    r"""Observe rows ``x`` ~ Exponential(rate[y]) in the data and feature plates (or generate them).
 
     Parameters
     ----------
