@@ -11,6 +11,7 @@ from .comparison import compare
 from .estimators import (
     BernoulliNB,
     CategoricalNB,
+    ExponentialNB,
     GaussianBayesClassifier,
     GaussianNB,
     MixedNB,
@@ -28,6 +29,7 @@ __all__ = [
     "BernoulliNB",
     "CategoricalNB",
     "EvidenceWarning",
+    "ExponentialNB",
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",

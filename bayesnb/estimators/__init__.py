@@ -3,6 +3,7 @@
 from ..persistence import register_estimator as _register_estimator
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
+from .exponential import ExponentialNB
 from .gaussian import GaussianNB
 from .gaussian_bayes import GaussianBayesClassifier
 from .mixed import MixedNB
@@ -12,6 +13,7 @@ __all__ = [
     "BaseNB",
     "BernoulliNB",
     "CategoricalNB",
+    "ExponentialNB",
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
