@@ -540,11 +540,6 @@ def test_simulation_based_calibration():
     assert result.passed
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="the CLI still switches on family identity: bayesnb/cli.py:49 (FAMILIES, the --family choices) "
-    "and bayesnb/_userdata.py:195-212 (make_estimator's if-chain on family names)",
-)
 def test_cli_family_exponential(tmp_path, capsys):
     from bayesnb.cli import main
 
@@ -604,13 +599,6 @@ def test_numpyro_pieces_drive_the_ppl_layer_and_nuts_agrees(monkeypatch):
     assert not crosscheck(wrong, X, y, sample_weight=w, nuts=report.nuts, random_state=0).agrees
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=TypeError,
-    reason="bayesnb.evidence still switches on estimator class: bayesnb/evidence.py:62-78 (_KINDS maps "
-    "each estimator class to what its evidence is a probability of; the family's support, 'positive', "
-    "says it: a density w.r.t. Lebesgue measure, comparable with GaussianNB's)",
-)
 def test_log_bayes_factor_against_a_gaussian_model_of_the_same_values():
     from bayesnb.evidence import log_bayes_factor
 
