@@ -48,6 +48,13 @@ supremum is at zero or infinity) the bound is returned and
 Every function here takes statistics (:mod:`bayesnb.stats`) and returns the learned
 hyperparameters in the layout the estimators' ``alpha`` accepts, plus an
 :class:`EvidenceTrace` of the iterates.
+
+The solvers above are specialised (Dirichlet/Beta concentrations, the diagonal
+Normal-Inverse-Gamma) and fast. :func:`maximize_evidence` is the generic one: it
+maximises any registered family's ``log_evidence`` (traceable by the family protocol)
+over chosen continuous fields of its prior, by L-BFGS-B on the exact ``jax.grad``
+gradient and Newton polishing on the exact ``jax.hessian``; ``GaussianBayesClassifier``
+("full"/"shared") and ``PoissonNB`` learn their priors with it.
 """
 
 from __future__ import annotations
@@ -165,12 +172,13 @@ def is_evidence(value):
     return isinstance(value, str) and value == "evidence"
 
 
-# Where empirical Bayes is implemented: the estimators that do not learn a hyperparameter
-# name these in their refusal, so a user knows what to use instead.
+# Where empirical Bayes is implemented: an estimator that does not learn a hyperparameter
+# names these in its refusal, so a user knows what to use instead.
 _LEARNED = (
-    "the Dirichlet/Beta concentrations (alpha='evidence' of MultinomialNB, BernoulliNB, "
-    "CategoricalNB), class_alpha='evidence' of every estimator and GaussianNB's "
-    "Normal-Inverse-Gamma prior (prior='evidence')"
+    "alpha='evidence' of MultinomialNB, BernoulliNB, CategoricalNB and PoissonNB "
+    "(beta='evidence' too), prior='evidence' of GaussianNB, GaussianBayesClassifier and "
+    "PoissonNB, class_alpha='evidence' of every estimator; any registered family's prior "
+    "through bayesnb.empirical_bayes.maximize_evidence"
 )
 
 
@@ -193,11 +201,11 @@ def refuse_evidence(value, name, owner):
 
     Examples
     --------
-    >>> refuse_evidence(1.0, "alpha", "PoissonNB")  # numbers pass
-    >>> refuse_evidence("evidence", "alpha", "PoissonNB")  # doctest: +ELLIPSIS
+    >>> refuse_evidence(1.0, "alpha", "MyNB")  # numbers pass
+    >>> refuse_evidence("evidence", "alpha", "MyNB")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ValueError: PoissonNB cannot learn alpha from the evidence...
+    ValueError: MyNB cannot learn alpha from the evidence...
     """
     if is_evidence(value):
         raise ValueError(
