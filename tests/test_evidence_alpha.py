@@ -22,7 +22,6 @@ from scipy import optimize
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-import bayesnb
 from bayesnb import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
 from bayesnb import empirical_bayes as eb
 from bayesnb._x64 import enable_x64
