@@ -89,6 +89,7 @@ __all__ = [
     "categorical_alpha",
     "class_alpha",
     "gaussian_prior",
+    "GAUSSIAN_FIELDS",
 ]
 
 #: Which hyperparameters are tied: one value for every class and feature, one per class,
@@ -730,7 +731,11 @@ def class_alpha(class_count):
     return float(np.exp(u[0, 0])), trace
 
 
-def gaussian_prior(stats, scope="shared"):
+#: The fields :func:`gaussian_prior` learns by default (what ``GaussianNB(prior="evidence")`` learns).
+GAUSSIAN_FIELDS = ("kappa", "rate")
+
+
+def gaussian_prior(stats, scope="shared", fields=GAUSSIAN_FIELDS):
     r"""Normal-Inverse-Gamma prior of the diagonal Gaussian family that maximises the evidence.
 
     Starts from :func:`bayesnb.families.gaussian.default_prior` (:math:`m_0` the pooled
@@ -740,20 +745,30 @@ def gaussian_prior(stats, scope="shared"):
     multiplier :math:`s` of the default :math:`b_0` — one pair for every cell
     (``"shared"``: :math:`b_0` stays proportional to each feature's variance, so the model
     keeps the default prior's invariance to rescaling a feature), one per class, or one
-    per feature (then :math:`b_0` of each feature is free). :math:`m_0` and :math:`a_0`
-    stay those of the default prior.
+    per feature (then :math:`b_0` of each feature is free). By default :math:`m_0` and
+    :math:`a_0` stay those of the default prior; ``fields`` may add ``"concentration"``
+    (:math:`a_0`, on the log scale) and ``"loc"`` (a shift of the pooled mean
+    :math:`m_0`, one per block of ``scope``: with ``"feature"``, :math:`m_{0j}` of each
+    feature is free), learned with :func:`maximize_evidence` (L-BFGS-B and Newton on the
+    exact gradient and Hessian) instead of the specialised Newton solver.
 
     Parameters
     ----------
     stats : GaussianStats
     scope : {"shared", "class", "feature"}
+    fields : sequence of str, default ("kappa", "rate")
+        Fields of the prior to learn, among ``"loc"``, ``"kappa"``, ``"concentration"``
+        and ``"rate"`` (a multiplier of the default :math:`b_0`).
 
     Returns
     -------
     prior : NormalInverseGamma
         Arrays of shape (n_classes, n_features).
     trace : EvidenceTrace
-        Names ``("kappa", "rate_scale")``: :math:`\kappa_0` and :math:`s`.
+        Names ``("kappa", "rate_scale")``: :math:`\kappa_0` and :math:`s` (with the
+        default ``fields``); otherwise those of :func:`maximize_evidence` (``kappa``,
+        ``rate_multiplier``, ``concentration``, ``loc_shift``, indexed ``[i]`` per block
+        when ``scope`` is not ``"shared"``).
 
     Examples
     --------
@@ -772,6 +787,22 @@ def gaussian_prior(stats, scope="shared"):
     """
     base = _gaussian.default_prior(stats)
     shape = C, F = base.rate.shape
+    fields = tuple(fields)
+    if set(fields) != set(GAUSSIAN_FIELDS):
+        unknown = [f for f in fields if f not in _gaussian.family.hyperparameters]
+        if unknown or not fields:
+            raise ValueError(f"fields must be among {_gaussian.family.hyperparameters}, got {fields!r}")
+        tied = {"shared": (), "class": (C, 1), "feature": (F,)}[check_scope(scope)]
+        learn = [f for f in _gaussian.family.hyperparameters if f in fields]
+        prior, trace = maximize_evidence(
+            _gaussian.family,
+            base,
+            stats,
+            learn,
+            transforms={"rate": "log_multiplier"},
+            shapes={f: tied for f in learn},
+        )
+        return prior._replace(**{k: np.broadcast_to(v, shape).copy() for k, v in zip(prior._fields, prior)}), trace
     padded = (_bucket(C), _bucket(F, 16))
     n = np.broadcast_to(np.asarray(stats.class_count, dtype=np.float64)[:, None], shape)
     dev = _gaussian._deviation(stats, base.loc)
@@ -948,6 +979,10 @@ def _names(spec):
     return tuple(names)
 
 
+# Largest number of variables for which maximize_evidence forms the exact Hessian.
+_NEWTON_MAX = 64
+
+
 def maximize_evidence(family, prior, stats, fields, *, transforms=None, shapes=None, max_iter=_MAX_ITER):
     r"""Prior hyperparameters of any registered family that maximise its log evidence.
 
@@ -964,8 +999,8 @@ def maximize_evidence(family, prior, stats, fields, *, transforms=None, shapes=N
     The optimiser is L-BFGS-B (:func:`scipy.optimize.minimize`) on the exact gradient,
     with :math:`\log` variables within [:data:`LOWER`, :data:`UPPER`]; its result is
     polished by Newton steps on the exact Hessian (``jax.hessian``, for at most 64
-    variables) with a backtracking line search, so that the gradient vanishes to
-    working precision. The objective is compiled once per family, fields and shapes.
+    variables, which also precondition L-BFGS-B by their diagonal) with a backtracking
+    line search, so that the gradient vanishes to working precision. The objective is compiled once per family, fields and shapes.
     For the families with a specialised solver (:func:`multinomial_alpha`,
     :func:`bernoulli_alpha`, :func:`categorical_alpha`, :func:`gaussian_prior`) those
     are faster; this one serves every family, including those registered later.
@@ -1057,11 +1092,25 @@ def maximize_evidence(family, prior, stats, fields, *, transforms=None, shapes=N
 
         history = []
 
-        def negative(v):
-            f, g = evaluate(v)
+        def hessian(v):
+            return np.asarray(_generic_hessian(jnp.asarray(v), x0_j, prior, stats, family, spec), dtype=np.float64)
+
+        # Variables of very different curvature (a shift of a mean in the data's units
+        # next to log-scales) are put on one footing by the diagonal of the Hessian at
+        # the start (Jacobi preconditioning): L-BFGS-B works on w = d * u.
+        newton = u.size <= _NEWTON_MAX
+        d = np.ones_like(u)
+        if newton:
+            diag = np.abs(np.diag(hessian(u)))
+            if np.all(np.isfinite(diag)):
+                d = np.sqrt(np.where(diag > 0, diag, 1.0))
+                d = np.clip(d, 1e-8 * d.max(), None)
+
+        def negative(w):
+            f, g = evaluate(w / d)
             if not np.isfinite(f):
                 return np.inf, np.zeros_like(g)
-            return -f, -g
+            return -f, -g / d
 
         def record(v):
             history.append(np.array(v, dtype=np.float64))
@@ -1069,25 +1118,23 @@ def maximize_evidence(family, prior, stats, fields, *, transforms=None, shapes=N
         record(u)
         result = minimize(
             negative,
-            u,
+            u * d,
             jac=True,
             method="L-BFGS-B",
-            bounds=bounds,
-            callback=record,
+            bounds=[(None if a is None else a * k, None if b is None else b * k) for (a, b), k in zip(bounds, d)],
+            callback=lambda w: record(w / d),
             options={"maxiter": int(max_iter), "ftol": 1e-15, "gtol": 1e-10, "maxcor": 20},
         )
-        u = np.clip(np.asarray(result.x, dtype=np.float64), lo, hi)
+        u = np.clip(np.asarray(result.x, dtype=np.float64) / d, lo, hi)
         f, g = evaluate(u)
         # Newton polish on the exact Hessian: L-BFGS-B stops on a relative decrease that
         # can leave the gradient at ~1e-6; a few Newton steps make it vanish.
-        if u.size <= 64:
-            for _ in range(10):
+        if newton:
+            for _ in range(_MAX_ITER):
                 free = ~(((u <= lo) & (g < 0)) | ((u >= hi) & (g > 0)))
                 if not free.any() or np.max(np.abs(g[free])) <= 1e-12 * (1.0 + abs(f)):
                     break
-                H = np.asarray(
-                    _generic_hessian(jnp.asarray(u), x0_j, prior, stats, family, spec), dtype=np.float64
-                )[np.ix_(free, free)]
+                H = hessian(u)[np.ix_(free, free)]
                 lam, vec = np.linalg.eigh(-0.5 * (H + H.T))
                 lam = np.maximum(np.abs(lam), 1e-12 * np.max(np.abs(lam)) + 1e-300)
                 step = np.zeros_like(u)

@@ -143,6 +143,53 @@ def test_gaussian_bayes_evidence_prior_is_relearned_from_all_statistics():
         np.testing.assert_allclose(a, b, rtol=1e-6)
 
 
+def nig_log_evidence(X, y, m0, kappa, a0, b0):
+    """log p(X | y) under NIG(m0, kappa, a0, b0) per (class, feature), from the raw rows."""
+    total = 0.0
+    for c in np.unique(y):
+        Xc = X[y == c]
+        n = Xc.shape[0]
+        xbar = Xc.mean(axis=0)
+        m2 = ((Xc - xbar) ** 2).sum(axis=0)
+        kn, an = kappa + n, a0 + 0.5 * n
+        bn = b0 + 0.5 * m2 + kappa * n * (xbar - m0) ** 2 / (2.0 * kn)
+        total += np.sum(
+            -0.5 * n * np.log(2 * np.pi) + 0.5 * np.log(kappa / kn) + a0 * np.log(b0) - an * np.log(bn)
+            + gammaln(an) - gammaln(a0)
+        )
+    return total
+
+
+def test_gaussian_prior_can_also_learn_the_shape_and_a_shift_of_the_mean():
+    """GaussianNB's solver with fields=("loc", "kappa", "concentration", "rate"): m0 shifted,
+    kappa0, a0 and the multiplier of b0, each one scalar for every cell ("shared")."""
+    from bayesnb.empirical_bayes import gaussian_prior
+    from bayesnb.families import gaussian
+
+    X, y = load_iris(return_X_y=True)
+    stats = GaussianNB().fit(X, y).stats_
+    base = gaussian.default_prior(stats)
+    prior, trace = gaussian_prior(stats, fields=("loc", "kappa", "concentration", "rate"))
+    two, _ = gaussian_prior(stats)
+    assert trace.converged and trace.names == ("loc_shift", "kappa", "concentration", "rate_multiplier")
+    shift, kappa, a0, mult = trace.values[-1, 0]
+    np.testing.assert_allclose(prior.loc, base.loc + shift, rtol=1e-12)
+    np.testing.assert_allclose(prior.rate, base.rate * mult, rtol=1e-12)
+
+    m0, b0 = np.asarray(base.loc)[0], np.asarray(base.rate)[0]
+
+    def oracle(theta):
+        return nig_log_evidence(X, y, m0 + theta[0], np.exp(theta[1]), np.exp(theta[2]), np.exp(theta[3]) * b0)
+
+    learned = np.array([shift, np.log(kappa), np.log(a0), np.log(mult)])
+    assert float(gaussian.log_evidence(prior, stats)) == pytest.approx(oracle(learned), rel=1e-10)
+    reference = nelder_mead(oracle, np.array([0.0, np.log(0.01), 0.0, 0.0]))
+    np.testing.assert_allclose(learned, reference, atol=2e-4)
+    assert_grid_maximum(oracle, learned)
+    # More freedom, no less evidence than the default fields (kappa0, b0 multiplier).
+    assert float(gaussian.log_evidence(prior, stats)) >= float(gaussian.log_evidence(two, stats))
+
+
 # ----------------------------------------------------------------------------- Poisson Gamma
 
 
