@@ -61,7 +61,7 @@ class GaussianBayesClassifier(BaseNB):
     ----------
     covariance : {"full", "shared", "diag"}, default="full"
         One covariance per class, one for all classes, or a diagonal one per class.
-    prior : NormalInverseWishart, NormalInverseGamma or None, default=None
+    prior : NormalInverseWishart, NormalInverseGamma, "evidence" or None, default=None
         For "diag": a :class:`bayesnb.priors.NormalInverseGamma` (see
         :class:`~bayesnb.estimators.gaussian.GaussianNB`), or ``None`` for that family's
         default. For "full" / "shared": the NIW prior (:class:`bayesnb.priors.NormalInverseWishart`): ``loc``
