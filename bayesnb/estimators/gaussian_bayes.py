@@ -7,7 +7,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import missing as _missing
 from .._validation import check_estimate
-from ..empirical_bayes import refuse_evidence
+from ..empirical_bayes import gaussian_prior, is_evidence, maximize_evidence
 from ..families import gaussian, gaussian_mv
 from ..priors import NormalInverseGamma
 from ..stats import gaussian_stats, scatter_stats
@@ -61,7 +61,7 @@ class GaussianBayesClassifier(BaseNB):
     ----------
     covariance : {"full", "shared", "diag"}, default="full"
         One covariance per class, one for all classes, or a diagonal one per class.
-    prior : NormalInverseWishart, NormalInverseGamma or None, default=None
+    prior : NormalInverseWishart, NormalInverseGamma, "evidence" or None, default=None
         For "diag": a :class:`bayesnb.priors.NormalInverseGamma` (see
         :class:`~bayesnb.estimators.gaussian.GaussianNB`), or ``None`` for that family's
         default. For "full" / "shared": the NIW prior (:class:`bayesnb.priors.NormalInverseWishart`): ``loc``
@@ -76,9 +76,14 @@ class GaussianBayesClassifier(BaseNB):
         prior mean of every covariance is :math:`\Psi_0`. Being computed from the data
         seen so far, this default changes with ``partial_fit`` (fit and chained
         ``partial_fit`` still agree) and makes ``log_evidence`` an empirical-Bayes
-        quantity; pass an explicit prior for a proper evidence. ``"evidence"`` raises
-        ``ValueError``: this prior is not learned from the evidence (use
-        ``GaussianNB(prior="evidence")`` for the diagonal model).
+        quantity; pass an explicit prior for a proper evidence. ``"evidence"``: the
+        default prior with :math:`\kappa_0` (one for every class), :math:`\nu_0` and a
+        multiplier :math:`s` of :math:`\Psi_0` (so :math:`s\Psi_0`) chosen to maximise
+        the log evidence of the training data
+        (:func:`bayesnb.empirical_bayes.maximize_evidence`); :math:`m_0` stays the
+        pooled mean. For "diag", the Normal-Inverse-Gamma prior of
+        ``GaussianNB(prior="evidence")`` (:func:`bayesnb.empirical_bayes.gaussian_prior`).
+        The learned prior is ``prior_``, the iterates ``evidence_trace_["prior"]``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -101,6 +106,9 @@ class GaussianBayesClassifier(BaseNB):
     classes_ : ndarray of shape (n_classes,)
     class_count_ : ndarray of shape (n_classes,)
         Weighted number of training rows per class.
+    evidence_trace_ : dict of str to EvidenceTrace
+        Iterates of every hyperparameter learned from the evidence (keys ``"prior"``,
+        ``"class_alpha"``); empty when none is.
     stats_ : ScatterStats (GaussianStats for "diag")
         Weighted counts, means and scatter matrices per class.
     prior_ : NormalInverseWishart (NormalInverseGamma for "diag")
@@ -193,8 +201,23 @@ class GaussianBayesClassifier(BaseNB):
 
     def _make_prior(self):
         kind = self._requested()
-        refuse_evidence(self.prior, "prior", type(self).__name__)
         n_classes, n_features = self.classes_.size, self.n_features_in_
+        if is_evidence(self.prior):
+            if kind == "diag":
+                prior, trace = gaussian_prior(self.stats_)
+            else:
+                # κ₀, ν₀ > F - 1 and the size of Ψ₀ (its shape, the pooled variances,
+                # stays that of the default prior); m₀ stays the pooled mean.
+                start = gaussian_mv.default_prior(self.stats_, kind == "shared")
+                prior, trace = maximize_evidence(
+                    gaussian_mv.family,
+                    start,
+                    self.stats_,
+                    ("kappa", "df", "scale"),
+                    transforms={"df": ("above", n_features - 1.0)},
+                )
+            self.evidence_trace_["prior"] = trace
+            return prior
         if kind == "diag":
             if self.prior is None:
                 if _missing.is_masked(self.stats_):

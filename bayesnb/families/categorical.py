@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._linear import map_threads, row_ranges
+from .._x64 import x64
 from ..priors import CategoricalDirichlet, categorical_dirichlet_from_alpha
 from ..stats import categorical_stats
 from . import _dirichlet, _rows
@@ -64,10 +65,11 @@ class CategoricalParams(NamedTuple):
     log_new: np.ndarray
 
 
-def _pad_counts(counts, k):
-    counts = np.asarray(counts, dtype=np.float64)
+def _pad_counts(counts, k, xp=np):
+    # ``xp``: numpy, or jax.numpy where the evidence is traced (counts as tracers).
+    counts = xp.asarray(counts, dtype=np.float64)
     pad = k - counts.shape[-1]
-    return counts if pad <= 0 else np.concatenate([counts, np.zeros(counts.shape[:-1] + (pad,))], -1)
+    return counts if pad <= 0 else xp.concatenate([counts, xp.zeros(counts.shape[:-1] + (pad,))], -1)
 
 
 def posterior(prior, stats):
@@ -228,10 +230,25 @@ def log_evidence(prior, stats):
     r"""Log marginal likelihood of the category codes given the labels.
 
     .. math:: \sum_{c,j} \log B(\alpha_{cj} + n_{cj\cdot}) - \log B(\alpha_{cj})
+
+    Returns
+    -------
+    float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    conc = np.asarray(prior.concentration)
-    counts = _pad_counts(stats.category_count, conc.shape[-1])
-    return float(_dirichlet.log_evidence(conc, counts, prior.mask))
+    return float(_evidence(prior, stats))
+
+
+@x64
+def _evidence(prior, stats):
+    conc = jnp.asarray(prior.concentration, dtype=jnp.float64)
+    k = conc.shape[-1]
+    counts = _pad_counts(stats.category_count, k, jnp)
+    # The prior's mask, in jax.numpy: ``n_categories`` may be a tracer under jax.jit.
+    mask = jnp.arange(k)[None, :] < jnp.asarray(prior.n_categories)[:, None]
+    return _dirichlet.log_evidence(conc, counts, mask)
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -319,7 +336,7 @@ family = register(
         point=point,
         log_likelihood=_log_likelihood,
         log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

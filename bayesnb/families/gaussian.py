@@ -725,19 +725,27 @@ def log_evidence(prior, stats):
     Returns
     -------
     float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    n, _, m2 = _arrays(stats)
-    n = np.broadcast_to(n, np.asarray(prior.rate).shape)
-    dev = _deviation(stats, np.asarray(prior.loc, dtype=np.float64))
-    cells = log_evidence_cells(
-        n,
-        np.asarray(prior.kappa, dtype=np.float64),
-        np.asarray(prior.concentration, dtype=np.float64),
-        np.asarray(prior.rate, dtype=np.float64),
-        m2,
-        dev,
-    )
-    return float(cells.sum())
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    # One compiled kernel per shape.
+    return _log_evidence_jit(tuple(prior), (stats.class_count, stats.mean, stats.m2, getattr(stats, "mean_residual", 0.0)))
+
+
+@x64
+@jax.jit
+def _log_evidence_jit(prior, stats):
+    loc, kappa, concentration, rate = (jnp.asarray(f, dtype=jnp.float64) for f in prior)
+    count, mean, m2, residual = (jnp.asarray(f, dtype=jnp.float64) for f in stats)
+    n = jnp.broadcast_to(count[:, None], rate.shape)
+    # As _deviation: the low-order part of the mean keeps digits far from 0.
+    dev = (mean - loc) + residual
+    return jnp.sum(log_evidence_cells(n, kappa, concentration, rate, m2, dev, xp=jnp))
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -867,7 +875,7 @@ family = register(
         point=point,
         log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
         log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

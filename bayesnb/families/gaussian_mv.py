@@ -551,14 +551,6 @@ def _t_const(d, n_features):
     return np.asarray(log_rising_factorial(0.5 * d, 0.5 * n_features) - 0.5 * n_features * jnp.log(d * jnp.pi))
 
 
-@x64
-def _log_mvgamma_ratio(df0, n, n_features):
-    r""":math:`\log\Gamma_F((\nu_0 + N)/2) - \log\Gamma_F(\nu_0/2)` as a sum of log rising factorials."""
-    j = jnp.arange(n_features, dtype=jnp.float64)
-    a = 0.5 * (jnp.asarray(df0, dtype=jnp.float64)[..., None] - j)
-    return np.asarray(jnp.sum(log_rising_factorial(a, 0.5 * jnp.asarray(n, dtype=jnp.float64)[..., None]), axis=-1))
-
-
 def log_evidence(prior, stats):
     r"""Log marginal likelihood of the rows given their labels.
 
@@ -583,30 +575,53 @@ def log_evidence(prior, stats):
             + \log\Gamma_F\big(\tfrac{\nu_n}2\big) - \log\Gamma_F\big(\tfrac{\nu_0}2\big),
 
     :math:`N = \sum_c N_c` (the powers of 2 cancel because :math:`\nu_n - \nu_0 = N`).
-    The multivariate-gamma ratio is evaluated as
+    The multivariate-gamma ratio :math:`\log\Gamma_F(\nu_n/2) - \log\Gamma_F(\nu_0/2)` is evaluated as
     :math:`\sum_{j<F}\log\Gamma(a_j + N/2) - \log\Gamma(a_j)`,
     :math:`a_j = (\nu_0 - j)/2`, with full-precision log rising factorials.
 
     Returns
     -------
     float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    n = np.asarray(stats.class_count, dtype=np.float64)
-    n_features = np.shape(stats.mean)[1]
-    post = posterior(prior, stats)
-    k0 = np.asarray(prior.kappa, dtype=np.float64)
-    half_logdet0 = _log_diag_sum(_cholesky(prior.scale))
-    half_logdetn = _log_diag_sum(_cholesky(post.scale))
-    df0 = np.asarray(prior.df, dtype=np.float64)
-    dfn = np.asarray(post.df, dtype=np.float64)
-    n_group = n.sum() if is_shared(prior) else n
-    total = (
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    # One compiled kernel per shape; a gradient in ``scale`` is meaningful along
+    # symmetric directions (the Cholesky factor reads one triangle).
+    return _log_evidence_jit(tuple(prior), (stats.class_count, stats.mean, stats.scatter))
+
+
+@x64
+@jax.jit
+def _log_evidence_jit(prior, stats):
+    # The update of _class_scatter / posterior, in jax.numpy so that it traces.
+    loc, k0, df0, scale0 = (jnp.asarray(f, dtype=jnp.float64) for f in prior)
+    n, xbar, scatter = (jnp.asarray(f, dtype=jnp.float64) for f in stats)
+    n_features = xbar.shape[1]
+    shared = scale0.ndim == 2
+    kn = k0 + n
+    d = xbar - loc
+    b = scatter + (k0 * n / kn)[:, None, None] * (d[:, :, None] * d[:, None, :])
+    n_group = n.sum() if shared else n
+    scalen = scale0 + (b.sum(axis=0) if shared else b)
+    dfn = df0 + n_group
+
+    def half_logdet(a):
+        tril = jnp.linalg.cholesky(a)
+        return jnp.sum(jnp.log(jnp.diagonal(tril, axis1=-2, axis2=-1)), axis=-1)
+
+    j = jnp.arange(n_features, dtype=jnp.float64)
+    mvgamma = jnp.sum(log_rising_factorial(0.5 * (df0[..., None] - j), 0.5 * n_group[..., None]), axis=-1)
+    return (
         -0.5 * n.sum() * n_features * np.log(np.pi)
-        + 0.5 * n_features * np.sum(np.log(k0) - np.log(k0 + n))
-        + np.sum(df0 * half_logdet0 - dfn * half_logdetn)
-        + np.sum(_log_mvgamma_ratio(df0, n_group, n_features))
+        + 0.5 * n_features * jnp.sum(jnp.log(k0) - jnp.log(kn))
+        + jnp.sum(df0 * half_logdet(scale0) - dfn * half_logdet(scalen))
+        + jnp.sum(mvgamma)
     )
-    return float(total)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -871,7 +886,7 @@ family = register(
         point=point,
         log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
         log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=_default_prior,

@@ -283,8 +283,19 @@ def log_evidence(prior, stats):
     r"""Log marginal likelihood of the token sequences given their labels.
 
     .. math:: \sum_c \log B(\alpha_c + T_c) - \log B(\alpha_c)
+
+    Returns
+    -------
+    float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    return float(_dirichlet.log_evidence(prior.concentration, stats.feature_count))
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    return _dirichlet.log_evidence(prior.concentration, stats.feature_count)
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -484,7 +495,7 @@ family = register(
         point=point,
         log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
         log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_evidence=_evidence,
         sample=sample,
         simulate=_simulate,
         default_prior=default_prior,

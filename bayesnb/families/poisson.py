@@ -256,16 +256,15 @@ def log_predictive(post, X):
     )
 
 
-@jax.jit
-def _log_evidence_cells(a0, b0, t, n):
-    # α log β − (α + T) log(β + N) rearranged so that no two large terms cancel.
-    return jnp.sum(log_rising_factorial(a0, t) - a0 * jnp.log1p(n / b0) - t * jnp.log(b0 + n))
-
-
 @x64
-def _log_evidence_sum(a0, b0, t, n):
+@jax.jit
+def _log_evidence_jit(a0, b0, t, n, log_factorial):
     # One compiled kernel per shape instead of one per elementwise operation.
-    return _log_evidence_cells(*(jnp.asarray(v, dtype=jnp.float64) for v in (a0, b0, t, n)))
+    a0, b0, t, n, log_factorial = (jnp.asarray(v, dtype=jnp.float64) for v in (a0, b0, t, n, log_factorial))
+    n = jnp.broadcast_to(n[:, None], t.shape)
+    # α log β − (α + T) log(β + N) rearranged so that no two large terms cancel.
+    features = jnp.sum(log_rising_factorial(a0, t) - a0 * jnp.log1p(n / b0) - t * jnp.log(b0 + n))
+    return features - jnp.sum(log_factorial)
 
 
 def log_evidence(prior, stats):
@@ -290,15 +289,19 @@ def log_evidence(prior, stats):
     Returns
     -------
     float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
     if not hasattr(stats, "log_factorial"):
         raise TypeError(
             f"the Poisson evidence needs PoissonStats (with the log-factorial total), got {type(stats).__name__}"
         )
-    t = np.asarray(stats.feature_count, dtype=np.float64)
-    n = np.broadcast_to(np.asarray(stats.class_count, dtype=np.float64)[:, None], t.shape)
-    features = float(_log_evidence_sum(prior.concentration, prior.rate, t, n))
-    return features - float(np.sum(stats.log_factorial))
+    return _log_evidence_jit(prior.concentration, prior.rate, stats.feature_count, stats.class_count, stats.log_factorial)
 
 
 @x64
@@ -364,7 +367,7 @@ family = register(
         point=point,
         log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
         log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,
