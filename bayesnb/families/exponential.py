@@ -352,7 +352,17 @@ def log_evidence(prior, stats):
     -------
     float
     """
-    return float(log_evidence_jax(prior.concentration, prior.rate, _cell_count(stats), stats.feature_count))
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    # The registered form: traceable in the prior and the statistics alike (jax.jit,
+    # jax.grad), so no NumPy conversion of either here.
+    t = stats.feature_count
+    n = getattr(stats, "observed_count", None)
+    if n is None:
+        n = jnp.broadcast_to(jnp.asarray(stats.class_count)[:, None], jnp.shape(t))
+    return log_evidence_jax(prior.concentration, prior.rate, n, t)
 
 
 @x64
@@ -513,7 +523,7 @@ family = register(
         point=point,
         log_likelihood=log_likelihood,
         log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_evidence=_evidence,
         sample=sample,
         simulate=simulate,
         default_prior=default_prior,
