@@ -123,12 +123,11 @@ def _estimator_types():
 
 
 def _namedtuple_types():
-    from . import missing, priors, stats
+    from . import priors, stats
     from .estimators.mixed import LabelStats
 
     types = [getattr(priors, n) for n in priors.__all__ if isinstance(getattr(priors, n), type)]
     types += [getattr(stats, n) for n in stats.__all__ if isinstance(getattr(stats, n), type)]
-    types += [getattr(missing, n) for n in missing.STATS_TYPES]
     types.append(LabelStats)
     return {t.__name__: t for t in types if issubclass(t, tuple) and hasattr(t, "_fields")}
 
