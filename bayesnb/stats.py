@@ -701,6 +701,28 @@ def observed_rows(mask, j):
     return np.flatnonzero(~col)
 
 
+def zero_unobserved(X, mask):
+    """``X`` with 0 at the unobserved entries (a new array; the values there are ignored).
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    mask : bool ndarray or sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray, or CSR matrix when ``X`` is sparse
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        hidden = sp.csr_matrix(X.multiply(sp.csr_matrix(mask, dtype=bool) if sp.issparse(mask) else dense_mask(mask)))
+        out = sp.csr_matrix(X - hidden)
+        out.eliminate_zeros()
+        return out
+    X = np.asarray(X)
+    return np.where(dense_mask(mask), np.zeros((), X.dtype), X)
+
+
 def observed_weight(mask, y_index, n_classes, sample_weight=None):
     r""":math:`N_{cj}`: the weight of the rows of class ``c`` that observe feature ``j``.
 
@@ -724,16 +746,18 @@ def observed_weight(mask, y_index, n_classes, sample_weight=None):
     return np.maximum(n[:, None] - unobserved, 0.0)
 
 
-def with_observed(stats, mask, y_index, n_classes, sample_weight=None):
-    """Statistics of rows filled with 0 at ``mask``, made per cell (``stats.masked()``).
+def with_observed(compute, X, y_index, n_classes, sample_weight=None, mask=None):
+    """``compute(X, y_index, n_classes, sample_weight)``, per cell when ``mask`` is given.
 
     For statistics that are sums of per-entry terms vanishing at 0 (feature totals,
-    log-factorials), the totals of the filled rows already leave the unobserved entries
-    out; only the per-cell observed weight :math:`N_{cj}` is added. ``mask=None``
-    returns ``stats`` as they are.
+    log-factorials), the statistics of the rows with 0 at the unobserved entries
+    (:func:`zero_unobserved`) leave those entries out; the per-cell observed weight
+    :math:`N_{cj}` is added (``stats.masked()``). ``mask=None`` returns ``compute``'s
+    statistics as they are.
     """
     if mask is None:
-        return stats
+        return compute(X, y_index, n_classes, sample_weight)
+    stats = compute(zero_unobserved(X, mask), y_index, n_classes, sample_weight)
     return stats.masked()._replace(observed_count=observed_weight(mask, y_index, n_classes, sample_weight))
 
 
@@ -904,6 +928,7 @@ __all__ += [
     "MaskedGaussianStats",
     "observed_weight",
     "with_observed",
+    "zero_unobserved",
     "masked_gaussian_stats",
     "is_masked",
     "as_masked",

@@ -180,8 +180,8 @@ def simulate(key, params, y_index):
 
 
 def _stats(X, y_index, n_classes, weight=None, mask=None):
-    # Unobserved entries hold 0: they add nothing to T_cj, and leave N_cj.
-    return with_observed(count_stats(X, y_index, n_classes, weight), mask, y_index, n_classes, weight)
+    # An unobserved entry adds nothing to T_cj and leaves N_cj.
+    return with_observed(count_stats, X, y_index, n_classes, weight, mask)
 
 
 def default_prior(stats):

@@ -31,7 +31,7 @@ import scipy.sparse as sp
 from .._linear import ParamCache, log_linear, matmul, row_sums
 from .._special import log_rising_factorial_np as _log_rising_np
 from ..priors import Dirichlet, dirichlet_from_alpha
-from ..stats import count_stats, dense_mask
+from ..stats import count_stats, dense_mask, zero_unobserved
 from .protocol import Family, register
 from . import _dirichlet, _mask, _rows
 
@@ -401,9 +401,10 @@ def _stats(X, y_index, n_classes, weight=None, mask=None):
 def _log_likelihood(params, X, prior=None, mask=None):
     r"""Plug-in log-likelihood; with a mask, conditional on each row's observed vocabulary :math:`O`:
     :math:`\sum_{j \in O} x_j\log	heta_{cj} - n_O \log\sum_{j \in O}	heta_{cj}`."""
-    out = log_likelihood(params, X)
     if mask is None:
-        return out
+        return log_likelihood(params, X)
+    X = zero_unobserved(X, mask)
+    out = log_likelihood(params, X)
     values = np.asarray(params.log_probs)
     n_obs = row_sums(X)[:, None]
     mass = (~dense_mask(mask)).astype(np.float64) @ np.exp(values).T
@@ -419,9 +420,10 @@ def _log_predictive(post, X, mask=None):
     r"""Exact predictive; with a mask, the Dirichlet-multinomial of :math:`\mathrm{Dir}(a_{c,O})`:
     :func:`log_predictive` (unobserved counts are 0) with the class total :math:`A_c`
     replaced by :math:`A_{c,O} = \sum_{j \in O} a_{cj}`."""
-    out = log_predictive(post, X)
     if mask is None:
-        return out
+        return log_predictive(post, X)
+    X = zero_unobserved(X, mask)
+    out = log_predictive(post, X)
     values = np.asarray(post.concentration)
     n_obs = row_sums(X)[:, None]
     total = values.sum(axis=1)[None, :]
