@@ -25,7 +25,17 @@ import numpy as np
 
 from ..stats import is_masked, missing_columns, observed_rows
 
-__all__ = ["MaskRefused", "cellwise", "feature_wise", "columns", "to_cells", "from_cells"]
+__all__ = [
+    "MaskRefused",
+    "cellwise",
+    "columns",
+    "feature_wise",
+    "from_cells",
+    "masked_log_likelihood",
+    "masked_log_predictive",
+    "n_classes_of",
+    "to_cells",
+]
 
 
 class MaskRefused(ValueError):

@@ -26,21 +26,25 @@ hyperparameters : tuple of str
     The prior's continuous fields, in the order the prior type lists them (the fields
     that :func:`bayesnb.empirical_bayes` can learn from the evidence; ``log_evidence``
     is differentiable in each).
-stats : callable ``(X, y_index, n_classes, weight=None, **options) -> stats``
+stats : callable ``(X, y_index, n_classes, weight=None, mask=None, **options) -> stats``
     Sufficient statistics of validated rows ``X`` of shape (n_samples, n_features) with
-    class indices ``y_index`` of shape (n_samples,) and row weights.
+    class indices ``y_index`` of shape (n_samples,) and row weights. ``mask`` (see
+    *Unobserved entries* below) leaves entries out; a family whose rows are not products
+    over features refuses it with :class:`bayesnb.families._mask.MaskRefused` (a
+    ``ValueError``).
 posterior : callable ``(prior, stats) -> posterior``
-    The conjugate update.
+    The conjugate update (of ordinary or per-cell statistics).
 point : callable ``(prior, stats, kind, **options) -> params``
     Plug-in parameters for ``kind`` in ``"mle"``, ``"map"``, ``"mean"``. The MLE is a
     function of the statistics alone, which is why the prior and the statistics (not the
     posterior) are passed.
-log_likelihood : callable ``(params, X, prior) -> (n_samples, n_classes)``
-    Plug-in log-likelihood of each row under each class. ``prior`` carries the
-    structure that the parameters alone do not (e.g. each feature's number of
-    categories); the families that do not need it ignore it.
-log_predictive : callable ``(posterior, X) -> (n_samples, n_classes)``
-    Exact log posterior predictive of each row under each class.
+log_likelihood : callable ``(params, X, prior, mask=None) -> (n_samples, n_classes)``
+    Plug-in log-likelihood of each row under each class (with ``mask``: of its observed
+    entries). ``prior`` carries the structure that the parameters alone do not (e.g.
+    each feature's number of categories); the families that do not need it ignore it.
+log_predictive : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)``
+    Exact log posterior predictive of each row under each class (with ``mask``: of its
+    observed entries).
 log_evidence : callable ``(prior, stats) -> scalar``
     Log marginal likelihood of the features given the labels.
 sample : callable ``(key, dist, n) -> params``
@@ -57,7 +61,28 @@ relevance_log_bayes_factor : callable ``(prior, stats) -> (n_features,)`` or Non
     Per-feature log Bayes factor of class-specific against pooled parameters, where the
     family has a closed form for it.
 default_prior : callable ``(stats, **options) -> prior``
-    The prior used when the user gives none.
+    The prior used when the user gives none (of ordinary or per-cell statistics).
+
+Unobserved entries
+------------------
+``mask`` is None or a bool array, dense or scipy sparse, of shape (n_samples,
+n_features), True at the entries that are *not* observed (``missing="ignore"``: the NaNs);
+the values of ``X`` there are ignored. Unobserved entries leave the statistics and the
+likelihood, so that no layer asks which family it holds:
+
+* a *feature-wise* family (each feature its own factor and its own prior) returns
+  per-cell statistics carrying ``observed_count`` :math:`N_{cj}`, the weight of the rows
+  of class :math:`c` that observe feature :math:`j` (:func:`bayesnb.stats.is_masked`;
+  ordinary statistics become per cell with ``as_masked``, so batches with and without
+  unobserved entries merge); its ``posterior``, ``point``, ``log_evidence`` and
+  ``default_prior`` take them (each cell is the fit of its feature on its observed
+  rows), and its masked likelihoods drop the factors of the unobserved entries;
+* a family whose rows are not products over features refuses a mask in ``stats`` and
+  scores a partially observed row by its own marginal of the observed entries
+  (multinomial: conditional on the observed vocabulary; Gaussian with full covariance:
+  the marginal of the observed coordinates).
+
+A row with nothing observed scores 0 (log 1) under every class.
 
 Examples
 --------
