@@ -33,7 +33,7 @@ from ..empirical_bayes import class_alpha as learn_class_alpha
 from ..empirical_bayes import is_evidence
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
-from ..families._mask import MaskRefused
+from ..families._mask import MaskRefused, accepts_mask
 from ..stats import as_masked, is_masked, merge
 from ..uncertainty import check_interval_args
 
@@ -169,8 +169,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return self._log_predictive(X)
 
     def _fits_missing(self):
-        """Whether ``missing="ignore"`` can fit rows with NaNs (not the joint models)."""
-        return True
+        """Whether ``missing="ignore"`` can fit rows with NaNs: whether the family's statistics take a mask."""
+        return accepts_mask(self._family)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

@@ -198,9 +198,6 @@ class MultinomialNB(_DiscreteNB):
     def feature_count_(self):
         return np.asarray(self.stats_.feature_count)
 
-    def _fits_missing(self):
-        return False  # a document's counts are one draw: see bayesnb.missing
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True

@@ -10,6 +10,7 @@ from .._validation import check_estimate
 from ..empirical_bayes import refuse_evidence
 from ..families import gaussian, gaussian_mv
 from ..priors import NormalInverseGamma
+from ..families._mask import accepts_mask
 from ..stats import as_masked
 from ._base import BaseNB
 
@@ -161,7 +162,8 @@ class GaussianBayesClassifier(BaseNB):
         return self.covariance
 
     def _fits_missing(self):
-        return self.covariance == "diag"
+        # Before fit the family is the requested covariance's (diag: gaussian, else gaussian_mv).
+        return accepts_mask(gaussian.family if self.covariance == "diag" else gaussian_mv.family)
 
     def _structure(self):
         """The covariance structure the current posterior was computed for."""

@@ -27,6 +27,7 @@ from ..stats import is_masked, missing_columns, observed_rows
 
 __all__ = [
     "MaskRefused",
+    "accepts_mask",
     "cellwise",
     "columns",
     "feature_wise",
@@ -44,6 +45,19 @@ class MaskRefused(ValueError):
     The message completes a sentence whose subject is the model, e.g. ``"MultinomialNB"``
     + ``" "`` + message.
     """
+
+
+@functools.lru_cache(maxsize=None)
+def accepts_mask(family):
+    """Whether ``family.stats`` takes a mask (False where it refuses with :class:`MaskRefused`).
+
+    Asked of one row whose only entry is unobserved (its value is ignored).
+    """
+    try:
+        family.stats(np.zeros((1, 1), dtype=np.int64), np.zeros(1, dtype=np.intp), 1, mask=np.ones((1, 1), dtype=bool))
+    except MaskRefused:
+        return False
+    return True
 
 
 def to_cells(tree):
