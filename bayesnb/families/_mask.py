@@ -65,8 +65,14 @@ def to_cells(tree):
     return type(tree)(*(_cell_leaf(v) for v in tree))
 
 
+def _array(v):
+    # JAX arrays (and tracers, for jax.grad of the evidence in the hyperparameters) stay
+    # JAX arrays: only their shape is changed.
+    return v if hasattr(v, "reshape") and hasattr(v, "ndim") else np.asarray(v)
+
+
 def _cell_leaf(v):
-    a = np.asarray(v)
+    a = _array(v)
     return a.reshape((a.shape[0] * a.shape[1], 1) + a.shape[2:]) if a.ndim >= 2 else v
 
 
@@ -76,7 +82,7 @@ def from_cells(tree, shape):
 
 
 def _uncell_leaf(v, shape):
-    a = np.asarray(v)
+    a = _array(v)
     return a.reshape(tuple(shape) + a.shape[2:]) if a.ndim >= 2 else v
 
 
