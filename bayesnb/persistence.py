@@ -184,11 +184,10 @@ def _estimator_types():
 
 
 def _namedtuple_types():
-    from . import missing, priors, stats
+    from . import priors, stats
 
     types = [getattr(priors, n) for n in priors.__all__ if isinstance(getattr(priors, n), type)]
     types += [getattr(stats, n) for n in stats.__all__ if isinstance(getattr(stats, n), type)]
-    types += [getattr(missing, n) for n in getattr(missing, "STATS_TYPES", ())]
     found = {t.__name__: t for t in types if issubclass(t, tuple) and hasattr(t, "_fields")}
     return {**found, **_PYTREES}
 

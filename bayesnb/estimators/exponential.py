@@ -126,9 +126,6 @@ class ExponentialNB(BaseNB):
         X = validate_data(self, X, dtype=np.float64, reset=reset)
         return _check_durations(X, type(self).__name__)
 
-    def _compute_stats(self, X, y_index, sample_weight):
-        return exponential.family.stats(X, y_index, self.classes_.size, sample_weight)
-
     def _make_prior(self):
         shape = (self.classes_.size, self.n_features_in_)
         for name in ("alpha", "beta", "prior"):

@@ -10,7 +10,8 @@ from .._validation import check_estimate
 from ..empirical_bayes import gaussian_prior, is_evidence, maximize_evidence
 from ..families import gaussian, gaussian_mv
 from ..priors import NormalInverseGamma
-from ..stats import gaussian_stats, scatter_stats
+from ..families._mask import accepts_mask
+from ..stats import as_masked
 from ._base import BaseNB
 
 __all__ = ["GaussianBayesClassifier"]
@@ -169,7 +170,8 @@ class GaussianBayesClassifier(BaseNB):
         return self.covariance
 
     def _fits_missing(self):
-        return self.covariance == "diag"
+        # Before fit the family is the requested covariance's (diag: gaussian, else gaussian_mv).
+        return accepts_mask(gaussian.family if self.covariance == "diag" else gaussian_mv.family)
 
     def _structure(self):
         """The covariance structure the current posterior was computed for."""
@@ -188,10 +190,14 @@ class GaussianBayesClassifier(BaseNB):
     def _check_X(self, X, reset):
         return validate_data(self, X, dtype=np.float64, reset=reset)
 
-    def _compute_stats(self, X, y_index, sample_weight):
+    def _model_name(self):
+        return f"{type(self).__name__}(covariance={self.covariance!r})"
+
+    def _compute_stats(self, X, y_index, sample_weight, mask=None):
         kind = self._requested()
-        stats = (gaussian_stats if kind == "diag" else scatter_stats)(X, y_index, self.classes_.size, sample_weight)
-        if hasattr(self, "stats_") and type(_missing.to_masked(stats)) is not type(_missing.to_masked(self.stats_)):
+        family = gaussian.family if kind == "diag" else gaussian_mv.family
+        stats = family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask)
+        if hasattr(self, "stats_") and type(as_masked(stats)) is not type(as_masked(self.stats_)):
             raise ValueError(
                 f"covariance={kind!r} differs from the covariance of the earlier partial_fit calls "
                 f"({self._structure()!r}), whose statistics cannot be combined with these; call fit "
@@ -220,8 +226,6 @@ class GaussianBayesClassifier(BaseNB):
             return prior
         if kind == "diag":
             if self.prior is None:
-                if _missing.is_masked(self.stats_):
-                    return _missing.default_gaussian_prior(self.stats_)
                 return gaussian.default_prior(self.stats_)
             return gaussian.check_prior(self.prior, n_classes, n_features)
         shared = kind == "shared"
@@ -239,8 +243,6 @@ class GaussianBayesClassifier(BaseNB):
         return {"loc": np.asarray(params.loc), "covariance": gaussian_mv.covariance(self._as_mv(params))}
 
     def _log_likelihood_draws(self, params, X):
-        from .. import missing as _missing
-
         if self._structure() == "shared" and not isinstance(X, _missing.MaskedX):
             # One covariance per draw, (n, F, F): repeated for each class so that draws
             # stack along the class axis like every other family's parameters.

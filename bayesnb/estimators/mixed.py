@@ -475,7 +475,7 @@ class MixedNB(BaseNB):
                 "missing values out, or impute them"
             )
 
-    def _compute_stats(self, X, y_index, sample_weight):
+    def _compute_stats(self, X, y_index, sample_weight, mask=None):
         y = self.classes_[y_index]
         fitted = []
         blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates

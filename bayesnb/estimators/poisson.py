@@ -10,7 +10,6 @@ from .._validation import check_estimate, check_non_negative
 from ..empirical_bayes import is_evidence, maximize_evidence
 from ..families import poisson
 from ..priors import Gamma
-from ..stats import poisson_stats
 from ._base import BaseNB
 
 __all__ = ["PoissonNB"]
@@ -153,9 +152,6 @@ class PoissonNB(BaseNB):
             X = X.copy()  # never alter the caller's matrix
             X.sum_duplicates()
         return _check_counts(X, type(self).__name__)
-
-    def _compute_stats(self, X, y_index, sample_weight):
-        return poisson_stats(X, y_index, self.classes_.size, sample_weight)
 
     def _make_prior(self):
         shape = (self.classes_.size, self.n_features_in_)

@@ -22,9 +22,9 @@ import numpy as np
 from .._linear import log_linear
 from .._x64 import x64
 from ..priors import Beta, beta_from_alpha
-from ..stats import count_stats
+from ..stats import count_stats, with_observed
 from .protocol import Family, register
-from . import _dirichlet, _rows
+from . import _dirichlet, _mask, _rows
 
 __all__ = [
     "family",
@@ -195,8 +195,9 @@ def simulate(key, params, y_index):
         return (np.log(_rows.generator(key).random(log_on.shape)) < log_on).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None):
-    return count_stats(X, y_index, n_classes, weight)
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    # An unobserved entry adds nothing to T_cj and leaves N_cj.
+    return with_observed(count_stats, X, y_index, n_classes, weight, mask)
 
 
 def default_prior(stats):
@@ -211,11 +212,11 @@ family = register(
         support="binary",
         hyperparameters=("concentration1", "concentration0"),
         stats=_stats,
-        posterior=posterior,
-        point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=_evidence,
+        posterior=_mask.cellwise(posterior),
+        point=_mask.cellwise(point),
+        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_predictive=_mask.masked_log_predictive(log_predictive),
+        log_evidence=_mask.cellwise(_evidence),
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

@@ -26,8 +26,8 @@ import numpy as np
 from .._linear import map_threads, row_ranges
 from .._x64 import x64
 from ..priors import CategoricalDirichlet, categorical_dirichlet_from_alpha
-from ..stats import categorical_stats
-from . import _dirichlet, _rows
+from ..stats import categorical_stats, dense_mask
+from . import _dirichlet, _mask, _rows
 from .protocol import Family, register
 
 __all__ = [
@@ -302,11 +302,19 @@ def simulate(key, params, y_index):
     return (cdf <= u[..., None]).sum(axis=-1).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None, *, n_categories=None):
+def _stats(X, y_index, n_classes, weight=None, mask=None, *, n_categories=None):
     X = np.asarray(X)
     if n_categories is None:
         n_categories = (X.max(axis=0) + 1 if X.shape[0] else np.zeros(X.shape[1])).astype(np.int64)
-    return categorical_stats(X, y_index, n_classes, n_categories, weight)
+    if mask is None:
+        return categorical_stats(X, y_index, n_classes, n_categories, weight)
+    # Category counts are per cell already (their sum over k is N_cj): an unobserved
+    # entry is counted in an extra category slot, which is then dropped, so the counts
+    # are sums of observed weights only (no subtraction).
+    k = int(np.max(n_categories, initial=1))
+    codes = np.where(dense_mask(mask), k, X)
+    counts = categorical_stats(codes, y_index, n_classes, np.full(codes.shape[1], k + 1), weight)
+    return counts._replace(category_count=counts.category_count[..., :k])
 
 
 def default_prior(stats, *, n_categories=None):
@@ -321,8 +329,21 @@ def default_prior(stats, *, n_categories=None):
     return categorical_dirichlet_from_alpha(1.0, n_classes, np.asarray(n_categories, dtype=np.int64))
 
 
-def _log_likelihood(params, X, prior):
-    return log_likelihood(params, X, prior.n_categories)
+def _log_likelihood(params, X, prior, mask=None):
+    n_categories = np.asarray(prior.n_categories)
+    if mask is None:
+        return log_likelihood(params, X, n_categories)
+    return _mask.feature_wise(
+        lambda cols, Xc: log_likelihood(_mask.columns(params, cols), Xc, n_categories[cols]),
+        X,
+        mask,
+        _mask.n_classes_of(params),
+    )
+
+
+def _log_predictive(post, X, mask=None):
+    # The posterior-mean plug-in, as log_predictive.
+    return _log_likelihood(mean_params(post), X, post, mask)
 
 
 family = register(
@@ -335,7 +356,7 @@ family = register(
         posterior=posterior,
         point=point,
         log_likelihood=_log_likelihood,
-        log_predictive=log_predictive,
+        log_predictive=_log_predictive,
         log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),

@@ -75,8 +75,8 @@ import numpy as np
 from .._special import log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
-from ..stats import CountStats, count_stats
-from . import _rows
+from ..stats import count_stats, with_observed
+from . import _mask, _rows
 from .protocol import Family, register
 
 __all__ = [
@@ -355,6 +355,7 @@ def log_evidence(prior, stats):
     return float(_evidence(prior, stats))
 
 
+@x64
 def _evidence(prior, stats):
     # The registered form: traceable in the prior and the statistics alike (jax.jit,
     # jax.grad), so no NumPy conversion of either here.
@@ -410,8 +411,14 @@ def simulate(key, params, y_index, stats=None):
     return _rows.generator(key).standard_exponential(log_rate.shape) * np.exp(-log_rate)
 
 
-def _stats(X, y_index, n_classes, weight=None):
+def _count_stats(X, y_index, n_classes, weight=None):
     return count_stats(np.asarray(X, dtype=np.float64), y_index, n_classes, weight)
+
+
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    # An unobserved entry adds nothing to T_cj and leaves N_cj (per-cell counts, which
+    # posterior, point and the evidence read natively).
+    return with_observed(_count_stats, X, y_index, n_classes, weight, mask)
 
 
 # ----------------------------------------------------------------------------- numpyro pieces
@@ -521,8 +528,8 @@ family = register(
         stats=_stats,
         posterior=posterior,
         point=point,
-        log_likelihood=log_likelihood,
-        log_predictive=log_predictive,
+        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_predictive=_mask.masked_log_predictive(log_predictive),
         log_evidence=_evidence,
         sample=sample,
         simulate=simulate,

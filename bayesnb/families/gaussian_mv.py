@@ -52,9 +52,9 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._special import log_rising_factorial
 from .._x64 import x64
 from ..priors import NormalInverseWishart, real_array
-from ..stats import scatter_stats
+from ..stats import dense_mask, scatter_stats
 from .protocol import Family, register
-from . import _rows
+from . import _mask, _rows
 
 __all__ = [
     "family",
@@ -867,8 +867,78 @@ def simulate(key, params, y_index):
     return loc + np.einsum("nij,nj->ni", tril, z)
 
 
-def _stats(X, y_index, n_classes, weight=None):
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if mask is not None:
+        raise _mask.MaskRefused(
+            "cannot be fitted on rows with missing (NaN) values "
+            "with missing='ignore': the features are jointly Gaussian and the Normal-Inverse-Wishart "
+            "posterior given a partially observed row is not Normal-Inverse-Wishart (no conjugate "
+            "update; exact inference needs EM or MCMC). Use covariance='diag' or impute for fitting "
+            "(predict accepts NaNs: it marginalises the missing coordinates)"
+        )
     return scatter_stats(X, y_index, n_classes, weight)
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+
+
+def _by_pattern(X, mask, n_classes, score):
+    r"""``score(cols, X_rows_cols)`` for the rows of each pattern of observed coordinates.
+
+    An unobserved coordinate of a jointly Gaussian row is integrated out by
+    marginalising it: the rows that observe the coordinates :math:`O` are scored by the
+    class model's marginal on :math:`O`. A row observing nothing scores 0 (log 1).
+    """
+    data = np.asarray(X, dtype=np.float64)
+    observed = ~dense_mask(mask)
+    out = np.zeros((data.shape[0], n_classes))
+    patterns, inverse = np.unique(observed, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    for p, keep in enumerate(patterns):
+        rows = np.flatnonzero(inverse == p)
+        cols = np.flatnonzero(keep)
+        if cols.size:
+            out[rows] = score(cols, data[np.ix_(rows, cols)])
+    return out
+
+
+def _log_likelihood(params, X, prior=None, mask=None):
+    r"""Plug-in log density; with a mask, that of each row's observed coordinates :math:`O`,
+    :math:`\mathcal N(x_O \mid \mu_{c,O}, \Sigma_{c,OO})`."""
+    if mask is None:
+        return log_likelihood(params, X)
+    loc = np.asarray(params.loc)
+    cov = covariance(params)
+
+    def score(cols, sub):
+        tril = np.linalg.cholesky(cov[..., cols[:, None], cols[None, :]])
+        return log_likelihood(GaussianParams(loc[..., cols], tril), sub)
+
+    return _by_pattern(X, mask, loc.shape[-2], score)
+
+
+def _log_predictive(post, X, mask=None):
+    r"""Exact posterior predictive; with a mask, that of each row's observed coordinates.
+
+    The marginal of :math:`\mathrm{NIW}(m, \kappa, 
+u, \Psi)` on the coordinates
+    :math:`O` is :math:`\mathrm{NIW}(m_O, \kappa, 
+u - |ar O|, \Psi_{OO})`, whose
+    predictive is the marginal multivariate t (same degrees of freedom).
+    """
+    if mask is None:
+        return log_predictive(post, X)
+    loc = np.asarray(post.loc)
+    scale = np.asarray(post.scale)
+    n_features = loc.shape[-1]
+
+    def score(cols, sub):
+        marginal = type(post)(
+            loc[:, cols], post.kappa, np.asarray(post.df) - (n_features - cols.size), scale[..., cols[:, None], cols[None, :]]
+        )
+        return log_predictive(marginal, sub)
+
+    return _by_pattern(X, mask, loc.shape[0], score)
 
 
 def _default_prior(stats, *, shared=False):
@@ -884,8 +954,8 @@ family = register(
         stats=_stats,
         posterior=posterior,
         point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
+        log_likelihood=_log_likelihood,
+        log_predictive=_log_predictive,
         log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),

@@ -32,9 +32,9 @@ from scipy.special import gammaln
 from .._linear import ParamCache, log_linear, matmul, row_sums
 from .._special import log_rising_factorial_np as _log_rising_np
 from ..priors import Dirichlet, Gamma, dirichlet_from_alpha
-from ..stats import count_stats
+from ..stats import count_stats, dense_mask, zero_unobserved
 from .protocol import Family, get, register
-from . import _dirichlet, _rows
+from . import _dirichlet, _mask, _rows
 
 __all__ = [
     "family",
@@ -468,8 +468,61 @@ def count_vector_log_offset(X, y_index, weight, n_classes, *, length_prior=None)
     return length_part + coefficient
 
 
-def _stats(X, y_index, n_classes, weight=None):
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if mask is not None:
+        raise _mask.MaskRefused(
+            "cannot be fitted on rows with missing (NaN) counts with missing='ignore': a "
+            "document's counts are one multinomial draw, so an unobserved count hides the "
+            "document's length and the likelihood of the observed counts constrains only a "
+            "sub-composition of theta_c; the posterior is then no longer a Dirichlet. Impute or "
+            "drop the NaNs for fitting (predict accepts them: it conditions on the observed words)"
+        )
     return count_stats(X, y_index, n_classes, weight)
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+#
+# A document's counts are one multinomial draw of n = sum_j x_j tokens, so an unobserved
+# count is not a factor of its own: it hides how many tokens the document had. A row is
+# scored conditionally on its observed vocabulary O: the tokens that fell in O are a
+# multinomial draw of n_O tokens with probabilities theta_cj / sum_{k in O} theta_ck, and
+# under theta_c ~ Dir(a_c) that sub-composition is Dir(a_{c,O}) (the Dirichlet's
+# aggregation property), so the exact predictive is the Dirichlet-multinomial on O.
+
+
+def _log_likelihood(params, X, prior=None, mask=None):
+    r"""Plug-in log-likelihood; with a mask, conditional on each row's observed vocabulary :math:`O`:
+    :math:`\sum_{j \in O} x_j\log	heta_{cj} - n_O \log\sum_{j \in O}	heta_{cj}`."""
+    if mask is None:
+        return log_likelihood(params, X)
+    X = zero_unobserved(X, mask)
+    out = log_likelihood(params, X)
+    values = np.asarray(params.log_probs)
+    n_obs = row_sums(X)[:, None]
+    mass = (~dense_mask(mask)).astype(np.float64) @ np.exp(values).T
+    # A row with no observed count has n_O = 0: its (empty) product is 1. Observed
+    # counts on words of total probability 0 ("mle") are impossible: -inf, not NaN.
+    positive = mass > 0
+    with np.errstate(divide="ignore"):
+        normaliser = np.where(n_obs > 0, n_obs * np.log(np.where(positive, mass, 1.0)), 0.0)
+    return np.where(positive | (n_obs == 0), out - normaliser, -np.inf)
+
+
+def _log_predictive(post, X, mask=None):
+    r"""Exact predictive; with a mask, the Dirichlet-multinomial of :math:`\mathrm{Dir}(a_{c,O})`:
+    :func:`log_predictive` (unobserved counts are 0) with the class total :math:`A_c`
+    replaced by :math:`A_{c,O} = \sum_{j \in O} a_{cj}`."""
+    if mask is None:
+        return log_predictive(post, X)
+    X = zero_unobserved(X, mask)
+    out = log_predictive(post, X)
+    values = np.asarray(post.concentration)
+    n_obs = row_sums(X)[:, None]
+    total = values.sum(axis=1)[None, :]
+    mass = (~dense_mask(mask)).astype(np.float64) @ values.T
+    safe = np.where(mass > 0, mass, 1.0)
+    correction = _log_rising_np(total, n_obs) - _log_rising_np(safe, n_obs)
+    return out + np.where(n_obs > 0, correction, 0.0)
 
 
 def _simulate(key, params, y_index, stats):
@@ -493,8 +546,8 @@ family = register(
         stats=_stats,
         posterior=posterior,
         point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
+        log_likelihood=_log_likelihood,
+        log_predictive=_log_predictive,
         log_evidence=_evidence,
         sample=sample,
         simulate=_simulate,

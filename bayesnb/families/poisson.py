@@ -60,9 +60,9 @@ from .._linear import log_linear, matmul, row_sums
 from .._special import log_factorial_np, log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
-from ..stats import poisson_stats
+from ..stats import poisson_stats, with_observed
 from .protocol import Family, register
-from . import _rows
+from . import _mask, _rows
 from .multinomial import _sum_log_rising
 
 __all__ = [
@@ -347,8 +347,9 @@ def simulate(key, params, y_index):
     return _rows.generator(key).poisson(rate).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None):
-    return poisson_stats(X, y_index, n_classes, weight)
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    # An unobserved entry adds nothing to T_cj nor to log x!, and leaves N_cj.
+    return with_observed(poisson_stats, X, y_index, n_classes, weight, mask)
 
 
 def default_prior(stats):
@@ -363,11 +364,11 @@ family = register(
         support="counts",
         hyperparameters=("concentration", "rate"),
         stats=_stats,
-        posterior=posterior,
-        point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=_evidence,
+        posterior=_mask.cellwise(posterior),
+        point=_mask.cellwise(point),
+        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_predictive=_mask.masked_log_predictive(log_predictive),
+        log_evidence=_mask.cellwise(_evidence),
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,
