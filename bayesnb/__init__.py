@@ -4,33 +4,32 @@ Closed-form posteriors, exact posterior predictives and log evidences in JAX, be
 scikit-learn compatible estimators.
 """
 
-from importlib.metadata import PackageNotFoundError as _PackageNotFoundError
-from importlib.metadata import version as _version
+from typing import TYPE_CHECKING
 
+from ._version import __version__
 from .comparison import compare
 from .estimators import (
     BernoulliNB,
     CategoricalNB,
+    ExponentialNB,
     GaussianBayesClassifier,
     GaussianNB,
     MixedNB,
     MultinomialNB,
     PoissonNB,
 )
-from .evidence import BayesFactorSelector
 from .exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from .persistence import load
 
-try:
-    __version__ = _version("bayesnb")
-except _PackageNotFoundError:  # pragma: no cover - running from a source tree
-    __version__ = "0.0.0+unknown"
+if TYPE_CHECKING:  # imported on first use, see __getattr__
+    from .evidence import BayesFactorSelector
 
 __all__ = [
     "BayesFactorSelector",
     "BernoulliNB",
     "CategoricalNB",
     "EvidenceWarning",
+    "ExponentialNB",
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
@@ -42,3 +41,13 @@ __all__ = [
     "compare",
     "load",
 ]
+
+
+def __getattr__(name):
+    # BayesFactorSelector is built on sklearn.feature_selection, whose import pulls in
+    # scikit-learn's linear models and SVMs; `import bayesnb` does not pay for it.
+    if name == "BayesFactorSelector":
+        from .evidence import BayesFactorSelector
+
+        return BayesFactorSelector
+    raise AttributeError(f"module 'bayesnb' has no attribute {name!r}")

@@ -137,7 +137,7 @@ def log_likelihood_draws(estimator, params, X):
 
     ``family_.log_likelihood(params, X, prior_)`` with the draws stacked as classes; rows
     with unobserved entries (``missing="ignore"``) are scored on their observed entries
-    (:func:`bayesnb.missing.log_likelihood`); a mixed model sums its blocks.
+    (the family's ``log_likelihood`` with the mask); a mixed model sums its blocks.
     """
     from .uncertainty import stacked_log_likelihood
 
@@ -145,10 +145,13 @@ def log_likelihood_draws(estimator, params, X):
         return sum(
             log_likelihood_draws(est, params[name], part) for (name, est, _), part in zip(blocks(estimator), X.parts)
         )
-    if isinstance(X, _missing.MaskedX):
-        n = jax.tree.leaves(params)[0].shape[0]
-        return np.stack([_missing.log_likelihood(estimator, jax.tree.map(lambda a: a[d], params), X) for d in range(n)])
     family, prior = estimator.family_, estimator.prior_
+    if isinstance(X, _missing.MaskedX):
+        # Rows with unobserved entries: the family's likelihood of the observed ones, per draw.
+        n = jax.tree.leaves(params)[0].shape[0]
+        return np.stack(
+            [family.log_likelihood(jax.tree.map(lambda a: a[d], params), X.X, prior, mask=X.mask) for d in range(n)]
+        )
     n_classes = np.asarray(estimator.classes_).size
     if family.model is not None:
         # Parameters shared by the classes (a shared covariance) get their class axis.

@@ -24,7 +24,7 @@ class _Problem:
         self.y_train = y_train
         self.y_test = y_test
         self.notes = notes
-        self.feature_names = feature_names  # {family: [names]}
+        self.feature_names = feature_names  # one name per column, the same for every model
         self.describe_row = describe_row  # test row index -> short text
         self.name = name
 
@@ -58,8 +58,7 @@ def digits_problem(args):
     def describe(i):
         return f"image #{int(idx_test[i])} (label {y_test[i]})"
 
-    names = {"multinomial": pixels, "bernoulli": pixels, "categorical": pixels}
-    return _Problem(header, families, y_train, y_test, [], names, describe, "scikit-learn digits")
+    return _Problem(header, families, y_train, y_test, [], pixels, describe, "scikit-learn digits")
 
 
 def text_problem(args):
@@ -105,7 +104,7 @@ def text_problem(args):
         return f"[{y_test[i]}] {text[:90]}{'...' if len(text) > 90 else ''}"
 
     return _Problem(
-        header, families, y_train, y_test, notes, {"multinomial": words, "bernoulli": words}, describe, str(args.data)
+        header, families, y_train, y_test, notes, words, describe, str(args.data)
     )
 
 
@@ -249,7 +248,7 @@ def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progr
         )
         labels, counts = np.unique(problem.y_train, return_counts=True)
         target = labels[np.argmin(counts)] if args.data is not None else clf.classes_[0]
-        names = problem.feature_names[first]
+        names = problem.feature_names
         top = top_features(clf, target, 15, level=0.9, n_draws=args.draws, random_state=args.seed)
         images["top_features"] = _save(
             plots.top_features(clf, target, 15, feature_names=names, n_draws=args.draws, random_state=args.seed),
@@ -330,7 +329,7 @@ def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progr
             f"| {_md_escape(problem.describe_row(int(i)))} | {predicted[i]} | {decomposition.epistemic[i]:.4f} | "
             f"{decomposition.aleatoric[i]:.4f} | {decomposition.total[i]:.4f} |"
         )
-    names = problem.feature_names[first]
+    names = problem.feature_names
     md += [
         "",
         f"## Features that most raise p({target})",

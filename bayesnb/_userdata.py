@@ -14,18 +14,43 @@ import contextlib
 import json
 from pathlib import Path
 
-from . import __version__
+from . import families
+from ._version import __version__
 
-__all__ = ["DataError"]
+__all__ = ["DataError", "ALIASES", "family_choices", "resolve_family"]
 
 _SPEC_FORMAT = "bayesnb-cli-model"
 _SPEC_VERSION = 1
-_TEXT_FAMILIES = ("multinomial", "bernoulli", "poisson")
+# Command-line names of models that are a registered family with fixed estimator
+# parameters: (name, family, parameters).
+ALIASES = (
+    ("gaussian-shared", "gaussian_mv", (("covariance", "shared"),)),
+    ("gaussian-full", "gaussian_mv", (("covariance", "full"),)),
+)
+# A bag of words is counts (or, thresholded, presence): families of those supports model text.
+_TEXT_SUPPORTS = ("counts", "binary")
 _LABEL_NAMES = ("label", "class", "target", "y", "category")
 
 
 class DataError(Exception):
     """A file or data set the command cannot use (reported with exit status 1)."""
+
+
+def family_choices():
+    """Values of ``--family``: ``auto``, every registered family, the aliases, ``mixed``."""
+    return ("auto", *families.names(), *(alias for alias, _, _ in ALIASES), "mixed")
+
+
+def resolve_family(name):
+    """``(Family, estimator parameters)`` of a ``--family`` value other than auto / mixed."""
+    for alias, family, params in ALIASES:
+        if name == alias:
+            return families.get(family), dict(params)
+    return families.get(name), {}
+
+
+def _text_families():
+    return tuple(n for n in families.names() if families.get(n).support in _TEXT_SUPPORTS)
 
 
 def split(X, y, test_size, seed):
@@ -87,8 +112,8 @@ def spec_from_args(args, table):
         if text == label:
             raise DataError("--text names the label column")
         family = "multinomial" if args.family == "auto" else args.family
-        if family not in _TEXT_FAMILIES:
-            raise DataError(f"--family {family} cannot model a text column; use one of {', '.join(_TEXT_FAMILIES)}")
+        if family not in _text_families():
+            raise DataError(f"--family {family} cannot model a text column; use one of {', '.join(_text_families())}")
         spec.update(kind="text", text=table.columns[text], family=family)
         return spec
     if args.features is not None:
@@ -111,15 +136,16 @@ def spec_from_args(args, table):
     family = args.family
     if family == "auto":
         kinds = set(types.values())
-        family = "gaussian" if kinds == {"numeric"} else "categorical" if kinds == {"categorical"} else "mixed"
-    if family in ("multinomial", "bernoulli", "poisson", "gaussian", "gaussian-shared", "gaussian-full"):
+        family = "gaussian" if kinds == {"numeric"} else "categorical" if "numeric" not in kinds else "mixed"
+    codes = family != "mixed" and resolve_family(family)[0].support == "codes"
+    if family != "mixed" and not codes:
         bad = [c for c, t in types.items() if t != "numeric"]
         if bad:
             column = bad[0]
             values = table.column(column)
             example = next(v for v in values.tolist() if _as_numbers(np.asarray([v])) is None)
             raise DataError(f"--family {family} needs numeric columns; column {column!r} holds {example!r}")
-    if family == "categorical":
+    if codes:
         types = dict.fromkeys(types, "categorical")
     spec.update(kind="tabular", features=[table.columns[j] for j in cols], types=types, family=family)
     return spec
@@ -183,7 +209,7 @@ def design(spec, table, *, fit):
             # share of a new category.
             columns.append(np.array([lookup.get(v, len(cats)) for v in values.tolist()], dtype=np.float64))
     X = np.column_stack(columns)
-    if spec["family"] == "categorical":
+    if spec["family"] != "mixed" and resolve_family(spec["family"])[0].support == "codes":
         X = X.astype(np.int64)
     return X
 
@@ -193,29 +219,24 @@ def make_estimator(spec, alpha):
 
     from . import estimators as E
 
+    def categories(columns):
+        # Every category seen at fit: a code past them is a new category at predict.
+        return {"min_categories": np.asarray([len(spec["categories"][c]) for c in columns], dtype=np.int64)}
+
     family = spec["family"]
-    if family == "multinomial":
-        return E.MultinomialNB(alpha=alpha)
-    if family == "bernoulli":
-        return E.BernoulliNB(alpha=alpha)
-    if family == "poisson":
-        return E.PoissonNB(alpha=alpha)
-    if family == "gaussian":
-        return E.GaussianNB()
-    if family in ("gaussian-shared", "gaussian-full"):
-        return E.GaussianBayesClassifier(covariance=family.split("-")[1])
-    if family == "categorical":
-        k = [len(spec["categories"][c]) for c in spec["features"]]
-        return E.CategoricalNB(alpha=alpha, min_categories=np.asarray(k, dtype=np.int64))
+    if family != "mixed":
+        fam, params = resolve_family(family)
+        extra = categories(spec["features"]) if fam.support == "codes" else {}
+        return E.estimator_for(fam.name, alpha=alpha, **params, **extra)
     # mixed: one Gaussian block of the numeric columns, one categorical block of the others
     numeric = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "numeric"]
-    categorical = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "categorical"]
+    nominal = [j for j, c in enumerate(spec["features"]) if spec["types"][c] != "numeric"]
     blocks = []
     if numeric:
-        blocks.append(("gaussian", E.GaussianNB(), numeric))
-    if categorical:
-        k = [len(spec["categories"][spec["features"][j]]) for j in categorical]
-        blocks.append(("categorical", E.CategoricalNB(alpha=alpha, min_categories=np.asarray(k, dtype=np.int64)), categorical))
+        blocks.append(("gaussian", E.estimator_for("gaussian"), numeric))
+    if nominal:
+        extra = categories([spec["features"][j] for j in nominal])
+        blocks.append(("categorical", E.estimator_for("categorical", alpha=alpha, **extra), nominal))
     return E.MixedNB(blocks=blocks)
 
 

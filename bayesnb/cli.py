@@ -35,7 +35,8 @@ import time
 import warnings
 from pathlib import Path
 
-from . import __version__, _report, _userdata
+from . import _report, _userdata, families
+from ._version import __version__
 from ._report import DIGITS_BINARIZE_THRESHOLD, DIGITS_N_CATEGORIES
 from ._userdata import DataError
 from ._validation import ESTIMATES
@@ -45,18 +46,8 @@ __all__ = ["main", "build_parser"]
 PROG = "bayesnb"
 
 
-#: Families ``bayesnb fit`` / ``compare`` can use.
-FAMILIES = (
-    "auto",
-    "multinomial",
-    "bernoulli",
-    "poisson",
-    "categorical",
-    "gaussian",
-    "gaussian-shared",
-    "gaussian-full",
-    "mixed",
-)
+#: Families ``bayesnb fit`` / ``compare`` can use: every registered family and the aliases.
+FAMILIES = _userdata.family_choices()
 
 
 # ------------------------------------------------------------------ argument parsing
@@ -667,22 +658,20 @@ def _crosscheck_digits(args):
     # block(r,c): pixels 2r..2r+1 (rows) x 2c..2c+1 (columns) of the 8x8 image.
     X = pd.DataFrame(X, columns=[f"block({r},{c})" for r in range(4) for c in range(4)])
     family = "multinomial" if args.family == "auto" else args.family
-    makers = {
-        "multinomial": lambda: E.MultinomialNB(alpha=args.alpha),
-        "poisson": lambda: E.PoissonNB(alpha=args.alpha),
-        "bernoulli": lambda: E.BernoulliNB(alpha=args.alpha, binarize=DIGITS_BINARIZE_THRESHOLD),
-        "gaussian": lambda: E.GaussianNB(),
-    }
-    if family not in makers:
+    # Pixel counts are counts, presence (thresholded) or numbers, never category codes.
+    offered = [n for n in families.names() if families.get(n).support != "codes"]
+    if family not in offered:
         raise DataError(
             f"--family {family} is not offered on the default data (pixel counts); use one of "
-            f"{', '.join(makers)}, or pass a DATA file"
+            f"{', '.join(offered)}, or pass a DATA file"
         )
+    fam = families.get(family)
+    clf = E.estimator_for(fam.name, alpha=args.alpha, binarize=DIGITS_BINARIZE_THRESHOLD)
     what = (
         f"scikit-learn digits (bundled), 2x2 blocks of pixels summed: {X.shape[1]} counts per image, "
         f"{np.unique(y).size} classes"
     )
-    return X.astype(np.float64) if family == "gaussian" else X, y, makers[family](), family, what
+    return X.astype(np.float64) if fam.support in ("real", "positive") else X, y, clf, family, what
 
 
 def _named_columns(X, spec):

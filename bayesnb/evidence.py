@@ -17,30 +17,17 @@ The learning of hyperparameters from the evidence itself is in
 
 from __future__ import annotations
 
-import copy
 import numbers
 import warnings
 from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import gammaln
 from sklearn.base import BaseEstimator, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from ._validation import check_sample_weight
-from .estimators import (
-    BernoulliNB,
-    CategoricalNB,
-    GaussianBayesClassifier,
-    GaussianNB,
-    MultinomialNB,
-    PoissonNB,
-)
-from .families import poisson as _poisson
-from .priors import Gamma
-from .stats import poisson_stats
+from . import families
 
 __all__ = [
     "log_marginal_likelihood",
@@ -59,40 +46,37 @@ __all__ = [
 _COUNTS = "count vectors (probability mass)"
 _CODES = "category codes (probability mass)"
 _REAL = "real vectors (density w.r.t. Lebesgue measure)"
-_KINDS = {
-    MultinomialNB: _COUNTS,
-    PoissonNB: _COUNTS,
-    BernoulliNB: _COUNTS,
-    CategoricalNB: _CODES,
-    GaussianNB: _REAL,
-    GaussianBayesClassifier: _REAL,
-}
+# The measure of a family's evidence follows from what one feature value is.
+_OF_SUPPORT = {"counts": _COUNTS, "binary": _COUNTS, "codes": _CODES, "real": _REAL, "positive": _REAL}
+
+
+def _family(model, who, *, needs=None):
+    """The fitted single-family model's family (``needs``: a member it must have)."""
+    try:
+        family = model.family_
+    except (AttributeError, ValueError):
+        family = None
+    if not isinstance(family, families.Family) or (needs is not None and getattr(family, needs) is None):
+        able = [n for n in families.names() if needs is None or getattr(families.get(n), needs) is not None]
+        raise TypeError(
+            f"{who} must be a fitted bayesnb estimator of one family ({', '.join(able)}); got {type(model).__name__}"
+        )
+    return family
 
 
 def _kind(model, who):
-    for cls, kind in _KINDS.items():
-        if type(model) is cls:
-            return kind
-    raise TypeError(
-        f"{who} must be a fitted {', '.join(c.__name__ for c in _KINDS)}; got {type(model).__name__}"
-    )
+    return _OF_SUPPORT[_family(model, who).support]
 
 
 def _rows(model, X, y, sample_weight, who):
     """``X`` as ``model`` sees it, class indices and weights; refuses data it was not fitted on."""
     check_is_fitted(model, "stats_")
-    probe = copy.copy(model)  # _compute_stats may set attributes (CategoricalNB): not on the model
-    Xv = probe._check_X(X, reset=False)
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != Xv.shape[0]:
-        raise ValueError(f"y must be 1-d with one label per row of X ({Xv.shape[0]}), got shape {y.shape}")
-    classes = model.classes_
-    y_index = np.searchsorted(classes, y)
-    bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
-    if bad.any():
-        raise ValueError(f"{who} was not fitted on these data: label {y[bad][0]!r} is not in its classes_ {classes!r}")
-    w = check_sample_weight(sample_weight, Xv.shape[0])
-    stats = probe._compute_stats(Xv, y_index, w)
+    try:
+        stats, Xv, y_index, w = model.sufficient_stats(X, y, sample_weight)
+    except ValueError as err:
+        if "is not in the fitted classes_" not in str(err):
+            raise
+        raise ValueError(f"{who} was not fitted on these data: {err}") from None
     mine, theirs = stats, model.stats_
     if type(mine) is not type(theirs) or not all(
         np.shape(a) == np.shape(b)
@@ -104,66 +88,7 @@ def _rows(model, X, y, sample_weight, who):
             "sample_weight) differ from those it holds. Pass the rows it was fitted on "
             "(all of them, with the same weights)."
         )
-    return Xv, y_index, np.ones(Xv.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
-
-
-def _row_sums(X):
-    return np.asarray(X.sum(axis=1)).ravel().astype(np.float64)
-
-
-def _sum_log_factorial(X, w):
-    """:math:`\\sum_i w_i \\sum_j \\log x_{ij}!`."""
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
-        per_row = np.bincount(rows, weights=gammaln(X.data + 1.0), minlength=X.shape[0])
-    else:
-        per_row = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
-    return float(np.dot(w, per_row))
-
-
-def _check_length_prior(length_prior, lengths, w):
-    if length_prior is None:
-        total = float(np.sum(w))
-        mean = float(np.dot(w, lengths)) / total if total > 0 else 1.0
-        return Gamma(np.float64(1.0), np.float64(1.0 / mean if mean > 0 else 1.0))
-    if not isinstance(length_prior, Gamma):
-        raise TypeError(f"length_prior must be a bayesnb.priors.Gamma or None, got {type(length_prior).__name__}")
-    for name, v in zip(("concentration", "rate"), length_prior):
-        v = np.asarray(v, dtype=np.float64)
-        if v.ndim or not np.isfinite(v) or v <= 0:
-            raise ValueError(f"length_prior.{name} must be a finite number > 0, got {v!r}")
-    return Gamma(*(np.float64(v) for v in length_prior))
-
-
-def _multinomial_counts_part(model, X, y_index, w, length_prior):
-    r"""From the token-sequence evidence to the probability of the count vectors.
-
-    Adds the multinomial coefficient :math:`\sum_i w_i(\log n_i! - \sum_j \log x_{ij}!)`
-    and the evidence of the row lengths :math:`n_i` under
-    :math:`n_i \mid y_i = c \sim \mathrm{Poisson}(\lambda_c)`,
-    :math:`\lambda_c \sim \mathrm{Gamma}` (``length_prior``).
-    """
-    values = X.data if sp.issparse(X) else np.asarray(X)
-    if np.any(values != np.floor(values)):
-        raise ValueError(
-            "the multinomial event model is a probability of count vectors only for integer "
-            "counts; X has non-integer values, so its evidence has no common footing with "
-            "another model's"
-        )
-    lengths = _row_sums(X)
-    prior = _check_length_prior(length_prior, lengths, w)
-    n_classes = model.classes_.size
-    stats = poisson_stats(lengths[:, None], y_index, n_classes, w)
-    shape = (n_classes, 1)
-    length_part = _poisson.log_evidence(
-        Gamma(np.full(shape, prior.concentration), np.full(shape, prior.rate)), stats
-    )
-    coefficient = float(np.dot(w, gammaln(lengths + 1.0))) - _sum_log_factorial(X, w)
-    return length_part + coefficient
+    return Xv, y_index, w
 
 
 def _footing(model, X, y, sample_weight, length_prior, who):
@@ -171,8 +96,9 @@ def _footing(model, X, y, sample_weight, length_prior, who):
     kind = _kind(model, who)
     Xv, y_index, w = _rows(model, X, y, sample_weight, who)
     value = float(model.log_evidence())
-    if isinstance(model, MultinomialNB):
-        value += _multinomial_counts_part(model, Xv, y_index, w, length_prior)
+    offset = model.family_.log_evidence_offset
+    if offset is not None:
+        value += offset(Xv, y_index, w, model.classes_.size, length_prior=length_prior)
     return kind, Xv, value
 
 
@@ -334,9 +260,10 @@ def log_bayes_factor(model_1, model_2, X, y, *, sample_weight=None, length_prior
     if differ:
         names = (type(model_1).__name__, type(model_2).__name__)
         hint = ""
-        if BernoulliNB in (type(model_1), type(model_2)):
+        binary = [type(m).__name__ for m in (model_1, model_2) if m.family_.support == "binary"]
+        if binary:
             hint = (
-                " BernoulliNB models the 0/1 matrix of X after binarize, which differs from the "
+                f" {binary[0]} models the 0/1 matrix of X after binarize, which differs from the "
                 "values the other model sees; compare the two on presence by fitting both on "
                 "(X > 0).astype(int)."
             )
@@ -348,9 +275,6 @@ def log_bayes_factor(model_1, model_2, X, y, *, sample_weight=None, length_prior
 
 
 # ----------------------------------------------------------------------------- relevance
-
-_RELEVANCE = (MultinomialNB, BernoulliNB, CategoricalNB, GaussianNB)
-
 
 def relevance_log_bayes_factor(model):
     r"""Per-feature log Bayes factor of class dependence, for every feature at once.
@@ -392,12 +316,8 @@ def relevance_log_bayes_factor(model):
     >>> bool(bf[0] > 10 and bf[1] < 0)
     True
     """
-    if not isinstance(model, _RELEVANCE):
-        raise TypeError(
-            f"model must be a fitted {', '.join(c.__name__ for c in _RELEVANCE)}; got {type(model).__name__}"
-        )
-    check_is_fitted(model, "stats_")
-    return np.asarray(model._family.relevance_log_bayes_factor(model.prior_, model.stats_), dtype=np.float64)
+    family = _family(model, "model", needs="relevance_log_bayes_factor")
+    return np.asarray(family.relevance_log_bayes_factor(model.prior_, model.stats_), dtype=np.float64)
 
 
 class BayesFactorSelector(SelectorMixin, BaseEstimator):
@@ -463,12 +383,12 @@ class BayesFactorSelector(SelectorMixin, BaseEstimator):
         self
         """
         self._check_params()
-        est = BernoulliNB() if self.estimator is None else clone(self.estimator)
-        if not isinstance(est, _RELEVANCE):
-            raise TypeError(
-                f"estimator must be one of {', '.join(c.__name__ for c in _RELEVANCE)}; got {type(est).__name__}"
-            )
+        est = _default_selector_estimator() if self.estimator is None else clone(self.estimator)
         est.fit(X, y, sample_weight=sample_weight)
+        try:
+            _family(est, "estimator", needs="relevance_log_bayes_factor")
+        except TypeError as err:
+            raise TypeError(str(err).replace("must be a fitted", "must be one of the")) from None
         self.estimator_ = est
         self.scores_ = relevance_log_bayes_factor(est)
         self.n_features_in_ = est.n_features_in_
@@ -505,7 +425,7 @@ class BayesFactorSelector(SelectorMixin, BaseEstimator):
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
-        est = BernoulliNB() if self.estimator is None else self.estimator
+        est = _default_selector_estimator() if self.estimator is None else self.estimator
         if hasattr(est, "__sklearn_tags__"):
             tags.input_tags.sparse = est.__sklearn_tags__().input_tags.sparse
         tags.target_tags.required = True
@@ -541,7 +461,16 @@ class EvidenceCurve(NamedTuple):
     log_evidence_at_optimum: float
 
 
-_CURVE_ESTIMATORS = (MultinomialNB, BernoulliNB, CategoricalNB)
+def _default_selector_estimator():
+    # Looked up through the persistence table of estimator classes, which the estimators
+    # fill on import: this layer does not import the estimators.
+    from .persistence import estimator_class
+
+    return estimator_class("BernoulliNB")()
+
+
+# An evidence curve runs over a symmetric Dirichlet / Beta concentration.
+_CURVE_PARAMS = ("alpha", "alpha_scope")
 
 
 def evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None, sample_weight=None):
@@ -584,9 +513,11 @@ def evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None, samp
     """
     from sklearn.metrics import log_loss
 
-    if type(estimator) not in _CURVE_ESTIMATORS:
+    if not all(p in estimator.get_params(deep=False) for p in _CURVE_PARAMS):
         raise TypeError(
-            f"estimator must be one of {', '.join(c.__name__ for c in _CURVE_ESTIMATORS)}; got {type(estimator).__name__}"
+            "estimator must be one of the estimators with a symmetric concentration alpha learnable by "
+            f"the evidence (parameters {', '.join(_CURVE_PARAMS)}: MultinomialNB, BernoulliNB, "
+            f"CategoricalNB); got {type(estimator).__name__}"
         )
     if (X_val is None) != (y_val is None):
         raise ValueError("give both X_val and y_val, or neither")
@@ -602,8 +533,7 @@ def evidence_curve(estimator, X, y, X_val=None, y_val=None, *, alphas=None, samp
     evidence = np.empty(alphas.size)
     loss = None if X_val is None else np.empty(alphas.size)
     for i, a in enumerate(alphas):
-        est.alpha = float(a)
-        est._refresh()
+        est.update_prior(alpha=float(a))
         evidence[i] = est.log_evidence()
         if loss is not None:
             loss[i] = log_loss(y_val, est.predict_proba(X_val), labels=est.classes_)

@@ -75,7 +75,7 @@ import numpy as np
 
 from .exceptions import ModelFileError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "save", "load"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
 
 FORMAT = "bayesnb-model"
 FORMAT_VERSION = 1
@@ -116,21 +116,80 @@ _STATE = (
 # ----------------------------------------------------------------------------- type tables
 
 
-def _estimator_types():
-    from . import estimators
+# Filled by the layers that define the classes (the estimators register themselves when
+# bayesnb.estimators is imported), so that this module imports none of them: loading
+# looks a class up here and never imports code named by a file.
+_ESTIMATORS: dict[str, type] = {}
+_PYTREES: dict[str, type] = {}
 
-    return {name: getattr(estimators, name) for name in estimators.__all__ if name != "BaseNB"}
+
+def _register(table, cls, what):
+    held = table.get(cls.__name__)
+    if held is not None and held is not cls:
+        raise ValueError(f"another {what} named {cls.__name__!r} is already registered")
+    table[cls.__name__] = cls
+    return cls
+
+
+def register_estimator(cls):
+    """Allow instances of ``cls`` to be saved and loaded (a class decorator).
+
+    Parameters
+    ----------
+    cls : type
+        An estimator class; files name it by ``cls.__name__``.
+
+    Returns
+    -------
+    type
+        ``cls`` itself.
+    """
+    return _register(_ESTIMATORS, cls, "estimator class")
+
+
+def register_pytree(cls):
+    """Allow named-tuple pytrees of type ``cls`` (statistics, priors) in model files.
+
+    Parameters
+    ----------
+    cls : type
+        A ``typing.NamedTuple`` class; files name it by ``cls.__name__``.
+
+    Returns
+    -------
+    type
+        ``cls`` itself.
+    """
+    if not (isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields")):
+        raise TypeError(f"register_pytree takes a NamedTuple class, got {cls!r}")
+    return _register(_PYTREES, cls, "pytree type")
+
+
+def estimator_class(name):
+    """The registered estimator class called ``name`` (see :func:`register_estimator`).
+
+    Raises
+    ------
+    KeyError
+        Naming the registered classes, if none is called ``name``.
+    """
+    try:
+        return _ESTIMATORS[name]
+    except KeyError:
+        raise KeyError(f"no estimator class {name!r} is registered; registered: {', '.join(sorted(_ESTIMATORS))}") from None
+
+
+def _estimator_types():
+    return dict(_ESTIMATORS)
 
 
 def _namedtuple_types():
-    from . import missing, priors, stats
-    from .estimators.mixed import LabelStats
+    from . import priors, stats
 
     types = [getattr(priors, n) for n in priors.__all__ if isinstance(getattr(priors, n), type)]
     types += [getattr(stats, n) for n in stats.__all__ if isinstance(getattr(stats, n), type)]
-    types += [getattr(missing, n) for n in missing.STATS_TYPES]
-    types.append(LabelStats)
-    return {t.__name__: t for t in types if issubclass(t, tuple) and hasattr(t, "_fields")}
+    found = {t.__name__: t for t in types if issubclass(t, tuple) and hasattr(t, "_fields")}
+    return {**found, **_PYTREES}
 
 
 # ----------------------------------------------------------------------------- encoding
@@ -194,8 +253,6 @@ class _Encoder:
         )
 
     def value(self, value, where):
-        from .estimators import BaseNB
-
         if value is None or isinstance(value, (bool, str)):
             return value
         if isinstance(value, int):
@@ -208,7 +265,7 @@ class _Encoder:
             if value.dtype.kind not in _ARRAY_KINDS:
                 raise TypeError(f"cannot save {where}: numpy scalar of dtype {value.dtype}")
             return {"scalar": self._store(np.asarray(value), where)}
-        if isinstance(value, BaseNB):
+        if type(value) in self._estimators.values():
             return {"estimator": self.estimator(value, where)}
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             name = type(value).__name__
@@ -414,7 +471,7 @@ def save(estimator, path):
     >>> bayesnb.load(path).predict([[1, 0]]).tolist()
     ['ham']
     """
-    from . import __version__
+    from ._version import __version__
 
     enc = _Encoder()
     metadata = {
@@ -567,7 +624,7 @@ def load(path):
     >>> loaded.partial_fit([[0, 1, 3]], ["spam"]).stats_.class_count.tolist()
     [2.0, 2.0]
     """
-    from . import __version__
+    from ._version import __version__
 
     if hasattr(path, "read"):
         data = path.read()

@@ -44,6 +44,10 @@ class CountStats(NamedTuple):
         """Statistics of the union of two disjoint sets of rows."""
         return CountStats(*(np.asarray(a) + np.asarray(b) for a, b in zip(self, other)))
 
+    def masked(self):
+        """These statistics as :class:`MaskedCountStats` (every feature observed in every row)."""
+        return MaskedCountStats(*self, _every_cell(self.class_count, self.feature_count))
+
 
 class CategoricalStats(NamedTuple):
     """Weighted category counts per (class, feature).
@@ -365,6 +369,10 @@ class PoissonStats(NamedTuple):
         """Statistics of the union of two disjoint sets of rows."""
         return PoissonStats(*(np.asarray(a) + np.asarray(b) for a, b in zip(self, other)))
 
+    def masked(self):
+        """These statistics as :class:`MaskedPoissonStats` (every feature observed in every row)."""
+        return MaskedPoissonStats(*self, _every_cell(self.class_count, self.feature_count))
+
 
 def poisson_stats(X, y_index, n_classes, sample_weight=None):
     r"""Weighted class totals, feature totals and log-factorial totals of count data.
@@ -451,6 +459,18 @@ class GaussianStats(NamedTuple):
         ``mean_residual``); a class empty on one side takes the other side's values.
         """
         return GaussianStats(*_chan_merge(_four(self, np), _four(other, np), np))
+
+    def masked(self):
+        """These statistics as :class:`MaskedGaussianStats` (every feature observed in every row)."""
+        mean = np.asarray(self.mean, dtype=np.float64)
+        resid = np.broadcast_to(np.asarray(self.mean_residual, dtype=np.float64), mean.shape).copy()
+        return MaskedGaussianStats(
+            np.asarray(self.class_count, dtype=np.float64),
+            _every_cell(self.class_count, mean),
+            mean,
+            np.asarray(self.m2, dtype=np.float64),
+            resid,
+        )
 
 
 def _four(stats, xp):
@@ -637,3 +657,282 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
 
 
 __all__ += ["GaussianStats", "gaussian_stats"]
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+#
+# A mask is None or a bool array (dense, or a scipy sparse matrix with a stored 1) of
+# shape (n_samples, n_features), True at the entries that are NOT observed; the data
+# hold 0 there. A feature-wise family leaves an unobserved x_ij out of the statistics
+# of cell (c, j): its statistics then carry the per-cell observed weight
+#
+#     N_cj = sum_{i: y_i = c, x_ij observed} w_i
+#
+# instead of one N_c for every feature (N_c still counts every row: it feeds the class
+# posterior). Each (class, feature) cell is then its own conjugate model: ``cells()``
+# views the statistics as C*F "classes" of one feature, which the family's ordinary
+# functions update (see :mod:`bayesnb.families._mask`).
+
+
+def _every_cell(class_count, like):
+    """:math:`N_{cj} = N_c` for every feature: the observed weight of fully observed rows."""
+    n = np.asarray(class_count, dtype=np.float64)
+    return np.broadcast_to(n[:, None], np.shape(like)).copy()
+
+
+def dense_mask(mask):
+    """A mask as a dense bool array of shape (n_samples, n_features)."""
+    return mask.toarray().astype(bool) if sp.issparse(mask) else np.asarray(mask, dtype=bool)
+
+
+def missing_columns(mask):
+    """Sorted indices of the features unobserved in at least one row of ``mask``."""
+    if sp.issparse(mask):
+        return np.unique(sp.csr_matrix(mask).indices)
+    return np.flatnonzero(np.asarray(mask, dtype=bool).any(axis=0))
+
+
+def observed_rows(mask, j):
+    """Sorted indices of the rows of ``mask`` that observe feature ``j``."""
+    if sp.issparse(mask):
+        col = sp.csr_matrix(mask)[:, [j]].toarray().ravel().astype(bool)
+    else:
+        col = np.asarray(mask, dtype=bool)[:, j]
+    return np.flatnonzero(~col)
+
+
+def zero_unobserved(X, mask):
+    """``X`` with 0 at the unobserved entries (a new array; the values there are ignored).
+
+    Parameters
+    ----------
+    X : ndarray or sparse matrix of shape (n_samples, n_features)
+    mask : bool ndarray or sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray, or CSR matrix when ``X`` is sparse
+    """
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        hidden = sp.csr_matrix(X.multiply(sp.csr_matrix(mask, dtype=bool) if sp.issparse(mask) else dense_mask(mask)))
+        out = sp.csr_matrix(X - hidden)
+        out.eliminate_zeros()
+        return out
+    X = np.asarray(X)
+    return np.where(dense_mask(mask), np.zeros((), X.dtype), X)
+
+
+def observed_weight(mask, y_index, n_classes, sample_weight=None):
+    r""":math:`N_{cj}`: the weight of the rows of class ``c`` that observe feature ``j``.
+
+    Parameters
+    ----------
+    mask : bool ndarray or sparse matrix of shape (n_samples, n_features)
+        True at the unobserved entries.
+    y_index : int ndarray of shape (n_samples,)
+    n_classes : int
+    sample_weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    ndarray of shape (n_classes, n_features)
+    """
+    if not sp.issparse(mask):
+        return count_stats((~np.asarray(mask, dtype=bool)).astype(np.float64), y_index, n_classes, sample_weight).feature_count
+    # A sparse mask (sparse data): its complement would be dense, so subtract instead.
+    n = np.bincount(y_index, weights=sample_weight, minlength=n_classes).astype(np.float64)
+    unobserved = count_stats(sp.csr_matrix(mask).astype(np.float64), y_index, n_classes, sample_weight).feature_count
+    return np.maximum(n[:, None] - unobserved, 0.0)
+
+
+def with_observed(compute, X, y_index, n_classes, sample_weight=None, mask=None):
+    """``compute(X, y_index, n_classes, sample_weight)``, per cell when ``mask`` is given.
+
+    For statistics that are sums of per-entry terms vanishing at 0 (feature totals,
+    log-factorials), the statistics of the rows with 0 at the unobserved entries
+    (:func:`zero_unobserved`) leave those entries out; the per-cell observed weight
+    :math:`N_{cj}` is added (``stats.masked()``). ``mask=None`` returns ``compute``'s
+    statistics as they are.
+    """
+    if mask is None:
+        return compute(X, y_index, n_classes, sample_weight)
+    stats = compute(zero_unobserved(X, mask), y_index, n_classes, sample_weight)
+    return stats.masked()._replace(observed_count=observed_weight(mask, y_index, n_classes, sample_weight))
+
+
+class MaskedCountStats(NamedTuple):
+    r"""Count statistics with per-cell observed weights (Bernoulli with unobserved entries).
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c`, every row of the class.
+    feature_count : ndarray of shape (n_classes, n_features)
+        :math:`T_{cj}` over the rows that observe feature :math:`j`.
+    observed_count : ndarray of shape (n_classes, n_features)
+        :math:`N_{cj}`, the weight of the rows of class :math:`c` that observe :math:`j`.
+    """
+
+    class_count: np.ndarray
+    feature_count: np.ndarray
+    observed_count: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows."""
+        return MaskedCountStats(*(np.asarray(a) + np.asarray(b) for a, b in zip(self, other)))
+
+    def masked(self):
+        return self
+
+    def cells(self):
+        """The (class, feature) cells as C*F classes of one feature: :class:`CountStats`."""
+        return CountStats(
+            np.asarray(self.observed_count, dtype=np.float64).ravel(),
+            np.asarray(self.feature_count, dtype=np.float64).reshape(-1, 1),
+        )
+
+
+class MaskedPoissonStats(NamedTuple):
+    r"""Poisson statistics with per-cell observed weights (``log_factorial`` over observed entries).
+
+    Attributes
+    ----------
+    class_count, feature_count, log_factorial
+        As :class:`PoissonStats`, over the observed entries.
+    observed_count : ndarray of shape (n_classes, n_features)
+        :math:`N_{cj}`.
+    """
+
+    class_count: np.ndarray
+    feature_count: np.ndarray
+    log_factorial: np.ndarray
+    observed_count: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows."""
+        return MaskedPoissonStats(*(np.asarray(a) + np.asarray(b) for a, b in zip(self, other)))
+
+    def masked(self):
+        return self
+
+    def cells(self):
+        """The (class, feature) cells as C*F classes of one feature: :class:`PoissonStats`."""
+        observed = np.asarray(self.observed_count, dtype=np.float64)
+        # Only the total of the base-measure term enters the evidence.
+        log_factorial = np.zeros(observed.size)
+        log_factorial[0] = np.sum(self.log_factorial)
+        return PoissonStats(observed.ravel(), np.asarray(self.feature_count, dtype=np.float64).reshape(-1, 1), log_factorial)
+
+
+class MaskedGaussianStats(NamedTuple):
+    r"""Diagonal-Gaussian statistics per cell, over the rows that observe each feature.
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c`, every row of the class.
+    observed_count : ndarray of shape (n_classes, n_features)
+        :math:`N_{cj}`.
+    mean, m2, mean_residual : ndarrays of shape (n_classes, n_features)
+        As :class:`GaussianStats`, over the observed rows of each cell.
+    """
+
+    class_count: np.ndarray
+    observed_count: np.ndarray
+    mean: np.ndarray
+    m2: np.ndarray
+    mean_residual: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows (Chan's update, per cell)."""
+        shape = np.shape(self.mean)
+        merged = self.cells().merge(other.cells())
+        return MaskedGaussianStats(
+            np.asarray(self.class_count) + np.asarray(other.class_count),
+            merged.class_count.reshape(shape),
+            *(np.asarray(a).reshape(shape) for a in merged[1:]),
+        )
+
+    def masked(self):
+        return self
+
+    def cells(self):
+        """The (class, feature) cells as C*F classes of one feature: :class:`GaussianStats`."""
+        shape = np.shape(self.mean)
+        return GaussianStats(
+            np.asarray(self.observed_count, dtype=np.float64).ravel(),
+            *(
+                np.asarray(a, dtype=np.float64).reshape(-1, 1)
+                for a in (self.mean, self.m2, np.broadcast_to(self.mean_residual, shape))
+            ),
+        )
+
+    def columns(self, cols):
+        """Plain :class:`GaussianStats` of the features ``cols``, which share one :math:`N_{cj}`."""
+        return GaussianStats(
+            np.asarray(self.observed_count, dtype=np.float64)[:, cols[0]],
+            np.asarray(self.mean)[:, cols],
+            np.asarray(self.m2)[:, cols],
+            np.asarray(self.mean_residual)[:, cols],
+        )
+
+
+def masked_gaussian_stats(X, mask, y_index, n_classes, sample_weight=None):
+    """:class:`MaskedGaussianStats` of dense rows whose entries at ``mask`` are unobserved.
+
+    The features observed in every row share one pass of :func:`gaussian_stats`; each
+    other feature is summarised over the rows that observe it.
+    """
+    data = np.asarray(X, dtype=np.float64)
+    w = sample_weight
+    n_features = data.shape[1]
+    missing = missing_columns(mask)
+    clean = np.setdiff1d(np.arange(n_features), missing)
+    n = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
+    observed, mean, m2, resid = (np.zeros((n_classes, n_features)) for _ in range(4))
+    groups = [(clean, np.arange(data.shape[0]))] if clean.size else []
+    groups += [(np.array([j]), observed_rows(mask, j)) for j in missing]
+    for cols, rows in groups:
+        if not rows.size:
+            continue  # a feature observed in no row of this batch adds nothing
+        part = gaussian_stats(data[np.ix_(rows, cols)], y_index[rows], n_classes, None if w is None else w[rows])
+        observed[:, cols] = np.asarray(part.class_count)[:, None]
+        mean[:, cols], m2[:, cols] = part.mean, part.m2
+        resid[:, cols] = np.broadcast_to(part.mean_residual, part.mean.shape)
+    return MaskedGaussianStats(n, observed, mean, m2, resid)
+
+
+def is_masked(stats):
+    """Whether ``stats`` carry per-cell observed weights (``observed_count``).
+
+    Parameters
+    ----------
+    stats : statistics pytree or None
+
+    Returns
+    -------
+    bool
+    """
+    return "observed_count" in getattr(type(stats), "_fields", ())
+
+
+def as_masked(stats):
+    """``stats`` in their per-cell form where the type has one (``stats.masked()``), else as they are."""
+    return stats.masked() if hasattr(stats, "masked") else stats
+
+
+__all__ += [
+    "MaskedCountStats",
+    "MaskedPoissonStats",
+    "MaskedGaussianStats",
+    "observed_weight",
+    "with_observed",
+    "zero_unobserved",
+    "masked_gaussian_stats",
+    "is_masked",
+    "as_masked",
+    "dense_mask",
+    "missing_columns",
+    "observed_rows",
+]

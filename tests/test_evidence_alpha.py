@@ -22,7 +22,6 @@ from scipy import optimize
 from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
-import bayesnb
 from bayesnb import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
 from bayesnb import empirical_bayes as eb
 from bayesnb._x64 import enable_x64
@@ -440,23 +439,3 @@ def test_class_alpha_evidence_is_shared_by_every_estimator():
         assert list(est.evidence_trace_) == ["class_alpha"]
     fixed = MultinomialNB(class_alpha="evidence", class_prior=[0.2, 0.3, 0.5]).fit(X, y)
     assert fixed.class_alpha_ is None and fixed.evidence_trace_ == {}
-
-
-@pytest.mark.parametrize(
-    "make, name",
-    [
-        (lambda: bayesnb.PoissonNB(alpha="evidence"), "alpha"),
-        (lambda: bayesnb.PoissonNB(beta="evidence"), "beta"),
-        (lambda: bayesnb.PoissonNB(prior="evidence"), "prior"),
-        (lambda: bayesnb.GaussianBayesClassifier(prior="evidence"), "prior"),
-        (lambda: bayesnb.GaussianBayesClassifier(covariance="diag", prior="evidence"), "prior"),
-    ],
-)
-def test_priors_without_empirical_bayes_refuse_evidence_by_name(make, name):
-    # Not learned for the Gamma and Normal-Inverse-Wishart priors: a clear error naming the
-    # parameter and what is learned, not a type error about strings.
-    X = np.random.default_rng(0).poisson(2.0, (30, 3)).astype(float)
-    y = np.arange(30) % 2
-    est = make()
-    with pytest.raises(ValueError, match=rf"{type(est).__name__} cannot learn {name} from the evidence.*GaussianNB"):
-        est.fit(X, y)

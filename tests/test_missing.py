@@ -36,7 +36,7 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb.missing import MaskedGaussianStats, is_masked
+from bayesnb.stats import MaskedGaussianStats, is_masked
 from bayesnb.priors import NormalInverseGamma, NormalInverseWishart
 
 ESTIMATES = ("mle", "map", "mean", "predictive")

@@ -33,7 +33,8 @@ from ..empirical_bayes import class_alpha as learn_class_alpha
 from ..empirical_bayes import is_evidence
 from ..exceptions import ZeroLikelihoodWarning
 from ..priors import dirichlet_from_alpha
-from ..stats import merge
+from ..families._mask import MaskRefused, accepts_mask
+from ..stats import as_masked, is_masked, merge
 from ..uncertainty import check_interval_args
 
 __all__ = ["BaseNB"]
@@ -43,7 +44,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     """Base of the bayesnb estimators (not for direct use).
 
     Subclasses set ``_family`` (a registered :class:`bayesnb.families.Family`) and implement
-    ``_check_X(X, reset)``, ``_compute_stats(X, y_index, sample_weight)`` and
+    ``_check_X(X, reset)``, ``_compute_stats(X, y_index, sample_weight, mask=None)`` and
     ``_make_prior()``.
     """
 
@@ -66,20 +67,18 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _check_X(self, X, reset):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _compute_stats(self, X, y_index, sample_weight):  # pragma: no cover - abstract
-        raise NotImplementedError
+    def _compute_stats(self, X, y_index, sample_weight, mask=None):
+        # The family's statistics of validated rows; estimators with tables of their own
+        # (category counts, covariance structure) extend this.
+        return self._family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask)
 
     def _make_prior(self):  # pragma: no cover - abstract
         raise NotImplementedError
 
     def _feature_posterior(self):
-        if _missing.is_masked(self.stats_):
-            return _missing.posterior(self)
         return self._family.posterior(self.prior_, self.stats_)
 
     def _feature_log_evidence(self):
-        if _missing.is_masked(self.stats_):
-            return _missing.log_evidence(self)
         return self._family.log_evidence(self.prior_, self.stats_)
 
     def _sample_features(self, key, n):
@@ -131,33 +130,49 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------- missing values
     # missing="error" (the default) takes the ordinary path untouched; with
-    # missing="ignore", input with NaNs becomes a MaskedX and is handled by the separate
-    # layer bayesnb.missing (statistics, posteriors and likelihoods of observed entries).
+    # missing="ignore", input with NaNs becomes a MaskedX (bayesnb.missing) whose data and
+    # mask of unobserved entries go to the family's own stats / log_likelihood /
+    # log_predictive (mask=...): no family is special-cased here.
     def _input(self, X, reset):
         """``_check_X`` under the ``missing`` policy."""
         if isinstance(self.missing, str) and self.missing == "error":
             return self._check_X(X, reset=reset)
         _missing.check_missing(self.missing)
-        return _missing.split(self, X, reset)
+        return _missing.split(self._check_X, X, reset)
+
+    def _model_name(self):
+        """How errors name this model (the subject of a family's :class:`MaskRefused`)."""
+        return type(self).__name__
 
     def _stats(self, X, y_index, sample_weight):
-        if isinstance(X, _missing.MaskedX) or _missing.is_masked(getattr(self, "stats_", None)):
-            return _missing.stats(self, X, y_index, sample_weight)
-        return self._compute_stats(X, y_index, sample_weight)
+        mask = None
+        if isinstance(X, _missing.MaskedX):
+            X, mask = X.X, X.mask
+        try:
+            new = self._compute_stats(X, y_index, sample_weight, mask=mask)
+        except MaskRefused as err:
+            raise ValueError(f"{self._model_name()} {err}") from None
+        old = getattr(self, "stats_", None)
+        if is_masked(new) or is_masked(old):
+            # Batches with and without unobserved entries merge in the per-cell form.
+            new = as_masked(new)
+            if old is not None:
+                self.stats_ = as_masked(old)
+        return new
 
     def _feature_ll(self, params, X):
         if isinstance(X, _missing.MaskedX):
-            return _missing.log_likelihood(self, params, X)
+            return self._family.log_likelihood(params, X.X, self.prior_, mask=X.mask)
         return self._log_likelihood(params, X)
 
     def _feature_lp(self, X):
         if isinstance(X, _missing.MaskedX):
-            return _missing.log_predictive(self, X)
+            return self._family.log_predictive(self.posterior_, X.X, mask=X.mask)
         return self._log_predictive(X)
 
     def _fits_missing(self):
-        """Whether ``missing="ignore"`` can fit rows with NaNs (not the joint models)."""
-        return True
+        """Whether ``missing="ignore"`` can fit rows with NaNs: whether the family's statistics take a mask."""
+        return accepts_mask(self._family)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -288,8 +303,6 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return _class_prior.point_log(self.class_dirichlet_, self.stats_.class_count, kind)
 
     def _point(self, kind):
-        if _missing.is_masked(self.stats_):
-            return _missing.point(self, "mean" if kind == "predictive" else kind)
         if kind not in self._cache:
             self._cache[kind] = self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind)
         return self._cache[kind]
@@ -378,6 +391,103 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         log_proba = self._log_proba(X)
         return self.classes_[np.argmax(log_proba, axis=1)]
+
+    # ----------------------------------------------------- statistics and priors
+    def validate_input(self, X):
+        """``X`` as this fitted estimator reads it, checked against what it was fitted on.
+
+        The rows that ``predict*`` score: validated (number of features, dtype, negative
+        counts, NaN under the ``missing`` policy), with the estimator's own conversions
+        (Bernoulli's ``binarize`` threshold, category codes, column blocks of a
+        :class:`~bayesnb.MixedNB`; rows with NaN under ``missing="ignore"`` come with
+        their mask). Layers that take a fitted estimator use it so that they read data
+        exactly as the estimator does.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        The validated rows (an array, a CSR matrix, or the masked / per-block form).
+        """
+        check_is_fitted(self, "stats_")
+        return self._input(X, reset=False)
+
+    def sufficient_stats(self, X, y, sample_weight=None):
+        """Sufficient statistics of labelled rows as ``fit`` would accumulate them.
+
+        The estimator is left unchanged (its statistics, category tables and fitted
+        attributes stay as they are); the rows must have the labels and features of the
+        fitted model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Labels, each one of ``classes_``.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        stats : statistics pytree of the type of ``stats_``
+        Xv : the validated rows (see :meth:`validate_input`)
+        y_index : int ndarray of shape (n_samples,)
+            Position of each label in ``classes_``.
+        weight : ndarray of shape (n_samples,)
+            The row weights (ones when ``sample_weight`` is None).
+        """
+        check_is_fitted(self, "stats_")
+        import copy
+
+        probe = copy.copy(self)  # statistics hooks may set attributes (category tables)
+        Xv = probe._input(X, reset=False)
+        y = np.asarray(y)
+        if y.ndim != 1 or y.shape[0] != Xv.shape[0]:
+            raise ValueError(f"y must be 1-d with one label per row of X ({Xv.shape[0]}), got shape {y.shape}")
+        classes = self.classes_
+        y_index = np.searchsorted(classes, y)
+        bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
+        if bad.any():
+            raise ValueError(f"label {y[bad][0]!r} is not in the fitted classes_ {classes!r}")
+        w = check_sample_weight(sample_weight, Xv.shape[0])
+        stats = probe._stats(Xv, y_index, w)
+        return stats, Xv, y_index, np.ones(Xv.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
+
+    def update_prior(self, **params):
+        """Set hyperparameters and recompute prior and posterior from the statistics held.
+
+        Conjugacy makes a change of prior free: the posterior is a function of the
+        prior and the sufficient statistics, so no pass over the data is needed (a
+        prior-sensitivity analysis or an evidence curve costs one update per prior).
+
+        Parameters
+        ----------
+        **params
+            Constructor parameters (e.g. ``alpha=0.5``, ``class_alpha=2.0``, ``prior=...``).
+
+        Returns
+        -------
+        self
+
+        Examples
+        --------
+        >>> from bayesnb import MultinomialNB
+        >>> clf = MultinomialNB().fit([[3, 0], [0, 2]], ["a", "b"])
+        >>> before = clf.log_evidence()
+        >>> clf.update_prior(alpha=0.5).alpha_, bool(clf.log_evidence() != before)
+        (0.5, True)
+        """
+        check_is_fitted(self, "stats_")
+        before = dict(self.__dict__)
+        try:
+            self.set_params(**params)
+            self._refresh()
+        except BaseException:
+            self.__dict__.clear()
+            self.__dict__.update(before)
+            raise
+        return self
 
     # ----------------------------------------------------------- persistence
     def save(self, path):
@@ -469,7 +579,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _take_rows(self, X, start, stop):
         """Rows ``start:stop`` of validated input (as returned by ``_input``)."""
         if isinstance(X, _missing.MaskedX):
-            return _missing.MaskedX(X.X[start:stop], X.mask[start:stop])
+            return X.rows(start, stop)
         return X[start:stop]
 
     def _draw_source(self, X, n_draws, random_state):

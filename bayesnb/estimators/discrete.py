@@ -21,7 +21,6 @@ from .. import empirical_bayes
 from ..empirical_bayes import check_scope, is_evidence
 from ..families import bernoulli, categorical, multinomial
 from ..priors import beta_from_alpha, categorical_dirichlet_from_alpha, dirichlet_from_alpha
-from ..stats import categorical_stats, count_stats
 from ._base import BaseNB
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
@@ -186,9 +185,6 @@ class MultinomialNB(_DiscreteNB):
         X = validate_data(self, X, accept_sparse="csr", dtype=dtype, reset=reset, ensure_all_finite=not integral)
         return check_non_negative(X, type(self).__name__)
 
-    def _compute_stats(self, X, y_index, sample_weight):
-        return count_stats(X, y_index, self.classes_.size, sample_weight)
-
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.multinomial_alpha(self.stats_, scope)
 
@@ -198,9 +194,6 @@ class MultinomialNB(_DiscreteNB):
     @property
     def feature_count_(self):
         return np.asarray(self.stats_.feature_count)
-
-    def _fits_missing(self):
-        return False  # a document's counts are one draw: see bayesnb.missing
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -307,9 +300,6 @@ class BernoulliNB(_DiscreteNB):
             X.eliminate_zeros()
         return X
 
-    def _compute_stats(self, X, y_index, sample_weight):
-        return count_stats(X, y_index, self.classes_.size, sample_weight)
-
     def _prior_from_alpha(self, alpha):
         return beta_from_alpha(alpha, (self.classes_.size, self.n_features_in_))
 
@@ -402,7 +392,8 @@ class CategoricalNB(_DiscreteNB):
         X = validate_data(self, X, dtype=None, reset=reset, ensure_all_finite=True)
         return check_category_codes(X, type(self).__name__)
 
-    def _compute_stats(self, X, y_index, sample_weight):
+    def _compute_stats(self, X, y_index, sample_weight, mask=None):
+        # The table of categories comes from every entry (unobserved ones hold code 0).
         seen = X.max(axis=0) + 1 if X.shape[0] else np.zeros(X.shape[1], np.int64)
         n_cat = np.maximum(seen, getattr(self, "n_categories_", 0))
         if self.min_categories is not None:
@@ -413,7 +404,7 @@ class CategoricalNB(_DiscreteNB):
                 )
             n_cat = np.maximum(n_cat, m)
         self.n_categories_ = check_category_table(n_cat.astype(np.int64), type(self).__name__)
-        return categorical_stats(X, y_index, self.classes_.size, self.n_categories_, sample_weight)
+        return self._family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask, n_categories=self.n_categories_)
 
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.categorical_alpha(self.stats_, self.n_categories_, scope)

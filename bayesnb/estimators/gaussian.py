@@ -9,10 +9,8 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_estimate
-from .. import missing as _missing
 from ..empirical_bayes import check_scope, gaussian_prior, is_evidence
 from ..families import gaussian
-from ..stats import gaussian_stats
 from ._base import BaseNB
 
 __all__ = ["GaussianNB"]
@@ -158,9 +156,6 @@ class GaussianNB(BaseNB):
             )
         return validate_data(self, X, dtype=np.float64, order="C", reset=reset)
 
-    def _compute_stats(self, X, y_index, sample_weight):
-        return gaussian_stats(X, y_index, self.classes_.size, sample_weight)
-
     def _var_smoothing(self):
         vs = self.var_smoothing
         if isinstance(vs, bool) or not isinstance(vs, numbers.Real) or not np.isfinite(vs) or vs < 0:
@@ -179,21 +174,17 @@ class GaussianNB(BaseNB):
                 "with a given prior it must stay 'shared'"
             )
         if self.prior is None:
-            if _missing.is_masked(self.stats_):
-                return _missing.default_gaussian_prior(self.stats_)
             return gaussian.default_prior(self.stats_)
         return gaussian.check_prior(self.prior, self.classes_.size, self.n_features_in_)
 
     def _point(self, kind):
-        if _missing.is_masked(self.stats_):
-            return BaseNB._point(self, kind)
         kind = "mean" if kind == "predictive" else kind
         vs = self._var_smoothing()
         # var_smoothing only enters "mle"; it is part of the key because set_params may
         # change it after fit.
         key = (kind, vs) if kind == "mle" else kind
         if key not in self._cache:
-            self._cache[key] = gaussian.point(self.prior_, self.stats_, kind, var_smoothing=vs)
+            self._cache[key] = self._family.point(self.prior_, self.stats_, kind, var_smoothing=vs)
         return self._cache[key]
 
     def _named_draws(self, params):
@@ -221,8 +212,6 @@ class GaussianNB(BaseNB):
     def epsilon_(self):
         """float: the "mle" variance floor, ``var_smoothing`` times the largest pooled variance."""
         check_is_fitted(self, "stats_")
-        if _missing.is_masked(self.stats_):
-            return _missing.mle_epsilon(self)
         return gaussian.mle_epsilon(self.stats_, self._var_smoothing())
 
     def __sklearn_tags__(self):

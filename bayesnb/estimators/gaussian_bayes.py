@@ -7,10 +7,11 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import missing as _missing
 from .._validation import check_estimate
-from ..empirical_bayes import refuse_evidence
+from ..empirical_bayes import gaussian_prior, is_evidence, maximize_evidence
 from ..families import gaussian, gaussian_mv
 from ..priors import NormalInverseGamma
-from ..stats import gaussian_stats, scatter_stats
+from ..families._mask import accepts_mask
+from ..stats import as_masked
 from ._base import BaseNB
 
 __all__ = ["GaussianBayesClassifier"]
@@ -61,7 +62,7 @@ class GaussianBayesClassifier(BaseNB):
     ----------
     covariance : {"full", "shared", "diag"}, default="full"
         One covariance per class, one for all classes, or a diagonal one per class.
-    prior : NormalInverseWishart, NormalInverseGamma or None, default=None
+    prior : NormalInverseWishart, NormalInverseGamma, "evidence" or None, default=None
         For "diag": a :class:`bayesnb.priors.NormalInverseGamma` (see
         :class:`~bayesnb.estimators.gaussian.GaussianNB`), or ``None`` for that family's
         default. For "full" / "shared": the NIW prior (:class:`bayesnb.priors.NormalInverseWishart`): ``loc``
@@ -76,9 +77,14 @@ class GaussianBayesClassifier(BaseNB):
         prior mean of every covariance is :math:`\Psi_0`. Being computed from the data
         seen so far, this default changes with ``partial_fit`` (fit and chained
         ``partial_fit`` still agree) and makes ``log_evidence`` an empirical-Bayes
-        quantity; pass an explicit prior for a proper evidence. ``"evidence"`` raises
-        ``ValueError``: this prior is not learned from the evidence (use
-        ``GaussianNB(prior="evidence")`` for the diagonal model).
+        quantity; pass an explicit prior for a proper evidence. ``"evidence"``: the
+        default prior with :math:`\kappa_0` (one for every class), :math:`\nu_0` and a
+        multiplier :math:`s` of :math:`\Psi_0` (so :math:`s\Psi_0`) chosen to maximise
+        the log evidence of the training data
+        (:func:`bayesnb.empirical_bayes.maximize_evidence`); :math:`m_0` stays the
+        pooled mean. For "diag", the Normal-Inverse-Gamma prior of
+        ``GaussianNB(prior="evidence")`` (:func:`bayesnb.empirical_bayes.gaussian_prior`).
+        The learned prior is ``prior_``, the iterates ``evidence_trace_["prior"]``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -101,6 +107,9 @@ class GaussianBayesClassifier(BaseNB):
     classes_ : ndarray of shape (n_classes,)
     class_count_ : ndarray of shape (n_classes,)
         Weighted number of training rows per class.
+    evidence_trace_ : dict of str to EvidenceTrace
+        Iterates of every hyperparameter learned from the evidence (keys ``"prior"``,
+        ``"class_alpha"``); empty when none is.
     stats_ : ScatterStats (GaussianStats for "diag")
         Weighted counts, means and scatter matrices per class.
     prior_ : NormalInverseWishart (NormalInverseGamma for "diag")
@@ -161,13 +170,18 @@ class GaussianBayesClassifier(BaseNB):
         return self.covariance
 
     def _fits_missing(self):
-        return self.covariance == "diag"
+        # Before fit the family is the requested covariance's (diag: gaussian, else gaussian_mv).
+        return accepts_mask(gaussian.family if self.covariance == "diag" else gaussian_mv.family)
 
     def _structure(self):
         """The covariance structure the current posterior was computed for."""
         if isinstance(self.prior_, NormalInverseGamma):
             return "diag"
         return "shared" if gaussian_mv.is_shared(self.prior_) else "full"
+
+    # Its own family depends on `covariance`; as the estimator of the NIW family (see
+    # bayesnb.estimators.estimator_for) it is the full-covariance model.
+    _serves = (("gaussian_mv", {"covariance": "full"}),)
 
     @property
     def _family(self):
@@ -176,10 +190,14 @@ class GaussianBayesClassifier(BaseNB):
     def _check_X(self, X, reset):
         return validate_data(self, X, dtype=np.float64, reset=reset)
 
-    def _compute_stats(self, X, y_index, sample_weight):
+    def _model_name(self):
+        return f"{type(self).__name__}(covariance={self.covariance!r})"
+
+    def _compute_stats(self, X, y_index, sample_weight, mask=None):
         kind = self._requested()
-        stats = (gaussian_stats if kind == "diag" else scatter_stats)(X, y_index, self.classes_.size, sample_weight)
-        if hasattr(self, "stats_") and type(_missing.to_masked(stats)) is not type(_missing.to_masked(self.stats_)):
+        family = gaussian.family if kind == "diag" else gaussian_mv.family
+        stats = family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask)
+        if hasattr(self, "stats_") and type(as_masked(stats)) is not type(as_masked(self.stats_)):
             raise ValueError(
                 f"covariance={kind!r} differs from the covariance of the earlier partial_fit calls "
                 f"({self._structure()!r}), whose statistics cannot be combined with these; call fit "
@@ -189,12 +207,25 @@ class GaussianBayesClassifier(BaseNB):
 
     def _make_prior(self):
         kind = self._requested()
-        refuse_evidence(self.prior, "prior", type(self).__name__)
         n_classes, n_features = self.classes_.size, self.n_features_in_
+        if is_evidence(self.prior):
+            if kind == "diag":
+                prior, trace = gaussian_prior(self.stats_)
+            else:
+                # κ₀, ν₀ > F - 1 and the size of Ψ₀ (its shape, the pooled variances,
+                # stays that of the default prior); m₀ stays the pooled mean.
+                start = gaussian_mv.default_prior(self.stats_, kind == "shared")
+                prior, trace = maximize_evidence(
+                    gaussian_mv.family,
+                    start,
+                    self.stats_,
+                    ("kappa", "df", "scale"),
+                    transforms={"df": ("above", n_features - 1.0)},
+                )
+            self.evidence_trace_["prior"] = trace
+            return prior
         if kind == "diag":
             if self.prior is None:
-                if _missing.is_masked(self.stats_):
-                    return _missing.default_gaussian_prior(self.stats_)
                 return gaussian.default_prior(self.stats_)
             return gaussian.check_prior(self.prior, n_classes, n_features)
         shared = kind == "shared"
@@ -212,8 +243,6 @@ class GaussianBayesClassifier(BaseNB):
         return {"loc": np.asarray(params.loc), "covariance": gaussian_mv.covariance(self._as_mv(params))}
 
     def _log_likelihood_draws(self, params, X):
-        from .. import missing as _missing
-
         if self._structure() == "shared" and not isinstance(X, _missing.MaskedX):
             # One covariance per draw, (n, F, F): repeated for each class so that draws
             # stack along the class axis like every other family's parameters.

@@ -22,6 +22,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .. import missing as _missing
 from .._validation import check_category_codes
+from ..persistence import register_pytree
 from ._base import BaseNB
 from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from .gaussian import GaussianNB
@@ -30,6 +31,7 @@ from .poisson import PoissonNB
 __all__ = ["MixedNB"]
 
 
+@register_pytree
 class LabelStats(NamedTuple):
     """Weighted class counts, the only statistics :class:`MixedNB` keeps itself.
 
@@ -81,12 +83,12 @@ def _is_dataframe(X):
 
 
 def _dtype_kind(dtype):
-    """'bool', 'float', 'int', 'categorical' or None for a pandas/numpy column dtype."""
+    """'bool', 'float', 'int', 'nominal' or None for a pandas/numpy column dtype."""
     import pandas as pd
 
     api = pd.api.types
     if isinstance(dtype, pd.CategoricalDtype) or api.is_object_dtype(dtype) or api.is_string_dtype(dtype):
-        return "categorical"
+        return "nominal"
     if api.is_bool_dtype(dtype):
         return "bool"
     if api.is_integer_dtype(dtype):
@@ -100,7 +102,7 @@ def _dtype_kind(dtype):
 _INFERRED = {
     "float": ("gaussian", lambda: GaussianNB()),
     "bool": ("bernoulli", lambda: BernoulliNB(binarize=None)),
-    "categorical": ("categorical", lambda: CategoricalNB()),
+    "nominal": ("categorical", lambda: CategoricalNB()),
     "int": ("poisson", lambda: PoissonNB()),
 }
 
@@ -351,7 +353,7 @@ class MixedNB(BaseNB):
                 continue
             for j in idx:
                 col = X.iloc[:, j]
-                if _dtype_kind(col.dtype) != "categorical":
+                if _dtype_kind(col.dtype) != "nominal":
                     continue
                 self._check_no_missing(col, j)
                 if isinstance(col.dtype, pd.CategoricalDtype):
@@ -473,7 +475,7 @@ class MixedNB(BaseNB):
                 "missing values out, or impute them"
             )
 
-    def _compute_stats(self, X, y_index, sample_weight):
+    def _compute_stats(self, X, y_index, sample_weight, mask=None):
         y = self.classes_[y_index]
         fitted = []
         blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates

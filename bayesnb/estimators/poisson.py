@@ -7,10 +7,9 @@ import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._validation import check_estimate, check_non_negative
-from ..empirical_bayes import refuse_evidence
+from ..empirical_bayes import is_evidence, maximize_evidence
 from ..families import poisson
 from ..priors import Gamma
-from ..stats import poisson_stats
 from ._base import BaseNB
 
 __all__ = ["PoissonNB"]
@@ -43,9 +42,11 @@ class PoissonNB(BaseNB):
 
     Parameters
     ----------
-    alpha : float or array-like broadcastable to (n_classes, n_features), default=1.0
+    alpha : float, array-like broadcastable to (n_classes, n_features) or "evidence", default=1.0
         Gamma shape (concentration) of the prior on each rate, > 0: pseudo-counts.
-    beta : float or array-like broadcastable to (n_classes, n_features), default=0.01
+        ``"evidence"``: one shape for every cell, learned by maximising the log evidence
+        (``beta`` held at its value, or learned too if also ``"evidence"``).
+    beta : float, array-like broadcastable to (n_classes, n_features) or "evidence", default=0.01
         Gamma rate of the prior on each rate, > 0: pseudo-rows. The default prior
         :math:`\mathrm{Gamma}(1, 0.01)` adds one count and a hundredth of a row to every
         (class, feature) cell: the posterior mean :math:`(T + 1)/(N + 0.01)` is add-one
@@ -54,12 +55,18 @@ class PoissonNB(BaseNB):
         of the counts, and the MAP :math:`T / (N + 0.01)` exists everywhere. The prior
         does not depend on the data, so ``log_evidence`` is a true marginal likelihood and
         ``partial_fit`` never moves the prior. For model comparison by evidence, set
-        ``alpha``/``beta`` to a prior you mean.
-    prior : bayesnb.priors.Gamma, default=None
+        ``alpha``/``beta`` to a prior you mean. ``"evidence"``: one rate for every cell,
+        learned by maximising the log evidence (``alpha`` held, unless also
+        ``"evidence"``).
+    prior : bayesnb.priors.Gamma, "evidence" or None, default=None
         The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
-        (n_classes, n_features)); when given it replaces ``alpha``/``beta``. The Gamma
-        prior is not learned from the evidence (``"evidence"`` for ``alpha``, ``beta`` or
-        ``prior`` raises ``ValueError``); compare fixed priors with ``log_evidence()``.
+        (n_classes, n_features)); when given it replaces ``alpha``/``beta``.
+        ``"evidence"``: one Gamma shape and one rate shared by every (class, feature)
+        cell, both learned by maximising the log evidence of the training data (type-II
+        maximum likelihood, :func:`bayesnb.empirical_bayes.maximize_evidence`; numeric
+        ``alpha``/``beta`` are the starting point). The learned prior is ``prior_``, the
+        iterates ``evidence_trace_["prior"]``. A learned prior is chosen from the data, so
+        ``log_evidence()`` under it is an empirical-Bayes quantity.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -96,6 +103,9 @@ class PoissonNB(BaseNB):
     class_posterior_ : Dirichlet or None
     class_prior_ : ndarray or None
     class_log_prior_ : ndarray of shape (n_classes,)
+    evidence_trace_ : dict of str to EvidenceTrace
+        Iterates of every hyperparameter learned from the evidence (keys ``"prior"``,
+        ``"class_alpha"``); empty when none is.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
 
@@ -143,13 +153,28 @@ class PoissonNB(BaseNB):
             X.sum_duplicates()
         return _check_counts(X, type(self).__name__)
 
-    def _compute_stats(self, X, y_index, sample_weight):
-        return poisson_stats(X, y_index, self.classes_.size, sample_weight)
-
     def _make_prior(self):
         shape = (self.classes_.size, self.n_features_in_)
-        for name in ("alpha", "beta", "prior"):
-            refuse_evidence(getattr(self, name), name, type(self).__name__)
+        learn = [
+            field
+            for field, value in (("concentration", self.alpha), ("rate", self.beta))
+            if is_evidence(self.prior) or is_evidence(value)
+        ]
+        if learn and self.prior is not None and not is_evidence(self.prior):
+            raise ValueError(
+                "alpha/beta='evidence' learn the Gamma prior that prior= replaces; pass "
+                "prior='evidence' (or prior=None)"
+            )
+        if learn:
+            # Numeric alpha/beta are the start (a fixed value for the one not learned).
+            start = poisson.make_prior(
+                1.0 if is_evidence(self.alpha) else self.alpha,
+                0.01 if is_evidence(self.beta) else self.beta,
+                shape,
+                names=("alpha", "beta"),
+            )
+            prior, self.evidence_trace_["prior"] = maximize_evidence(poisson.family, start, self.stats_, learn)
+            return prior
         if self.prior is None:
             return poisson.make_prior(self.alpha, self.beta, shape, names=("alpha", "beta"))
         if not isinstance(self.prior, Gamma):

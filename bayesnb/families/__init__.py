@@ -11,13 +11,14 @@ name::
     True
 """
 
-from . import bernoulli, categorical, gaussian, gaussian_mv, multinomial, poisson
+from . import bernoulli, categorical, exponential, gaussian, gaussian_mv, multinomial, poisson
 from .protocol import Family, get, names, register
 
 __all__ = [
     "Family",
     "bernoulli",
     "categorical",
+    "exponential",
     "gaussian",
     "gaussian_mv",
     "get",

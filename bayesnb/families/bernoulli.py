@@ -20,10 +20,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._linear import log_linear
+from .._x64 import x64
 from ..priors import Beta, beta_from_alpha
-from ..stats import count_stats
+from ..stats import count_stats, with_observed
 from .protocol import Family, register
-from . import _dirichlet, _rows
+from . import _dirichlet, _mask, _rows
 
 __all__ = [
     "family",
@@ -58,15 +59,16 @@ class BernoulliParams(NamedTuple):
     log_probs: np.ndarray
 
 
-def _outcome_counts(stats):
-    on = np.asarray(stats.feature_count, dtype=np.float64)
+def _outcome_counts(stats, xp=np):
+    # ``xp``: numpy, or jax.numpy where the evidence is traced (statistics as tracers).
+    on = xp.asarray(stats.feature_count, dtype=np.float64)
     # N_c - T_cj cannot be negative for 0/1 data; clip summation round-off.
-    off = np.maximum(np.asarray(stats.class_count, dtype=np.float64)[:, None] - on, 0.0)
-    return np.stack([off, on], axis=-1)
+    off = xp.maximum(xp.asarray(stats.class_count, dtype=np.float64)[:, None] - on, 0.0)
+    return xp.stack([off, on], axis=-1)
 
 
-def _concentration(beta):
-    return np.stack([np.asarray(beta.concentration0), np.asarray(beta.concentration1)], axis=-1)
+def _concentration(beta, xp=np):
+    return xp.stack([xp.asarray(beta.concentration0), xp.asarray(beta.concentration1)], axis=-1)
 
 
 def posterior(prior, stats):
@@ -129,8 +131,22 @@ def log_evidence(prior, stats):
     r"""Log marginal likelihood of the binary features given the labels.
 
     .. math:: \sum_{c,j} \log\frac{B(a + T_{cj},\, b + N_c - T_{cj})}{B(a, b)}
+
+    Returns
+    -------
+    float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    return float(_dirichlet.log_evidence(_concentration(prior), _outcome_counts(stats)))
+    return float(_evidence(prior, stats))
+
+
+@x64
+def _evidence(prior, stats):
+    # Stacked in jax.numpy (inside the float64 scope) so that the prior and the
+    # statistics may be tracers.
+    return _dirichlet.log_evidence(_concentration(prior, jnp), _outcome_counts(stats, jnp))
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -179,8 +195,9 @@ def simulate(key, params, y_index):
         return (np.log(_rows.generator(key).random(log_on.shape)) < log_on).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None):
-    return count_stats(X, y_index, n_classes, weight)
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    # An unobserved entry adds nothing to T_cj and leaves N_cj.
+    return with_observed(count_stats, X, y_index, n_classes, weight, mask)
 
 
 def default_prior(stats):
@@ -258,11 +275,11 @@ family = register(
         support="binary",
         hyperparameters=("concentration1", "concentration0"),
         stats=_stats,
-        posterior=posterior,
-        point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        posterior=_mask.cellwise(posterior),
+        point=_mask.cellwise(point),
+        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_predictive=_mask.masked_log_predictive(log_predictive),
+        log_evidence=_mask.cellwise(_evidence),
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

@@ -24,9 +24,10 @@ import jax.numpy as jnp
 import numpy as np
 
 from .._linear import map_threads, row_ranges
+from .._x64 import x64
 from ..priors import CategoricalDirichlet, categorical_dirichlet_from_alpha
-from ..stats import categorical_stats
-from . import _dirichlet, _rows
+from ..stats import categorical_stats, dense_mask
+from . import _dirichlet, _mask, _rows
 from .protocol import Family, register
 
 __all__ = [
@@ -64,10 +65,11 @@ class CategoricalParams(NamedTuple):
     log_new: np.ndarray
 
 
-def _pad_counts(counts, k):
-    counts = np.asarray(counts, dtype=np.float64)
+def _pad_counts(counts, k, xp=np):
+    # ``xp``: numpy, or jax.numpy where the evidence is traced (counts as tracers).
+    counts = xp.asarray(counts, dtype=np.float64)
     pad = k - counts.shape[-1]
-    return counts if pad <= 0 else np.concatenate([counts, np.zeros(counts.shape[:-1] + (pad,))], -1)
+    return counts if pad <= 0 else xp.concatenate([counts, xp.zeros(counts.shape[:-1] + (pad,))], -1)
 
 
 def posterior(prior, stats):
@@ -228,10 +230,25 @@ def log_evidence(prior, stats):
     r"""Log marginal likelihood of the category codes given the labels.
 
     .. math:: \sum_{c,j} \log B(\alpha_{cj} + n_{cj\cdot}) - \log B(\alpha_{cj})
+
+    Returns
+    -------
+    float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    conc = np.asarray(prior.concentration)
-    counts = _pad_counts(stats.category_count, conc.shape[-1])
-    return float(_dirichlet.log_evidence(conc, counts, prior.mask))
+    return float(_evidence(prior, stats))
+
+
+@x64
+def _evidence(prior, stats):
+    conc = jnp.asarray(prior.concentration, dtype=jnp.float64)
+    k = conc.shape[-1]
+    counts = _pad_counts(stats.category_count, k, jnp)
+    # The prior's mask, in jax.numpy: ``n_categories`` may be a tracer under jax.jit.
+    mask = jnp.arange(k)[None, :] < jnp.asarray(prior.n_categories)[:, None]
+    return _dirichlet.log_evidence(conc, counts, mask)
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -285,11 +302,19 @@ def simulate(key, params, y_index):
     return (cdf <= u[..., None]).sum(axis=-1).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None, *, n_categories=None):
+def _stats(X, y_index, n_classes, weight=None, mask=None, *, n_categories=None):
     X = np.asarray(X)
     if n_categories is None:
         n_categories = (X.max(axis=0) + 1 if X.shape[0] else np.zeros(X.shape[1])).astype(np.int64)
-    return categorical_stats(X, y_index, n_classes, n_categories, weight)
+    if mask is None:
+        return categorical_stats(X, y_index, n_classes, n_categories, weight)
+    # Category counts are per cell already (their sum over k is N_cj): an unobserved
+    # entry is counted in an extra category slot, which is then dropped, so the counts
+    # are sums of observed weights only (no subtraction).
+    k = int(np.max(n_categories, initial=1))
+    codes = np.where(dense_mask(mask), k, X)
+    counts = categorical_stats(codes, y_index, n_classes, np.full(codes.shape[1], k + 1), weight)
+    return counts._replace(category_count=counts.category_count[..., :k])
 
 
 def default_prior(stats, *, n_categories=None):
@@ -304,8 +329,21 @@ def default_prior(stats, *, n_categories=None):
     return categorical_dirichlet_from_alpha(1.0, n_classes, np.asarray(n_categories, dtype=np.int64))
 
 
-def _log_likelihood(params, X, prior):
-    return log_likelihood(params, X, prior.n_categories)
+def _log_likelihood(params, X, prior, mask=None):
+    n_categories = np.asarray(prior.n_categories)
+    if mask is None:
+        return log_likelihood(params, X, n_categories)
+    return _mask.feature_wise(
+        lambda cols, Xc: log_likelihood(_mask.columns(params, cols), Xc, n_categories[cols]),
+        X,
+        mask,
+        _mask.n_classes_of(params),
+    )
+
+
+def _log_predictive(post, X, mask=None):
+    # The posterior-mean plug-in, as log_predictive.
+    return _log_likelihood(mean_params(post), X, post, mask)
 
 
 # ----------------------------------------------------------------------------- numpyro model and log-odds
@@ -433,8 +471,8 @@ family = register(
         posterior=posterior,
         point=point,
         log_likelihood=_log_likelihood,
-        log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_predictive=_log_predictive,
+        log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

@@ -48,9 +48,9 @@ from scipy.special import gammaln
 from .._linear import map_threads, row_ranges
 from .._x64 import enable_x64, x64
 from ..priors import NormalInverseGamma, real_array
-from ..stats import gaussian_stats
+from ..stats import gaussian_stats, is_masked, masked_gaussian_stats
 from .protocol import Family, register
-from . import _rows
+from . import _mask, _rows
 
 __all__ = [
     "family",
@@ -185,9 +185,12 @@ def default_prior(stats):
     is not the marginal likelihood of a prior fixed in advance. Pass an explicit
     :class:`~bayesnb.priors.NormalInverseGamma` to compare models by evidence.
 
+    With per-cell statistics (unobserved entries, :class:`~bayesnb.stats.MaskedGaussianStats`)
+    each feature's prior is scaled to its observed values.
+
     Parameters
     ----------
-    stats : GaussianStats
+    stats : GaussianStats or MaskedGaussianStats
         Statistics of all training rows (with ``partial_fit``: of every batch so far).
 
     Returns
@@ -195,6 +198,8 @@ def default_prior(stats):
     NormalInverseGamma
         Arrays of shape (n_classes, n_features).
     """
+    if is_masked(stats):
+        return _masked_default_prior(stats)
     _, mean, var = pooled(stats)
     shape = np.asarray(stats.mean).shape
     scale = np.maximum(var, _CONSTANT_RESOLUTION * mean * mean)
@@ -352,8 +357,11 @@ def mle_epsilon(stats, var_smoothing):
     :math:`v_j` is the pooled weighted variance of feature :math:`j` over all training
     rows (:func:`pooled`). scikit-learn's ``GaussianNB`` takes the unweighted variance of
     the ``X`` passed to the latest ``fit``/``partial_fit`` call instead; the two agree for
-    ``fit`` without ``sample_weight``.
+    ``fit`` without ``sample_weight``. With per-cell statistics (unobserved entries)
+    :math:`v_j` is pooled over the rows that observe feature :math:`j`.
     """
+    if is_masked(stats):
+        return float(var_smoothing) * float(_pooled_var_by_feature(stats).max(initial=0.0))
     return float(var_smoothing) * float(pooled(stats)[2].max(initial=0.0))
 
 
@@ -725,19 +733,27 @@ def log_evidence(prior, stats):
     Returns
     -------
     float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    n, _, m2 = _arrays(stats)
-    n = np.broadcast_to(n, np.asarray(prior.rate).shape)
-    dev = _deviation(stats, np.asarray(prior.loc, dtype=np.float64))
-    cells = log_evidence_cells(
-        n,
-        np.asarray(prior.kappa, dtype=np.float64),
-        np.asarray(prior.concentration, dtype=np.float64),
-        np.asarray(prior.rate, dtype=np.float64),
-        m2,
-        dev,
-    )
-    return float(cells.sum())
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    # One compiled kernel per shape.
+    return _log_evidence_jit(tuple(prior), (stats.class_count, stats.mean, stats.m2, getattr(stats, "mean_residual", 0.0)))
+
+
+@x64
+@jax.jit
+def _log_evidence_jit(prior, stats):
+    loc, kappa, concentration, rate = (jnp.asarray(f, dtype=jnp.float64) for f in prior)
+    count, mean, m2, residual = (jnp.asarray(f, dtype=jnp.float64) for f in stats)
+    n = jnp.broadcast_to(count[:, None], rate.shape)
+    # As _deviation: the low-order part of the mean keeps digits far from 0.
+    dev = (mean - loc) + residual
+    return jnp.sum(log_evidence_cells(n, kappa, concentration, rate, m2, dev, xp=jnp))
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -852,8 +868,64 @@ def simulate(key, params, y_index):
     return loc + np.sqrt(var) * _rows.generator(key).standard_normal(loc.shape)
 
 
-def _stats(X, y_index, n_classes, weight=None):
-    return gaussian_stats(X, y_index, n_classes, weight)
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if mask is None:
+        return gaussian_stats(X, y_index, n_classes, weight)
+    return masked_gaussian_stats(X, mask, y_index, n_classes, weight)
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+#
+# Per-cell statistics (MaskedGaussianStats) update each (class, feature) cell on the rows
+# that observe the feature (bayesnb.families._mask.cellwise). What is pooled over classes
+# (the default prior's scale, the "mle" variance floor) is pooled per feature over the
+# rows that observe it: features are grouped by their per-class observed weights N_cj
+# (most share N_c), and each group is ordinary GaussianStats.
+
+
+def _observed_groups(stats):
+    """Features grouped by identical per-class observed weights, each as ``(cols, GaussianStats)``."""
+    observed = np.asarray(stats.observed_count, dtype=np.float64)
+    _, inverse = np.unique(observed.T, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    groups = [np.flatnonzero(inverse == g) for g in range(int(inverse.max(initial=-1)) + 1)]
+    return [(cols, stats.columns(cols)) for cols in groups]
+
+
+def _pooled_var_by_feature(stats):
+    """Pooled variance of every feature over the rows that observe it (0 if none do)."""
+    var = np.zeros(np.shape(stats.mean)[1])
+    for cols, part in _observed_groups(stats):
+        if part.class_count.sum() > 0:
+            var[cols] = pooled(part)[2]
+    return var
+
+
+def _masked_default_prior(stats):
+    """:func:`default_prior` of per-cell statistics, scaled per feature to its observed values."""
+    parts, index = [], []
+    for cols, part in _observed_groups(stats):
+        if part.class_count.sum() <= 0:
+            part = part._replace(class_count=np.ones_like(part.class_count))  # no data: zero mean, unit scale
+        parts.append(default_prior(part))
+        index.append(cols)
+    order = np.argsort(np.concatenate(index))
+    return NormalInverseGamma(*(np.concatenate([np.asarray(p[f]) for p in parts], axis=1)[:, order] for f in range(4)))
+
+
+_cell_point = _mask.cellwise(point)
+
+
+def _masked_point(prior, stats, kind, *, var_smoothing=0.0):
+    """:func:`point` that also takes per-cell statistics."""
+    if is_masked(stats) and kind == "mle":
+        # scikit-learn's floor is var_smoothing times the largest pooled variance of a
+        # feature (here over its observed values); in the cell view, where each cell is
+        # a class of one feature, the same floor is var_smoothing' times the cells' max.
+        epsilon = mle_epsilon(stats, var_smoothing)
+        pooled_max = float(pooled(stats.cells())[2].max(initial=0.0))
+        var_smoothing = epsilon / pooled_max if pooled_max > 0 else 0.0
+    return _cell_point(prior, stats, kind, var_smoothing=var_smoothing)
 
 
 # ----------------------------------------------------------------------------- numpyro model
@@ -919,11 +991,11 @@ family = register(
         support="real",
         hyperparameters=("loc", "kappa", "concentration", "rate"),
         stats=_stats,
-        posterior=posterior,
-        point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        posterior=_mask.cellwise(posterior),
+        point=_masked_point,
+        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_predictive=_mask.masked_log_predictive(log_predictive),
+        log_evidence=_mask.cellwise(_evidence),
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

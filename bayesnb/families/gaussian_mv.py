@@ -52,9 +52,9 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 from .._special import log_rising_factorial
 from .._x64 import x64
 from ..priors import NormalInverseWishart, real_array
-from ..stats import scatter_stats
+from ..stats import dense_mask, scatter_stats
 from .protocol import Family, register
-from . import _rows
+from . import _mask, _rows
 
 __all__ = [
     "family",
@@ -551,14 +551,6 @@ def _t_const(d, n_features):
     return np.asarray(log_rising_factorial(0.5 * d, 0.5 * n_features) - 0.5 * n_features * jnp.log(d * jnp.pi))
 
 
-@x64
-def _log_mvgamma_ratio(df0, n, n_features):
-    r""":math:`\log\Gamma_F((\nu_0 + N)/2) - \log\Gamma_F(\nu_0/2)` as a sum of log rising factorials."""
-    j = jnp.arange(n_features, dtype=jnp.float64)
-    a = 0.5 * (jnp.asarray(df0, dtype=jnp.float64)[..., None] - j)
-    return np.asarray(jnp.sum(log_rising_factorial(a, 0.5 * jnp.asarray(n, dtype=jnp.float64)[..., None]), axis=-1))
-
-
 def log_evidence(prior, stats):
     r"""Log marginal likelihood of the rows given their labels.
 
@@ -583,30 +575,53 @@ def log_evidence(prior, stats):
             + \log\Gamma_F\big(\tfrac{\nu_n}2\big) - \log\Gamma_F\big(\tfrac{\nu_0}2\big),
 
     :math:`N = \sum_c N_c` (the powers of 2 cancel because :math:`\nu_n - \nu_0 = N`).
-    The multivariate-gamma ratio is evaluated as
+    The multivariate-gamma ratio :math:`\log\Gamma_F(\nu_n/2) - \log\Gamma_F(\nu_0/2)` is evaluated as
     :math:`\sum_{j<F}\log\Gamma(a_j + N/2) - \log\Gamma(a_j)`,
     :math:`a_j = (\nu_0 - j)/2`, with full-precision log rising factorials.
 
     Returns
     -------
     float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    n = np.asarray(stats.class_count, dtype=np.float64)
-    n_features = np.shape(stats.mean)[1]
-    post = posterior(prior, stats)
-    k0 = np.asarray(prior.kappa, dtype=np.float64)
-    half_logdet0 = _log_diag_sum(_cholesky(prior.scale))
-    half_logdetn = _log_diag_sum(_cholesky(post.scale))
-    df0 = np.asarray(prior.df, dtype=np.float64)
-    dfn = np.asarray(post.df, dtype=np.float64)
-    n_group = n.sum() if is_shared(prior) else n
-    total = (
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    # One compiled kernel per shape; a gradient in ``scale`` is meaningful along
+    # symmetric directions (the Cholesky factor reads one triangle).
+    return _log_evidence_jit(tuple(prior), (stats.class_count, stats.mean, stats.scatter))
+
+
+@x64
+@jax.jit
+def _log_evidence_jit(prior, stats):
+    # The update of _class_scatter / posterior, in jax.numpy so that it traces.
+    loc, k0, df0, scale0 = (jnp.asarray(f, dtype=jnp.float64) for f in prior)
+    n, xbar, scatter = (jnp.asarray(f, dtype=jnp.float64) for f in stats)
+    n_features = xbar.shape[1]
+    shared = scale0.ndim == 2
+    kn = k0 + n
+    d = xbar - loc
+    b = scatter + (k0 * n / kn)[:, None, None] * (d[:, :, None] * d[:, None, :])
+    n_group = n.sum() if shared else n
+    scalen = scale0 + (b.sum(axis=0) if shared else b)
+    dfn = df0 + n_group
+
+    def half_logdet(a):
+        tril = jnp.linalg.cholesky(a)
+        return jnp.sum(jnp.log(jnp.diagonal(tril, axis1=-2, axis2=-1)), axis=-1)
+
+    j = jnp.arange(n_features, dtype=jnp.float64)
+    mvgamma = jnp.sum(log_rising_factorial(0.5 * (df0[..., None] - j), 0.5 * n_group[..., None]), axis=-1)
+    return (
         -0.5 * n.sum() * n_features * np.log(np.pi)
-        + 0.5 * n_features * np.sum(np.log(k0) - np.log(k0 + n))
-        + np.sum(df0 * half_logdet0 - dfn * half_logdetn)
-        + np.sum(_log_mvgamma_ratio(df0, n_group, n_features))
+        + 0.5 * n_features * jnp.sum(jnp.log(k0) - jnp.log(kn))
+        + jnp.sum(df0 * half_logdet(scale0) - dfn * half_logdet(scalen))
+        + jnp.sum(mvgamma)
     )
-    return float(total)
 
 
 # ----------------------------------------------------------------------------- sampling
@@ -852,8 +867,78 @@ def simulate(key, params, y_index):
     return loc + np.einsum("nij,nj->ni", tril, z)
 
 
-def _stats(X, y_index, n_classes, weight=None):
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if mask is not None:
+        raise _mask.MaskRefused(
+            "cannot be fitted on rows with missing (NaN) values "
+            "with missing='ignore': the features are jointly Gaussian and the Normal-Inverse-Wishart "
+            "posterior given a partially observed row is not Normal-Inverse-Wishart (no conjugate "
+            "update; exact inference needs EM or MCMC). Use covariance='diag' or impute for fitting "
+            "(predict accepts NaNs: it marginalises the missing coordinates)"
+        )
     return scatter_stats(X, y_index, n_classes, weight)
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+
+
+def _by_pattern(X, mask, n_classes, score):
+    r"""``score(cols, X_rows_cols)`` for the rows of each pattern of observed coordinates.
+
+    An unobserved coordinate of a jointly Gaussian row is integrated out by
+    marginalising it: the rows that observe the coordinates :math:`O` are scored by the
+    class model's marginal on :math:`O`. A row observing nothing scores 0 (log 1).
+    """
+    data = np.asarray(X, dtype=np.float64)
+    observed = ~dense_mask(mask)
+    out = np.zeros((data.shape[0], n_classes))
+    patterns, inverse = np.unique(observed, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    for p, keep in enumerate(patterns):
+        rows = np.flatnonzero(inverse == p)
+        cols = np.flatnonzero(keep)
+        if cols.size:
+            out[rows] = score(cols, data[np.ix_(rows, cols)])
+    return out
+
+
+def _log_likelihood(params, X, prior=None, mask=None):
+    r"""Plug-in log density; with a mask, that of each row's observed coordinates :math:`O`,
+    :math:`\mathcal N(x_O \mid \mu_{c,O}, \Sigma_{c,OO})`."""
+    if mask is None:
+        return log_likelihood(params, X)
+    loc = np.asarray(params.loc)
+    cov = covariance(params)
+
+    def score(cols, sub):
+        tril = np.linalg.cholesky(cov[..., cols[:, None], cols[None, :]])
+        return log_likelihood(GaussianParams(loc[..., cols], tril), sub)
+
+    return _by_pattern(X, mask, loc.shape[-2], score)
+
+
+def _log_predictive(post, X, mask=None):
+    r"""Exact posterior predictive; with a mask, that of each row's observed coordinates.
+
+    The marginal of :math:`\mathrm{NIW}(m, \kappa, 
+u, \Psi)` on the coordinates
+    :math:`O` is :math:`\mathrm{NIW}(m_O, \kappa, 
+u - |ar O|, \Psi_{OO})`, whose
+    predictive is the marginal multivariate t (same degrees of freedom).
+    """
+    if mask is None:
+        return log_predictive(post, X)
+    loc = np.asarray(post.loc)
+    scale = np.asarray(post.scale)
+    n_features = loc.shape[-1]
+
+    def score(cols, sub):
+        marginal = type(post)(
+            loc[:, cols], post.kappa, np.asarray(post.df) - (n_features - cols.size), scale[..., cols[:, None], cols[None, :]]
+        )
+        return log_predictive(marginal, sub)
+
+    return _by_pattern(X, mask, loc.shape[0], score)
 
 
 def _default_prior(stats, *, shared=False):
@@ -979,9 +1064,9 @@ family = register(
         stats=_stats,
         posterior=posterior,
         point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_likelihood=_log_likelihood,
+        log_predictive=_log_predictive,
+        log_evidence=_evidence,
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=_default_prior,

@@ -27,13 +27,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import gammaln
 
 from .._linear import ParamCache, log_linear, matmul, row_sums
 from .._special import log_rising_factorial_np as _log_rising_np
-from ..priors import Dirichlet, dirichlet_from_alpha
-from ..stats import count_stats
-from .protocol import Family, register
-from . import _dirichlet, _rows
+from ..priors import Dirichlet, Gamma, dirichlet_from_alpha
+from ..stats import count_stats, dense_mask, zero_unobserved
+from .protocol import Family, get, register
+from . import _dirichlet, _mask, _rows
 
 __all__ = [
     "family",
@@ -47,6 +48,7 @@ __all__ = [
     "sample",
     "simulate",
     "default_lengths",
+    "count_vector_log_offset",
 ]
 
 # Integer counts from 2 up to this value read their excess log Γ(a + x) - log Γ(a) - x log a
@@ -281,8 +283,19 @@ def log_evidence(prior, stats):
     r"""Log marginal likelihood of the token sequences given their labels.
 
     .. math:: \sum_c \log B(\alpha_c + T_c) - \log B(\alpha_c)
+
+    Returns
+    -------
+    float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
-    return float(_dirichlet.log_evidence(prior.concentration, stats.feature_count))
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    return _dirichlet.log_evidence(prior.concentration, stats.feature_count)
 
 
 def relevance_log_bayes_factor(prior, stats):
@@ -376,8 +389,140 @@ def default_lengths(key, stats, y_index):
     return _rows.generator(key).poisson(mean[np.asarray(y_index, dtype=np.intp)]).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None):
+def _row_sums_float(X):
+    return np.asarray(X.sum(axis=1)).ravel().astype(np.float64)
+
+
+def _sum_log_factorial(X, w):
+    """:math:`\\sum_i w_i \\sum_j \\log x_{ij}!`."""
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)
+        if not X.has_canonical_format:
+            X = X.copy()
+            X.sum_duplicates()
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        per_row = np.bincount(rows, weights=gammaln(X.data + 1.0), minlength=X.shape[0])
+    else:
+        per_row = gammaln(np.asarray(X, dtype=np.float64) + 1.0).sum(axis=1)
+    return float(np.dot(w, per_row))
+
+
+def _check_length_prior(length_prior, lengths, w):
+    if length_prior is None:
+        total = float(np.sum(w))
+        mean = float(np.dot(w, lengths)) / total if total > 0 else 1.0
+        return Gamma(np.float64(1.0), np.float64(1.0 / mean if mean > 0 else 1.0))
+    if not isinstance(length_prior, Gamma):
+        raise TypeError(f"length_prior must be a bayesnb.priors.Gamma or None, got {type(length_prior).__name__}")
+    for name, v in zip(("concentration", "rate"), length_prior):
+        v = np.asarray(v, dtype=np.float64)
+        if v.ndim or not np.isfinite(v) or v <= 0:
+            raise ValueError(f"length_prior.{name} must be a finite number > 0, got {v!r}")
+    return Gamma(*(np.float64(v) for v in length_prior))
+
+
+def count_vector_log_offset(X, y_index, weight, n_classes, *, length_prior=None):
+    r"""From the token-sequence evidence to the probability of the count vectors.
+
+    Adds the multinomial coefficient :math:`\sum_i w_i(\log n_i! - \sum_j \log x_{ij}!)`
+    and the evidence of the row lengths :math:`n_i` under
+    :math:`n_i \mid y_i = c \sim \mathrm{Poisson}(\lambda_c)`,
+    :math:`\lambda_c \sim \mathrm{Gamma}` (``length_prior``; default shape 1 and the
+    weighted mean length as the prior mean), evaluated by the registered Poisson family.
+
+    Parameters
+    ----------
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Integer counts.
+    y_index : int ndarray of shape (n_samples,)
+    weight : ndarray of shape (n_samples,)
+    n_classes : int
+    length_prior : Gamma of scalars, optional
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        For non-integer counts (the model is then not a probability of count vectors).
+    """
+    values = X.data if sp.issparse(X) else np.asarray(X)
+    if np.any(values != np.floor(values)):
+        raise ValueError(
+            "the multinomial event model is a probability of count vectors only for integer "
+            "counts; X has non-integer values, so its evidence has no common footing with "
+            "another model's"
+        )
+    lengths = _row_sums_float(X)
+    prior = _check_length_prior(length_prior, lengths, weight)
+    # Looked up by name: the Poisson family's module imports this one.
+    poisson = get("poisson")
+    stats = poisson.stats(lengths[:, None], y_index, n_classes, weight)
+    shape = (n_classes, 1)
+    length_part = float(
+        poisson.log_evidence(Gamma(np.full(shape, prior.concentration), np.full(shape, prior.rate)), stats)
+    )
+    coefficient = float(np.dot(weight, gammaln(lengths + 1.0))) - _sum_log_factorial(X, weight)
+    return length_part + coefficient
+
+
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if mask is not None:
+        raise _mask.MaskRefused(
+            "cannot be fitted on rows with missing (NaN) counts with missing='ignore': a "
+            "document's counts are one multinomial draw, so an unobserved count hides the "
+            "document's length and the likelihood of the observed counts constrains only a "
+            "sub-composition of theta_c; the posterior is then no longer a Dirichlet. Impute or "
+            "drop the NaNs for fitting (predict accepts them: it conditions on the observed words)"
+        )
     return count_stats(X, y_index, n_classes, weight)
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+#
+# A document's counts are one multinomial draw of n = sum_j x_j tokens, so an unobserved
+# count is not a factor of its own: it hides how many tokens the document had. A row is
+# scored conditionally on its observed vocabulary O: the tokens that fell in O are a
+# multinomial draw of n_O tokens with probabilities theta_cj / sum_{k in O} theta_ck, and
+# under theta_c ~ Dir(a_c) that sub-composition is Dir(a_{c,O}) (the Dirichlet's
+# aggregation property), so the exact predictive is the Dirichlet-multinomial on O.
+
+
+def _log_likelihood(params, X, prior=None, mask=None):
+    r"""Plug-in log-likelihood; with a mask, conditional on each row's observed vocabulary :math:`O`:
+    :math:`\sum_{j \in O} x_j\log	heta_{cj} - n_O \log\sum_{j \in O}	heta_{cj}`."""
+    if mask is None:
+        return log_likelihood(params, X)
+    X = zero_unobserved(X, mask)
+    out = log_likelihood(params, X)
+    values = np.asarray(params.log_probs)
+    n_obs = row_sums(X)[:, None]
+    mass = (~dense_mask(mask)).astype(np.float64) @ np.exp(values).T
+    # A row with no observed count has n_O = 0: its (empty) product is 1. Observed
+    # counts on words of total probability 0 ("mle") are impossible: -inf, not NaN.
+    positive = mass > 0
+    with np.errstate(divide="ignore"):
+        normaliser = np.where(n_obs > 0, n_obs * np.log(np.where(positive, mass, 1.0)), 0.0)
+    return np.where(positive | (n_obs == 0), out - normaliser, -np.inf)
+
+
+def _log_predictive(post, X, mask=None):
+    r"""Exact predictive; with a mask, the Dirichlet-multinomial of :math:`\mathrm{Dir}(a_{c,O})`:
+    :func:`log_predictive` (unobserved counts are 0) with the class total :math:`A_c`
+    replaced by :math:`A_{c,O} = \sum_{j \in O} a_{cj}`."""
+    if mask is None:
+        return log_predictive(post, X)
+    X = zero_unobserved(X, mask)
+    out = log_predictive(post, X)
+    values = np.asarray(post.concentration)
+    n_obs = row_sums(X)[:, None]
+    total = values.sum(axis=1)[None, :]
+    mass = (~dense_mask(mask)).astype(np.float64) @ values.T
+    safe = np.where(mass > 0, mass, 1.0)
+    correction = _log_rising_np(total, n_obs) - _log_rising_np(safe, n_obs)
+    return out + np.where(n_obs > 0, correction, 0.0)
 
 
 def _simulate(key, params, y_index, stats):
@@ -478,14 +623,15 @@ family = register(
         stats=_stats,
         posterior=posterior,
         point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        log_likelihood=_log_likelihood,
+        log_predictive=_log_predictive,
+        log_evidence=_evidence,
         sample=sample,
         simulate=_simulate,
         default_prior=default_prior,
         relevance_log_bayes_factor=relevance_log_bayes_factor,
         model=MultinomialModel,
         feature_log_odds=feature_log_odds,
+        log_evidence_offset=count_vector_log_offset,
     )
 )

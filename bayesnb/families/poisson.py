@@ -60,9 +60,9 @@ from .._linear import log_linear, matmul, row_sums
 from .._special import log_factorial_np, log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
-from ..stats import poisson_stats
+from ..stats import poisson_stats, with_observed
 from .protocol import Family, register
-from . import _rows
+from . import _mask, _rows
 from .multinomial import _sum_log_rising
 
 __all__ = [
@@ -256,16 +256,15 @@ def log_predictive(post, X):
     )
 
 
-@jax.jit
-def _log_evidence_cells(a0, b0, t, n):
-    # α log β − (α + T) log(β + N) rearranged so that no two large terms cancel.
-    return jnp.sum(log_rising_factorial(a0, t) - a0 * jnp.log1p(n / b0) - t * jnp.log(b0 + n))
-
-
 @x64
-def _log_evidence_sum(a0, b0, t, n):
+@jax.jit
+def _log_evidence_jit(a0, b0, t, n, log_factorial):
     # One compiled kernel per shape instead of one per elementwise operation.
-    return _log_evidence_cells(*(jnp.asarray(v, dtype=jnp.float64) for v in (a0, b0, t, n)))
+    a0, b0, t, n, log_factorial = (jnp.asarray(v, dtype=jnp.float64) for v in (a0, b0, t, n, log_factorial))
+    n = jnp.broadcast_to(n[:, None], t.shape)
+    # α log β − (α + T) log(β + N) rearranged so that no two large terms cancel.
+    features = jnp.sum(log_rising_factorial(a0, t) - a0 * jnp.log1p(n / b0) - t * jnp.log(b0 + n))
+    return features - jnp.sum(log_factorial)
 
 
 def log_evidence(prior, stats):
@@ -290,15 +289,19 @@ def log_evidence(prior, stats):
     Returns
     -------
     float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb._x64`).
     """
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
     if not hasattr(stats, "log_factorial"):
         raise TypeError(
             f"the Poisson evidence needs PoissonStats (with the log-factorial total), got {type(stats).__name__}"
         )
-    t = np.asarray(stats.feature_count, dtype=np.float64)
-    n = np.broadcast_to(np.asarray(stats.class_count, dtype=np.float64)[:, None], t.shape)
-    features = float(_log_evidence_sum(prior.concentration, prior.rate, t, n))
-    return features - float(np.sum(stats.log_factorial))
+    return _log_evidence_jit(prior.concentration, prior.rate, stats.feature_count, stats.class_count, stats.log_factorial)
 
 
 @x64
@@ -344,8 +347,9 @@ def simulate(key, params, y_index):
     return _rows.generator(key).poisson(rate).astype(np.int64)
 
 
-def _stats(X, y_index, n_classes, weight=None):
-    return poisson_stats(X, y_index, n_classes, weight)
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    # An unobserved entry adds nothing to T_cj nor to log x!, and leaves N_cj.
+    return with_observed(poisson_stats, X, y_index, n_classes, weight, mask)
 
 
 def default_prior(stats):
@@ -419,11 +423,11 @@ family = register(
         support="counts",
         hyperparameters=("concentration", "rate"),
         stats=_stats,
-        posterior=posterior,
-        point=point,
-        log_likelihood=lambda params, X, prior=None: log_likelihood(params, X),
-        log_predictive=log_predictive,
-        log_evidence=log_evidence,
+        posterior=_mask.cellwise(posterior),
+        point=_mask.cellwise(point),
+        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_predictive=_mask.masked_log_predictive(log_predictive),
+        log_evidence=_mask.cellwise(_evidence),
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=default_prior,

@@ -26,21 +26,25 @@ hyperparameters : tuple of str
     The prior's continuous fields, in the order the prior type lists them (the fields
     that :func:`bayesnb.empirical_bayes` can learn from the evidence; ``log_evidence``
     is differentiable in each).
-stats : callable ``(X, y_index, n_classes, weight=None, **options) -> stats``
+stats : callable ``(X, y_index, n_classes, weight=None, mask=None, **options) -> stats``
     Sufficient statistics of validated rows ``X`` of shape (n_samples, n_features) with
-    class indices ``y_index`` of shape (n_samples,) and row weights.
+    class indices ``y_index`` of shape (n_samples,) and row weights. ``mask`` (see
+    *Unobserved entries* below) leaves entries out; a family whose rows are not products
+    over features refuses it with :class:`bayesnb.families._mask.MaskRefused` (a
+    ``ValueError``).
 posterior : callable ``(prior, stats) -> posterior``
-    The conjugate update.
+    The conjugate update (of ordinary or per-cell statistics).
 point : callable ``(prior, stats, kind, **options) -> params``
     Plug-in parameters for ``kind`` in ``"mle"``, ``"map"``, ``"mean"``. The MLE is a
     function of the statistics alone, which is why the prior and the statistics (not the
     posterior) are passed.
-log_likelihood : callable ``(params, X, prior) -> (n_samples, n_classes)``
-    Plug-in log-likelihood of each row under each class. ``prior`` carries the
-    structure that the parameters alone do not (e.g. each feature's number of
-    categories); the families that do not need it ignore it.
-log_predictive : callable ``(posterior, X) -> (n_samples, n_classes)``
-    Exact log posterior predictive of each row under each class.
+log_likelihood : callable ``(params, X, prior, mask=None) -> (n_samples, n_classes)``
+    Plug-in log-likelihood of each row under each class (with ``mask``: of its observed
+    entries). ``prior`` carries the structure that the parameters alone do not (e.g.
+    each feature's number of categories); the families that do not need it ignore it.
+log_predictive : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)``
+    Exact log posterior predictive of each row under each class (with ``mask``: of its
+    observed entries).
 log_evidence : callable ``(prior, stats) -> scalar``
     Log marginal likelihood of the features given the labels.
 sample : callable ``(key, dist, n) -> params``
@@ -57,7 +61,7 @@ relevance_log_bayes_factor : callable ``(prior, stats) -> (n_features,)`` or Non
     Per-feature log Bayes factor of class-specific against pooled parameters, where the
     family has a closed form for it.
 default_prior : callable ``(stats, **options) -> prior``
-    The prior used when the user gives none.
+    The prior used when the user gives none (of ordinary or per-cell statistics).
 model : callable ``(prior) -> ModelSpec`` or None
     The family's numpyro model: a subclass of
     :class:`bayesnb.families._models.ModelSpec` (its parameter sites, the site of the
@@ -73,6 +77,33 @@ feature_log_odds : callable ``(params, prior) -> (terms, feature, category, unit
     phrase naming what one term counts (``"one occurrence"``). Differences across
     classes are the terms of the log-odds
     (:func:`bayesnb.uncertainty.feature_log_odds_draws`).
+log_evidence_offset : callable ``(X, y_index, weight, n_classes, **options) -> float`` or None
+    What turns ``log_evidence`` (of the features as the family models them) into the log
+    probability of the rows as observed, so that evidences of different families of the
+    same data are comparable; None where ``log_evidence`` already is that probability.
+    (The multinomial family scores token sequences given document lengths: its offset
+    adds the multinomial coefficients and a model of the lengths.)
+
+Unobserved entries
+------------------
+``mask`` is None or a bool array, dense or scipy sparse, of shape (n_samples,
+n_features), True at the entries that are *not* observed (``missing="ignore"``: the NaNs);
+the values of ``X`` there are ignored. Unobserved entries leave the statistics and the
+likelihood, so that no layer asks which family it holds:
+
+* a *feature-wise* family (each feature its own factor and its own prior) returns
+  per-cell statistics carrying ``observed_count`` :math:`N_{cj}`, the weight of the rows
+  of class :math:`c` that observe feature :math:`j` (:func:`bayesnb.stats.is_masked`;
+  ordinary statistics become per cell with ``as_masked``, so batches with and without
+  unobserved entries merge); its ``posterior``, ``point``, ``log_evidence`` and
+  ``default_prior`` take them (each cell is the fit of its feature on its observed
+  rows), and its masked likelihoods drop the factors of the unobserved entries;
+* a family whose rows are not products over features refuses a mask in ``stats`` and
+  scores a partially observed row by its own marginal of the observed entries
+  (multinomial: conditional on the observed vocabulary; Gaussian with full covariance:
+  the marginal of the observed coordinates).
+
+A row with nothing observed scores 0 (log 1) under every class.
 
 Examples
 --------
@@ -88,7 +119,11 @@ Examples
 
 from __future__ import annotations
 
+import functools
 from typing import Any, Callable, NamedTuple
+
+import jax
+import numpy as np
 
 __all__ = ["Family", "get", "names", "register"]
 
@@ -113,6 +148,7 @@ class Family(NamedTuple):
     relevance_log_bayes_factor: Callable[..., Any] | None = None
     model: Callable[..., Any] | None = None
     feature_log_odds: Callable[..., Any] | None = None
+    log_evidence_offset: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):
@@ -135,8 +171,28 @@ class Family(NamedTuple):
 _REGISTRY: dict[str, Family] = {}
 
 
+def _float64_outside_traces(log_evidence):
+    # Eagerly, a JAX float64 scalar handed to a caller outside the library's x64 scope
+    # would turn float32 in the caller's next operation; a NumPy float64 stays exact.
+    # Under jax.jit / jax.grad the traced value is returned as it is.
+    if getattr(log_evidence, "_float64_outside_traces", False):
+        return log_evidence
+
+    @functools.wraps(log_evidence)
+    def wrapped(prior, stats, *args, **kwargs):
+        out = log_evidence(prior, stats, *args, **kwargs)
+        return out if isinstance(out, jax.core.Tracer) else np.float64(out)
+
+    wrapped._float64_outside_traces = True
+    return wrapped
+
+
 def register(family):
     """Add ``family`` to the registry under ``family.name`` and return it.
+
+    The registered ``log_evidence`` returns a NumPy float64 when called eagerly (a traced
+    value under ``jax.jit`` / ``jax.grad``), so that arithmetic on it outside the
+    library's float64 scope keeps its precision.
 
     Raises
     ------
@@ -147,6 +203,7 @@ def register(family):
     """
     if not isinstance(family, Family):
         raise TypeError(f"register takes a Family, got {type(family).__name__}")
+    family = family._replace(log_evidence=_float64_outside_traces(family.log_evidence))
     held = _REGISTRY.get(family.name)
     if held is not None and held is not family:
         raise ValueError(f"a family named {family.name!r} is already registered")

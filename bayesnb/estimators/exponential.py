@@ -1,0 +1,162 @@
+"""Estimator for positive real features (durations) modelled as independent exponentials."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from .._validation import check_estimate
+from ..empirical_bayes import refuse_evidence
+from ..families import exponential
+from ..priors import Gamma
+from ._base import BaseNB
+
+__all__ = ["ExponentialNB"]
+
+
+def _check_durations(X, who):
+    """Raise ``ValueError`` unless every entry of ``X`` is a finite value >= 0."""
+    if X.size and X.min() < 0:
+        raise ValueError(
+            f"Negative values in data passed to {who}: the exponential distribution has "
+            f"density only on x >= 0 (durations, waiting times); min {X.min():g}"
+        )
+    return X
+
+
+class ExponentialNB(BaseNB):
+    r"""Naive Bayes for durations: independent exponential features with Gamma priors on the rates.
+
+    :math:`x_j \mid y=c \sim \mathrm{Exponential}(\lambda_{cj})`,
+    :math:`\lambda_{cj} \sim \mathrm{Gamma}(\alpha, \beta)` (shape :math:`\alpha`, rate
+    :math:`\beta`), posterior :math:`\mathrm{Gamma}(\alpha + N_c, \beta + T_{cj})`.
+    ``estimate="predictive"`` scores a row with the exact Lomax (Pareto II) posterior
+    predictive (see :mod:`bayesnb.families.exponential`).
+
+    Parameters
+    ----------
+    alpha : float or array-like broadcastable to (n_classes, n_features), default=1.0
+        Gamma shape (concentration) of the prior on each rate, > 0: pseudo-observations.
+    beta : float or array-like broadcastable to (n_classes, n_features), default=None
+        Gamma rate of the prior on each rate, > 0: the total duration of the
+        pseudo-observations. ``None`` scales it to the data, :math:`\beta_j = \alpha\,
+        \bar x_j` with :math:`\bar x_j` the pooled mean of feature :math:`j` over every
+        class (:math:`\alpha` pseudo-observations of the pooled mean duration): the
+        prior mean rate is :math:`1/\bar x_j`, and predictions do not depend on the
+        unit of time. That prior depends on the training data (``log_evidence`` is
+        then an empirical-Bayes quantity); for model comparison by evidence give
+        ``beta`` (in the unit of ``X``) or ``prior``.
+    prior : bayesnb.priors.Gamma, default=None
+        The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
+        (n_classes, n_features)); when given it replaces ``alpha``/``beta``. Not learned
+        from the evidence (``"evidence"`` raises ``ValueError``).
+    class_alpha : float or array-like of shape (n_classes,), default=1.0
+        Concentration of the Dirichlet prior on the class proportions.
+    class_prior : array-like of shape (n_classes,), default=None
+        Fixed class proportions; overrides the Dirichlet posterior on them.
+    fit_prior : bool, default=True
+        If False (and ``class_prior`` is None) the class proportions are fixed uniform.
+    estimate : {"predictive", "mean", "map", "mle"}, default="predictive"
+        What ``predict*`` use: the exact Lomax posterior predictive, or the exponential
+        plug-in of the posterior mean :math:`a/b`, the posterior mode :math:`(a-1)/b`
+        (``ValueError`` when :math:`a < 1`) or the maximum-likelihood rate :math:`N/T`
+        (``ValueError`` where every training value of a cell is 0; the prior mean for a
+        class without rows).
+    missing : {"error", "ignore"}, default="error"
+        What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
+        value, left out of its row's statistics and likelihood (exact: each feature is
+        its own Gamma-exponential factor). See :mod:`bayesnb.missing`.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+    class_count_ : ndarray of shape (n_classes,)
+        Weighted number of training rows per class, :math:`N_c`.
+    feature_total_ : ndarray of shape (n_classes, n_features)
+        Weighted totals :math:`T_{cj}`.
+    rate_ : ndarray of shape (n_classes, n_features)
+        :math:`\lambda` of the current estimate (the posterior mean for "predictive").
+    stats_ : CountStats
+        ``feature_count`` holds :math:`T_{cj}`.
+    prior_ : Gamma
+    posterior_ : Gamma
+    class_posterior_ : Dirichlet or None
+    class_prior_ : ndarray or None
+    class_log_prior_ : ndarray of shape (n_classes,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
+
+    Notes
+    -----
+    Input must be finite and non-negative (dense). A value of exactly 0 is allowed (the
+    exponential density there is :math:`\lambda`).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.estimators.exponential import ExponentialNB
+    >>> X = np.array([[0.5, 8.0], [0.7, 6.0], [5.0, 0.4], [4.0, 0.9]])
+    >>> clf = ExponentialNB().fit(X, [0, 0, 1, 1])
+    >>> clf.predict([[0.6, 7.0], [6.0, 0.5]]).tolist()
+    [0, 1]
+    """
+
+    _family = exponential.family
+
+    def __init__(
+        self,
+        *,
+        alpha=1.0,
+        beta=None,
+        prior=None,
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+        missing="error",
+    ):
+        super().__init__(
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+        )
+        self.alpha = alpha
+        self.beta = beta
+        self.prior = prior
+
+    def _check_X(self, X, reset):
+        X = validate_data(self, X, dtype=np.float64, reset=reset)
+        return _check_durations(X, type(self).__name__)
+
+    def _make_prior(self):
+        shape = (self.classes_.size, self.n_features_in_)
+        for name in ("alpha", "beta", "prior"):
+            refuse_evidence(getattr(self, name), name, type(self).__name__)
+        if self.prior is not None:
+            if not isinstance(self.prior, Gamma):
+                raise TypeError(f"prior must be a bayesnb.priors.Gamma or None, got {type(self.prior).__name__}")
+            return exponential.make_prior(
+                self.prior.concentration, self.prior.rate, shape, names=("prior.concentration", "prior.rate")
+            )
+        if self.beta is None:
+            alpha = exponential.make_prior(self.alpha, 1.0, shape, names=("alpha", "beta")).concentration
+            return exponential.default_prior(self.stats_, concentration=alpha)
+        return exponential.make_prior(self.alpha, self.beta, shape, names=("alpha", "beta"))
+
+    def _named_draws(self, params):
+        return {"rate": np.exp(np.asarray(params.log_rate))}
+
+    @property
+    def feature_total_(self):
+        """ndarray of shape (n_classes, n_features): weighted totals :math:`T_{cj}`."""
+        check_is_fitted(self, "stats_")
+        return np.asarray(self.stats_.feature_count)
+
+    @property
+    def rate_(self):
+        """ndarray of shape (n_classes, n_features): rates of the current ``estimate``."""
+        check_is_fitted(self, "stats_")
+        return np.exp(np.asarray(self._point(check_estimate(self.estimate)).log_rate))
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        return tags
