@@ -33,6 +33,7 @@ __all__ = [
     "is_mixed",
     "log_likelihood_draws",
     "simulate",
+    "stacked_log_likelihood",
     "take_rows",
 ]
 
@@ -139,8 +140,6 @@ def log_likelihood_draws(estimator, params, X):
     with unobserved entries (``missing="ignore"``) are scored on their observed entries
     (the family's ``log_likelihood`` with the mask); a mixed model sums its blocks.
     """
-    from .uncertainty import stacked_log_likelihood
-
     if is_mixed(estimator):
         return sum(
             log_likelihood_draws(est, params[name], part) for (name, est, _), part in zip(blocks(estimator), X.parts)
@@ -157,3 +156,35 @@ def log_likelihood_draws(estimator, params, X):
         # Parameters shared by the classes (a shared covariance) get their class axis.
         params = family.model(prior).per_class(params, n_classes)
     return stacked_log_likelihood(lambda p, rows: family.log_likelihood(p, rows, prior), params, X, n_classes)
+
+
+def stacked_log_likelihood(log_likelihood, params, X, n_classes):
+    r"""Log-likelihood of every row under every draw, by one call with draws stacked as classes.
+
+    A naive Bayes log-likelihood treats its class axis as a batch: the parameters of
+    ``n`` draws of ``C`` classes, reshaped from (n, C, ...) to (n C, ...), are scored in
+    one call (for the linear families one sparse or dense product with an
+    (n C, n_features) matrix) instead of ``n`` calls.
+
+    Parameters
+    ----------
+    log_likelihood : callable ``(params, X) -> (n_rows, n_classes')``
+    params : pytree whose leaves have shape (n, n_classes, ...)
+    X : rows
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of shape (n, n_rows, n_classes)
+    """
+    leaves = jax.tree.leaves(params)
+    n = int(np.shape(leaves[0])[0])
+    for leaf in leaves:
+        if np.shape(leaf)[:2] != (n, n_classes):
+            raise ValueError(
+                f"posterior draws must have shape (n_draws, n_classes, ...) = ({n}, {n_classes}, ...), "
+                f"got {np.shape(leaf)}"
+            )
+    folded = jax.tree.map(lambda a: np.reshape(np.asarray(a), (n * n_classes,) + np.shape(a)[2:]), params)
+    ll = np.asarray(log_likelihood(folded, X), dtype=np.float64)
+    return ll.reshape(ll.shape[0], n, n_classes).transpose(1, 0, 2)

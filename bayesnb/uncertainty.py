@@ -42,6 +42,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
+from ._fitted import stacked_log_likelihood
 from ._normalize import log_normalize
 from ._validation import check_level, check_n_draws
 
@@ -186,38 +187,6 @@ class DrawSource(NamedTuple):
 def draw_size(posterior):
     """float64 entries of one posterior draw: the entries of the posterior pytree's arrays."""
     return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(posterior))))
-
-
-def stacked_log_likelihood(log_likelihood, params, X, n_classes):
-    r"""Log-likelihood of every row under every draw, by one call with draws stacked as classes.
-
-    A naive Bayes log-likelihood treats its class axis as a batch: the parameters of
-    ``n`` draws of ``C`` classes, reshaped from (n, C, ...) to (n C, ...), are scored in
-    one call (for the linear families one sparse or dense product with an
-    (n C, n_features) matrix) instead of ``n`` calls.
-
-    Parameters
-    ----------
-    log_likelihood : callable ``(params, X) -> (n_rows, n_classes')``
-    params : pytree whose leaves have shape (n, n_classes, ...)
-    X : rows
-    n_classes : int
-
-    Returns
-    -------
-    ndarray of shape (n, n_rows, n_classes)
-    """
-    leaves = jax.tree.leaves(params)
-    n = int(np.shape(leaves[0])[0])
-    for leaf in leaves:
-        if np.shape(leaf)[:2] != (n, n_classes):
-            raise ValueError(
-                f"posterior draws must have shape (n_draws, n_classes, ...) = ({n}, {n_classes}, ...), "
-                f"got {np.shape(leaf)}"
-            )
-    folded = jax.tree.map(lambda a: np.reshape(np.asarray(a), (n * n_classes,) + np.shape(a)[2:]), params)
-    ll = np.asarray(log_likelihood(folded, X), dtype=np.float64)
-    return ll.reshape(ll.shape[0], n, n_classes).transpose(1, 0, 2)
 
 
 def draw_source(estimator, X, n_draws, random_state):
