@@ -569,3 +569,41 @@ def test_log_bayes_factor_against_a_gaussian_model_of_the_same_values():
     e = ExponentialNB(beta=1.0).fit(X, y)
     g = GaussianNB().fit(X, y)
     assert log_bayes_factor(e, g, X, y) == pytest.approx(e.log_evidence() - g.log_evidence(), rel=1e-10)
+
+
+# ----------------------------------------------------------------------------- empirical Bayes
+
+
+def _neg_log_evidence(u, n, t):
+    """Minus the closed-form evidence of one shared Gamma(a, b) prior, from raw per-cell N, T."""
+    from scipy.special import gammaln
+
+    a, b = np.exp(u)
+    return -np.sum(a * np.log(b) - (a + n) * np.log(b + t) + gammaln(a + n) - gammaln(a))
+
+
+@pytest.mark.parametrize("learn", [{"prior": "evidence"}, {"alpha": "evidence", "beta": 2.0}])
+def test_prior_by_evidence_reaches_the_maximum_of_the_closed_form(learn):
+    from scipy.optimize import minimize
+
+    X, y = _data(60, seed=3)
+    clf = ExponentialNB(**learn).fit(X, y)
+    n = np.stack([np.full(X.shape[1], np.sum(y == c)) for c in (0, 1)]).astype(float)
+    t = np.stack([X[y == c].sum(axis=0) for c in (0, 1)])
+    a, b = float(clf.prior_.concentration[0, 0]), float(clf.prior_.rate[0, 0])
+    assert np.all(clf.prior_.concentration == a) and np.all(clf.prior_.rate == b)
+    if "prior" in learn:
+        res = minimize(_neg_log_evidence, [0.0, 0.0], args=(n, t), method="Nelder-Mead",
+                       options={"xatol": 1e-10, "fatol": 1e-12, "maxiter": 5000})
+        assert a == pytest.approx(np.exp(res.x[0]), rel=1e-5) and b == pytest.approx(np.exp(res.x[1]), rel=1e-5)
+    else:
+        assert b == 2.0
+        grid = np.exp(np.log(a) + np.linspace(-0.05, 0.05, 41))
+        values = [-_neg_log_evidence(np.log([g, b]), n, t) for g in grid]
+        assert np.argmax(values) == 20  # the learned shape is the best on a fine grid around it
+    assert clf.evidence_trace_["prior"].converged
+    # No prior of the same (shared) form has a higher evidence.
+    for other in ({"beta": 2.0}, {"alpha": 3.0, "beta": 2.0}) if "beta" in learn else ({"beta": 1.0}, {"alpha": 3.0, "beta": 0.5}):
+        assert clf.log_evidence() >= ExponentialNB(**other).fit(X, y).log_evidence()
+    with pytest.raises(ValueError, match="prior= replaces"):
+        ExponentialNB(alpha="evidence", prior=Gamma(1.0, 1.0)).fit(X, y)

@@ -5,11 +5,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_estimate
-from ..empirical_bayes import refuse_evidence
+from ..empirical_bayes import is_evidence
 from ..families import exponential
-from ..priors import Gamma
-from ._base import BaseNB
+from ._gamma import GammaRateNB
 
 __all__ = ["ExponentialNB"]
 
@@ -24,7 +22,7 @@ def _check_durations(X, who):
     return X
 
 
-class ExponentialNB(BaseNB):
+class ExponentialNB(GammaRateNB):
     r"""Naive Bayes for durations: independent exponential features with Gamma priors on the rates.
 
     :math:`x_j \mid y=c \sim \mathrm{Exponential}(\lambda_{cj})`,
@@ -48,8 +46,12 @@ class ExponentialNB(BaseNB):
         ``beta`` (in the unit of ``X``) or ``prior``.
     prior : bayesnb.priors.Gamma, default=None
         The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
-        (n_classes, n_features)); when given it replaces ``alpha``/``beta``. Not learned
-        from the evidence (``"evidence"`` raises ``ValueError``).
+        (n_classes, n_features)); when given it replaces ``alpha``/``beta``.
+        ``"evidence"`` learns a shared shape and rate by maximising the closed-form
+        evidence (:func:`bayesnb.empirical_bayes.maximize_evidence`); ``alpha="evidence"``
+        or ``beta="evidence"`` learns that one alone (the other held at its value, or at
+        the data-scaled default for ``beta=None``). The trace is in
+        ``evidence_trace_["prior"]``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -116,33 +118,27 @@ class ExponentialNB(BaseNB):
         missing="error",
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            alpha=alpha,
+            beta=beta,
+            prior=prior,
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
         )
-        self.alpha = alpha
-        self.beta = beta
-        self.prior = prior
 
     def _check_X(self, X, reset):
         X = validate_data(self, X, dtype=np.float64, reset=reset)
         return _check_durations(X, type(self).__name__)
 
-    def _make_prior(self):
-        shape = (self.classes_.size, self.n_features_in_)
-        for name in ("alpha", "beta", "prior"):
-            refuse_evidence(getattr(self, name), name, type(self).__name__)
-        if self.prior is not None:
-            if not isinstance(self.prior, Gamma):
-                raise TypeError(f"prior must be a bayesnb.priors.Gamma or None, got {type(self.prior).__name__}")
-            return exponential.make_prior(
-                self.prior.concentration, self.prior.rate, shape, names=("prior.concentration", "prior.rate")
-            )
-        if self.beta is None:
-            alpha = exponential.make_prior(self.alpha, 1.0, shape, names=("alpha", "beta")).concentration
+    def _start_prior(self, shape):
+        alpha = 1.0 if is_evidence(self.alpha) else self.alpha
+        if self.beta is None or is_evidence(self.beta):
+            # Scaled to the data (see exponential.default_prior): invariant to the unit of time.
+            alpha = exponential.make_prior(alpha, 1.0, shape, names=("alpha", "beta")).concentration
             return exponential.default_prior(self.stats_, concentration=alpha)
-        return exponential.make_prior(self.alpha, self.beta, shape, names=("alpha", "beta"))
-
-    def _named_draws(self, params):
-        return {"rate": np.exp(np.asarray(params.log_rate))}
+        return exponential.make_prior(alpha, self.beta, shape, names=("alpha", "beta"))
 
     @property
     def feature_total_(self):
@@ -150,13 +146,3 @@ class ExponentialNB(BaseNB):
         check_is_fitted(self, "stats_")
         return np.asarray(self.stats_.feature_count)
 
-    @property
-    def rate_(self):
-        """ndarray of shape (n_classes, n_features): rates of the current ``estimate``."""
-        check_is_fitted(self, "stats_")
-        return np.exp(np.asarray(self._point(check_estimate(self.estimate)).log_rate))
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.positive_only = True
-        return tags

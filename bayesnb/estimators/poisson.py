@@ -6,11 +6,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_estimate, check_non_negative
-from ..empirical_bayes import is_evidence, maximize_evidence
+from .._validation import check_non_negative
+from ..empirical_bayes import is_evidence
 from ..families import poisson
-from ..priors import Gamma
-from ._base import BaseNB
+from ._gamma import GammaRateNB
 
 __all__ = ["PoissonNB"]
 
@@ -28,7 +27,7 @@ def _check_counts(X, who):
     return X
 
 
-class PoissonNB(BaseNB):
+class PoissonNB(GammaRateNB):
     r"""Naive Bayes for counts: independent Poisson features with Gamma priors on the rates.
 
     :math:`x_j \mid y=c \sim \mathrm{Poisson}(\lambda_{cj})`,
@@ -140,11 +139,15 @@ class PoissonNB(BaseNB):
         missing="error",
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            alpha=alpha,
+            beta=beta,
+            prior=prior,
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
         )
-        self.alpha = alpha
-        self.beta = beta
-        self.prior = prior
 
     def _check_X(self, X, reset):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
@@ -153,38 +156,13 @@ class PoissonNB(BaseNB):
             X.sum_duplicates()
         return _check_counts(X, type(self).__name__)
 
-    def _make_prior(self):
-        shape = (self.classes_.size, self.n_features_in_)
-        learn = [
-            field
-            for field, value in (("concentration", self.alpha), ("rate", self.beta))
-            if is_evidence(self.prior) or is_evidence(value)
-        ]
-        if learn and self.prior is not None and not is_evidence(self.prior):
-            raise ValueError(
-                "alpha/beta='evidence' learn the Gamma prior that prior= replaces; pass "
-                "prior='evidence' (or prior=None)"
-            )
-        if learn:
-            # Numeric alpha/beta are the start (a fixed value for the one not learned).
-            start = poisson.make_prior(
-                1.0 if is_evidence(self.alpha) else self.alpha,
-                0.01 if is_evidence(self.beta) else self.beta,
-                shape,
-                names=("alpha", "beta"),
-            )
-            prior, self.evidence_trace_["prior"] = maximize_evidence(poisson.family, start, self.stats_, learn)
-            return prior
-        if self.prior is None:
-            return poisson.make_prior(self.alpha, self.beta, shape, names=("alpha", "beta"))
-        if not isinstance(self.prior, Gamma):
-            raise TypeError(f"prior must be a bayesnb.priors.Gamma or None, got {type(self.prior).__name__}")
+    def _start_prior(self, shape):
         return poisson.make_prior(
-            self.prior.concentration, self.prior.rate, shape, names=("prior.concentration", "prior.rate")
+            1.0 if is_evidence(self.alpha) else self.alpha,
+            0.01 if is_evidence(self.beta) else self.beta,
+            shape,
+            names=("alpha", "beta"),
         )
-
-    def _named_draws(self, params):
-        return {"rate": np.exp(np.asarray(params.log_rate))}
 
     @property
     def feature_count_(self):
@@ -192,14 +170,7 @@ class PoissonNB(BaseNB):
         check_is_fitted(self, "stats_")
         return np.asarray(self.stats_.feature_count)
 
-    @property
-    def rate_(self):
-        """ndarray of shape (n_classes, n_features): rates of the current ``estimate``."""
-        check_is_fitted(self, "stats_")
-        return np.exp(np.asarray(self._point(check_estimate(self.estimate)).log_rate))
-
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
-        tags.input_tags.positive_only = True
         return tags

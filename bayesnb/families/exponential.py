@@ -76,7 +76,7 @@ from .._special import log_rising_factorial
 from .._x64 import x64
 from ..priors import Gamma, positive_array
 from ..stats import count_stats, with_observed
-from . import _mask, _rows
+from . import _gamma, _mask, _rows
 from .protocol import Family, register
 
 __all__ = [
@@ -108,35 +108,7 @@ class ExponentialParams(NamedTuple):
     log_rate: np.ndarray
 
 
-def make_prior(concentration, rate, shape, names=("concentration", "rate")):
-    """Validated Gamma prior broadcast to ``shape``.
-
-    Parameters
-    ----------
-    concentration, rate : float or array_like
-        Gamma shape :math:`\\alpha > 0` (pseudo-observations) and rate :math:`\\beta > 0`
-        (their total duration), finite, each broadcastable to ``shape``.
-    shape : tuple of int
-        ``(n_classes, n_features)``.
-    names : pair of str
-        Names used in error messages (the estimator passes ``("alpha", "beta")``).
-
-    Returns
-    -------
-    Gamma
-        Arrays of shape ``shape``.
-
-    Raises
-    ------
-    TypeError
-        If a value is not numeric.
-    ValueError
-        If a value is non-finite, not positive, or of a shape that does not broadcast.
-    """
-    return Gamma(
-        positive_array(concentration, f"{names[0]} (Gamma concentration)", shape),
-        positive_array(rate, f"{names[1]} (Gamma rate)", shape),
-    )
+make_prior = _gamma.make_prior
 
 
 def _cell_count(stats):
@@ -241,21 +213,10 @@ def point(prior, stats, kind):
         )
         return ExponentialParams(log_rate)
     post = posterior(prior, stats)
-    a, b = post.concentration, post.rate
     if kind == "map":
-        below = a < 1.0
-        if below.any():
-            where = tuple(int(i) for i in np.argwhere(below)[0])
-            raise ValueError(
-                "estimate='map' is undefined here: a posterior Gamma shape is "
-                f"{a[where]:.4g} < 1 (at class/feature index {where}), so the posterior "
-                "density of that rate is unbounded at 0 and has no mode. Use a prior "
-                "concentration alpha >= 1, or estimate='mean' / 'predictive'."
-            )
-        with np.errstate(divide="ignore"):
-            return ExponentialParams(np.log(a - 1.0) - np.log(b))
+        return ExponentialParams(_gamma.log_mode(post))
     if kind == "mean":
-        return ExponentialParams(np.log(a) - np.log(b))
+        return ExponentialParams(_gamma.log_mean(post))
     raise ValueError(f"unknown point estimate {kind!r}")
 
 
@@ -382,10 +343,7 @@ def sample(key, dist, n):
     ExponentialParams
         ``log_rate`` of shape (n, n_classes, n_features).
     """
-    a = jnp.asarray(dist.concentration, dtype=jnp.float64)
-    b = jnp.asarray(dist.rate, dtype=jnp.float64)
-    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
-    return ExponentialParams(g - jnp.log(b))
+    return ExponentialParams(_gamma.sample_log_rate(key, dist, n))
 
 
 def simulate(key, params, y_index, stats=None):

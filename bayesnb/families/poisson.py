@@ -59,10 +59,10 @@ import scipy.sparse as sp
 from .._linear import log_linear, matmul, row_sums
 from .._special import log_factorial_np, log_rising_factorial
 from .._x64 import x64
-from ..priors import Gamma, positive_array
+from ..priors import Gamma
 from ..stats import poisson_stats, with_observed
 from .protocol import Family, register
-from . import _mask, _rows
+from . import _gamma, _mask, _rows
 from .multinomial import _sum_log_rising
 
 __all__ = [
@@ -91,35 +91,7 @@ class PoissonParams(NamedTuple):
     log_rate: np.ndarray
 
 
-def make_prior(concentration, rate, shape, names=("concentration", "rate")):
-    """Validated Gamma prior broadcast to ``shape``.
-
-    Parameters
-    ----------
-    concentration, rate : float or array_like
-        Gamma shape :math:`\\alpha > 0` and rate :math:`\\beta > 0`, finite, each
-        broadcastable to ``shape``.
-    shape : tuple of int
-        ``(n_classes, n_features)``.
-    names : pair of str
-        Names used in error messages (the estimator passes ``("alpha", "beta")``).
-
-    Returns
-    -------
-    Gamma
-        Arrays of shape ``shape``.
-
-    Raises
-    ------
-    TypeError
-        If a value is not numeric.
-    ValueError
-        If a value is non-finite, not positive, or of a shape that does not broadcast.
-    """
-    return Gamma(
-        positive_array(concentration, f"{names[0]} (Gamma concentration)", shape),
-        positive_array(rate, f"{names[1]} (Gamma rate)", shape),
-    )
+make_prior = _gamma.make_prior
 
 
 def posterior(prior, stats):
@@ -168,21 +140,10 @@ def point(prior, stats, kind):
             log_rate = np.where(seen, np.log(t) - np.log(np.where(seen, n, 1.0)), np.log(a0) - np.log(b0))
         return PoissonParams(log_rate)
     post = posterior(prior, stats)
-    a, b = post.concentration, post.rate
     if kind == "map":
-        below = a < 1.0
-        if below.any():
-            where = tuple(int(i) for i in np.argwhere(below)[0])
-            raise ValueError(
-                "estimate='map' is undefined here: a posterior Gamma shape is "
-                f"{a[where]:.4g} < 1 (at class/feature index {where}), so the posterior "
-                "density of that rate is unbounded at 0 and has no mode. Use a prior "
-                "concentration alpha >= 1, or estimate='mean' / 'predictive'."
-            )
-        with np.errstate(divide="ignore"):
-            return PoissonParams(np.log(a - 1.0) - np.log(b))
+        return PoissonParams(_gamma.log_mode(post))
     if kind == "mean":
-        return PoissonParams(np.log(a) - np.log(b))
+        return PoissonParams(_gamma.log_mean(post))
     raise ValueError(f"unknown point estimate {kind!r}")
 
 
@@ -323,10 +284,7 @@ def sample(key, post, n):
     PoissonParams
         ``log_rate`` of shape (n, n_classes, n_features).
     """
-    a = jnp.asarray(post.concentration, dtype=jnp.float64)
-    b = jnp.asarray(post.rate, dtype=jnp.float64)
-    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
-    return PoissonParams(g - jnp.log(b))
+    return PoissonParams(_gamma.sample_log_rate(key, post, n))
 
 
 def simulate(key, params, y_index):
