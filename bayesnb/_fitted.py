@@ -129,7 +129,7 @@ def take_rows(estimator, X, start, stop):
         parts = [take_rows(est, part, start, stop) for (_, est, _), part in zip(blocks(estimator), X.parts)]
         return _Rows(parts, (len(range(*slice(start, stop).indices(X.shape[0]))), X.shape[1]))
     if isinstance(X, _missing.MaskedX):
-        return _missing.MaskedX(X.X[start:stop], X.mask[start:stop])
+        return X.rows(start, stop)
     return X[start:stop]
 
 

@@ -241,7 +241,7 @@ def _predict_all(clf, X, estimates):
     rather than warned about.
     """
     # Bad input is the caller's error, not an undefined estimate: checked once, raised.
-    clf._input(X, reset=False)
+    clf.validate_input(X)
     original = clf.estimate
     out = {}
     try:

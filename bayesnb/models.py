@@ -409,7 +409,7 @@ def block_rows(estimator, X):
     """
     from .missing import MaskedX
 
-    checked = estimator._input(X, reset=False)
+    checked = estimator.validate_input(X)
     pieces = checked.parts if hasattr(checked, "parts") else [checked]
     parts = []
     for piece in pieces:

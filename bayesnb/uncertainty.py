@@ -216,9 +216,8 @@ def draw_source(estimator, X, n_draws, random_state):
 
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
-    # The estimator's own validation (its missing-value policy, binarisation, column
-    # blocks): it has no public entry that returns validated rows.
-    X = estimator._input(X, reset=False)
+    # The estimator's own validation (its missing-value policy, binarisation, column blocks).
+    X = estimator.validate_input(X)
     key_class, key_feat = jax.random.split(key_from_random_state(random_state))
     return DrawSource(
         X=X,

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from .. import _fitted
 from .. import class_prior as _class_prior
 from .. import missing as _missing
 from .. import uncertainty as _uncertainty
@@ -81,15 +82,17 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _feature_log_evidence(self):
         return self._family.log_evidence(self.prior_, self.stats_)
 
+    # Draws, generated rows and log-likelihoods under draws are read off the fitted
+    # pytrees by bayesnb._fitted, the same code the PPL and analysis layers use.
     def _sample_features(self, key, n):
-        return self._family.sample(key, self.posterior_, n)
+        return _fitted.feature_draws(key, self, n)
 
     def _sample_prior_features(self, key, n):
         # The prior has the posterior's type (conjugacy), so the family's sampler serves both.
-        return self._family.sample(key, self.prior_, n)
+        return _fitted.feature_draws(key, self, n, prior=True)
 
     def _simulate_features(self, key, params, y_index):
-        return self._family.simulate(key, params, y_index, self.stats_)
+        return _fitted.simulate(key, self, params, y_index)
 
     def _sample_row_params(self, key, n, prior):
         """Feature parameters for ``n`` generated rows, one independent draw per row.
@@ -552,11 +555,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         From the posterior, or from the prior with ``prior=True``; fixed proportions
         (``class_prior``) are the same in every draw.
         """
-        dist = self.class_dirichlet_ if prior else self.class_posterior_
-        if dist is None:
-            with np.errstate(divide="ignore"):
-                return np.broadcast_to(np.log(self.class_prior_), (n, self.classes_.size))
-        return np.asarray(_class_prior.sample_log(key, dist, n))
+        return _fitted.class_log_draws(key, self, n, prior=prior)
 
     def _draw(self, n, random_state, *, prior=False):
         """``n`` iid draws of (log class proportions, feature parameters).
@@ -564,23 +563,15 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         From the posterior, or from the prior with ``prior=True`` (used to generate
         data from the prior predictive and for simulation-based calibration).
         """
-        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
-        params = (self._sample_prior_features if prior else self._sample_features)(key_feat, n)
-        return self._class_draws(key_class, n, prior=prior), jax.tree.map(np.asarray, params)
+        return _fitted.draws(self, n, random_state, prior=prior)
 
     def _log_likelihood_draws(self, params, X):
         """Plug-in log-likelihood under a block of draws, shape (n_draws, n_samples, n_classes)."""
-        if isinstance(X, _missing.MaskedX):
-            # Rows with unobserved entries: the likelihood of the observed ones, per draw.
-            n = jax.tree.leaves(params)[0].shape[0]
-            return np.stack([self._feature_ll(jax.tree.map(lambda a: a[d], params), X) for d in range(n)])
-        return _uncertainty.stacked_log_likelihood(self._log_likelihood, params, X, self.classes_.size)
+        return _fitted.log_likelihood_draws(self, params, X)
 
     def _take_rows(self, X, start, stop):
         """Rows ``start:stop`` of validated input (as returned by ``_input``)."""
-        if isinstance(X, _missing.MaskedX):
-            return X.rows(start, stop)
-        return X[start:stop]
+        return _fitted.take_rows(self, X, start, stop)
 
     def _draw_source(self, X, n_draws, random_state):
         """Validated ``X`` and the posterior draws of the uncertainty engine.
@@ -589,20 +580,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         the same draws of the class proportions and (when they fit in one block, see
         :mod:`bayesnb.uncertainty`) of the feature parameters.
         """
-        check_is_fitted(self, "stats_")
-        n_draws = check_n_draws(n_draws)
-        X = self._input(X, reset=False)
-        key_class, key_feat = jax.random.split(key_from_random_state(random_state))
-        return _uncertainty.DrawSource(
-            X=X,
-            n_rows=X.shape[0],
-            log_class=self._class_draws(key_class, n_draws),
-            key=key_feat,
-            sample=self._sample_features,
-            log_likelihood=self._log_likelihood_draws,
-            take_rows=self._take_rows,
-            draw_size=_uncertainty.draw_size(self.posterior_),
-        )
+        return _uncertainty.draw_source(self, X, n_draws, random_state)
 
     def sample_posterior(self, n=1000, random_state=None):
         """Exact iid draws of every parameter from the conjugate posterior.

@@ -242,15 +242,6 @@ class GaussianBayesClassifier(BaseNB):
     def _named_draws(self, params):
         return {"loc": np.asarray(params.loc), "covariance": gaussian_mv.covariance(self._as_mv(params))}
 
-    def _log_likelihood_draws(self, params, X):
-        if self._structure() == "shared" and not isinstance(X, _missing.MaskedX):
-            # One covariance per draw, (n, F, F): repeated for each class so that draws
-            # stack along the class axis like every other family's parameters.
-            tril = np.asarray(params.scale_tril)
-            n, n_classes = tril.shape[0], self.classes_.size
-            params = params._replace(scale_tril=np.broadcast_to(tril[:, None], (n, n_classes) + tril.shape[1:]))
-        return super()._log_likelihood_draws(params, X)
-
     # ------------------------------------------------------- fitted summaries
     def _shared(self):
         return self._structure() == "shared"

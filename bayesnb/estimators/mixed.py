@@ -509,26 +509,9 @@ class MixedNB(BaseNB):
     def _feature_log_evidence(self):
         return sum(float(est._feature_log_evidence()) for _, est, _ in self.estimators_)
 
-    def _sample_features(self, key, n):
-        keys = jax.random.split(key, len(self.estimators_))
-        return {name: est._sample_features(k, n) for k, (name, est, _) in zip(keys, self.estimators_)}
-
     def _sample_row_params(self, key, n, prior):
         keys = jax.random.split(key, len(self.estimators_))
         return {name: est._sample_row_params(k, n, prior) for k, (name, est, _) in zip(keys, self.estimators_)}
-
-    def _sample_prior_features(self, key, n):
-        keys = jax.random.split(key, len(self.estimators_))
-        return {name: est._sample_prior_features(k, n) for k, (name, est, _) in zip(keys, self.estimators_)}
-
-    def _simulate_features(self, key, params, y_index):
-        # Every block simulates its own columns given the shared labels; a column in no
-        # block (remainder="drop") is not described by the model and stays NaN.
-        keys = jax.random.split(key, len(self.estimators_))
-        X = np.full((np.shape(y_index)[0], self.n_features_in_), np.nan)
-        for k, (name, est, idx) in zip(keys, self.estimators_):
-            X[:, idx] = est._simulate_features(k, params[name], y_index)
-        return X
 
     def _format_generated(self, X):
         """A DataFrame with the training columns and kinds when fitted on one, else the array.
@@ -574,15 +557,6 @@ class MixedNB(BaseNB):
 
     def _log_predictive(self, X):
         return sum(est._feature_lp(part) for (_, est, _), part in zip(self.estimators_, X.parts))
-
-    def _log_likelihood_draws(self, params, X):
-        return sum(
-            est._log_likelihood_draws(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts)
-        )
-
-    def _take_rows(self, X, start, stop):
-        parts = [est._take_rows(part, start, stop) for (_, est, _), part in zip(self.estimators_, X.parts)]
-        return _BlockData(parts, (len(range(*slice(start, stop).indices(X.shape[0]))), X.shape[1]))
 
     def _named_draws(self, params):
         out = {}
