@@ -84,7 +84,7 @@ _ZIP_MAGIC = b"PK\x03\x04"
 # dtype kinds an array member may have: booleans, numbers, strings, dates.
 _ARRAY_KINDS = "biufcUSMm"
 
-# Fitted attributes recomputed by ``BaseNB._refresh`` on load (never stored). The
+# Fitted attributes recomputed by ``BaseNB.update_prior`` on load (never stored). The
 # evidence-learned hyperparameters are among them: they are a deterministic function of
 # the statistics, so the optimisation re-run on load gives the same values bit for bit.
 _DERIVED = frozenset(
@@ -401,7 +401,8 @@ class _Decoder:
         for key, node in attributes.items():
             est.__dict__[key] = self.value(node)
         try:
-            est._refresh()
+            # Prior and posterior from the restored statistics (the public recompute).
+            est.update_prior()
         except Exception as err:  # a file whose state does not make a model
             raise ModelFileError(f"the saved state of {cls.__name__} is inconsistent: {err}") from err
         return est
