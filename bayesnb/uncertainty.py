@@ -55,6 +55,7 @@ __all__ = [
     "check_interval_args",
     "credible_interval",
     "decompose_uncertainty",
+    "draw_source",
     "entropy_decomposition",
     "expected_entropy",
     "feature_log_odds_draws",
