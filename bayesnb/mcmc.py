@@ -31,9 +31,11 @@ heavy-tailed across draws (a class very improbable for the row, say
 :math:`p < 10^{-50}`, is carried by a handful of draws) neither the mean nor its MCSE
 can be trusted. The Pareto shape :math:`\hat k` of their upper tail (as in PSIS,
 Vehtari et al. 2024) decides: the probability is compared only when
-:math:`\hat k < 1/2` (finite variance, so the CLT-based MCSE holds) for the class and
-for the row's total; otherwise it is listed with its :math:`\hat k` and counted in
-the report's ``n_unreliable``.
+:math:`\hat k < 1/2` (finite variance, so the CLT-based MCSE holds) for every class of
+the row and for the row's total (the probabilities of a row sum to one, so the error of
+an unreliable class is carried by the others: a row is compared whole or not at all);
+otherwise it is listed with its :math:`\hat k` and counted in the report's
+``n_unreliable``.
 
 NUTS runs in float64 (scoped with :func:`bayesnb._x64.enable_x64`; the user's global
 flag is untouched): the check resolves differences of the size of the MCSE, and in
@@ -386,7 +388,10 @@ def _predictive(estimator, nuts, X_rows):
     # k of its upper tail (PSIS, Vehtari et al. 2024) tells: the mean has a finite
     # variance, and the CLT-based MCSE holds, only for k < 1/2.
     k = np.maximum(_pareto_k(joint), _pareto_k(_logsumexp(joint, axis=2))[:, None])
-    reliable = k < PARETO_K_MAX
+    # The probabilities of a row sum to one draw by draw, so the error of an unreliable
+    # class is carried, with the opposite sign, by the others (for two classes: exactly
+    # by its complement, ~1 with a vanishing MCSE): a row is compared whole or not at all.
+    reliable = np.all(k < PARETO_K_MAX, axis=1, keepdims=True) & np.ones_like(k, dtype=bool)
     with np.errstate(divide="ignore", invalid="ignore"):
         z = np.where(mcse > 0, (mcmc - closed) / mcse, np.where(mcmc == closed, 0.0, np.inf))
     z = np.where(reliable, z, np.nan)

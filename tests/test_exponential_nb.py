@@ -607,3 +607,29 @@ def test_prior_by_evidence_reaches_the_maximum_of_the_closed_form(learn):
         assert clf.log_evidence() >= ExponentialNB(**other).fit(X, y).log_evidence()
     with pytest.raises(ValueError, match="prior= replaces"):
         ExponentialNB(alpha="evidence", prior=Gamma(1.0, 1.0)).fit(X, y)
+
+
+def test_mixed_nb_with_an_exponential_block_and_ten_percent_nan_agrees_with_nuts():
+    """An exponential block beside a Gaussian one, 10% of entries missing: the mixed model
+    is the sum of its blocks fitted alone, and NUTS on its numpyro model (unobserved
+    entries integrated out) agrees with the closed-form posterior."""
+    from bayesnb.mcmc import crosscheck
+
+    rng = np.random.default_rng(7)
+    X, y = _data(60, seed=7)
+    X = np.column_stack([X, rng.normal(y[:, None], 1.0, (60, 2))])
+    X[rng.random(X.shape) < 0.1] = np.nan
+    assert 0.05 < np.isnan(X).mean() < 0.15
+
+    def blocks():
+        return [("e", ExponentialNB(beta=1.0, missing="ignore"), [0, 1, 2]), ("g", GaussianNB(missing="ignore"), [3, 4])]
+
+    mixed = MixedNB(blocks(), missing="ignore").fit(X, y)
+    e = ExponentialNB(beta=1.0, missing="ignore").fit(X[:, :3], y)
+    g = GaussianNB(missing="ignore").fit(X[:, 3:], y)
+    joint = e.predict_joint_log_proba(X[:, :3]) + g.predict_joint_log_proba(X[:, 3:]) - e.class_log_prior_
+    assert_allclose(mixed.predict_joint_log_proba(X), joint, rtol=1e-12)
+    class_part = e.log_evidence() - float(e.family_.log_evidence(e.prior_, e.stats_))
+    assert mixed.log_evidence() == pytest.approx(e.log_evidence() + g.log_evidence() - class_part, rel=1e-12)
+    report = crosscheck(mixed, X, y, num_warmup=500, num_samples=1000, random_state=0)
+    assert report.agrees, report
