@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from .._validation import check_estimate
 from ..empirical_bayes import is_evidence, maximize_evidence
+from ..families import _gamma
 from ..priors import Gamma
 from ._base import BaseNB
 
@@ -73,6 +74,3 @@ class GammaRateNB(BaseNB):
         tags = super().__sklearn_tags__()
         tags.input_tags.positive_only = True
         return tags
-
-
-from ..families import _gamma  # noqa: E402  (after the class: the module reads as a front first)
