@@ -40,7 +40,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from bayesnb.sbc import simulation_based_calibration
+    from bayesnb.ppl.sbc import simulation_based_calibration
 
     if args.quick:
         args.simulations, args.draws, args.bins = 200, 49, 10

@@ -1,6 +1,6 @@
 """Sufficient statistics are additive: every way of feeding the same rows gives one posterior.
 
-``fit`` ≡ chained ``partial_fit`` ≡ ``bayesnb.stats.merge`` of per-shard statistics;
+``fit`` ≡ chained ``partial_fit`` ≡ ``bayesnb.core.stats.merge`` of per-shard statistics;
 a row with integer weight ``k`` ≡ ``k`` copies of it (weight 0 ≡ the row dropped);
 dense ≡ CSR; the order of the rows does not matter. Compared on the statistics, the
 posterior parameters, ``predict_proba`` and ``log_evidence`` to 1e-12.
@@ -16,9 +16,9 @@ from hypothesis import strategies as st
 from scipy.special import logsumexp
 
 from bayesnb import BernoulliNB, CategoricalNB, MultinomialNB
-from bayesnb import class_prior as class_prior_mod
-from bayesnb.families import bernoulli, categorical, multinomial
-from bayesnb.stats import CategoricalStats, CountStats, categorical_stats, count_stats, merge
+from bayesnb.core import class_prior as class_prior_mod
+from bayesnb.core.families import bernoulli, categorical, multinomial
+from bayesnb.core.stats import CategoricalStats, CountStats, categorical_stats, count_stats, merge
 
 FAMILIES = ["multinomial", "bernoulli", "categorical"]
 N_TEST = 6

@@ -2,10 +2,15 @@
 
 * The import graph of ``bayesnb`` (every ``import`` statement, at module level or inside
   a function, except under ``if TYPE_CHECKING:``) is acyclic.
-* No module outside ``bayesnb/families/`` switches on a family's identity: no comparison
+* The folders are layers (``core`` < ``io`` < ``analysis`` < ``ppl`` < ``estimators`` <
+  ``scale``, ``cli``): a module imports only from its own layer or those below it, so
+  nothing below the estimators can reach an estimator.
+* No module uses a name of the flat layout (``bayesnb.uncertainty``, ...): those stay
+  importable for users as aliases of the layered modules (the same module objects).
+* No module outside ``bayesnb/core/families/`` switches on a family's identity: no comparison
   (``is``, ``==``, ``in``, …) against a family module, a registered ``Family`` value or a
   registered family's name, and no table keyed by them. Layers reach families through
-  the protocol and the registry (``bayesnb.families.get``).
+  the protocol and the registry (``bayesnb.core.families.get``).
 
 Both checks are tested on planted violations too, so that they cannot pass vacuously.
 """
@@ -17,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from bayesnb import families
+from bayesnb.core import families
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bayesnb"
 
@@ -130,6 +135,123 @@ def test_the_cycle_finder_sees_lazy_imports_and_ignores_type_checking(tmp_path):
     assert find_cycle(import_graph(pkg)) == ["pkg.a", "pkg.b", "pkg.sub.c", "pkg.a"]
 
 
+# ----------------------------------------------------------------------------- layers
+
+#: The layers, lowest first. Top-level leaf modules (exceptions, _version, _legacy)
+#: import nothing of bayesnb and may be imported from anywhere.
+LAYERS = ("core", "io", "analysis", "ppl", "estimators", "scale", "cli")
+TOP = PACKAGE.name
+
+
+def _layer(module):
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else None
+
+
+def layer_violations(edges):
+    """``[(importer, imported)]`` where a module imports from a higher layer."""
+    rank = {name: i for i, name in enumerate(LAYERS)}
+    found = []
+    for src, targets in edges.items():
+        for dst in targets:
+            a, b = _layer(src), _layer(dst)
+            if b is None:
+                if dst.count(".") == 0 and src.count(".") and _layer(src) != "cli":
+                    found.append((src, dst))  # the package itself imports every layer
+                continue
+            if a is None:
+                continue  # bayesnb/__init__ and __main__ sit above every layer
+            if rank[b] > rank[a]:
+                found.append((src, dst))
+    return sorted(found)
+
+
+def test_the_folders_are_layers_and_every_module_sits_in_one():
+    modules = _modules(PACKAGE)
+    loose = sorted(m for m in modules if _layer(m) is None and m.count(".") == 1)
+    assert loose == [f"{TOP}.__main__", f"{TOP}._legacy", f"{TOP}._version", f"{TOP}.exceptions"]
+    assert {_layer(m) for m in modules} - {None} == set(LAYERS)
+    assert layer_violations(import_graph(PACKAGE)) == []
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path):
+    pkg = tmp_path / "pkg"
+    _write(
+        pkg,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "core/a.py": "def f():\n    from pkg.estimators import e\n",
+            "estimators/__init__.py": "",
+            "estimators/e.py": "from pkg.core import a\n",
+        },
+    )
+    assert layer_violations(import_graph(pkg)) == [("pkg.core.a", "pkg.estimators.e")]
+    (pkg / "core" / "a.py").write_text("")
+    assert layer_violations(import_graph(pkg)) == []
+
+
+def _imported_names(path, name, is_pkg):
+    """Every absolute ``bayesnb...`` name an ``import`` statement in ``path`` reaches."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                package = name.split(".") if is_pkg else name.split(".")[:-1]
+                package = package[: len(package) - (node.level - 1)]
+                base = ".".join(package + ([node.module] if node.module else []))
+            else:
+                base = node.module or ""
+            yield node.lineno, base
+            for a in node.names:
+                yield node.lineno, f"{base}.{a.name}"
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                yield node.lineno, a.name
+
+
+def test_no_module_imports_a_name_of_the_flat_layout():
+    from bayesnb import _legacy
+
+    found = [
+        (name, line, target)
+        for name, (path, is_pkg) in _modules(PACKAGE).items()
+        for line, target in _imported_names(path, name, is_pkg)
+        if target.startswith(TOP + ".") and _legacy.new_name(target) is not None
+    ]
+    assert found == []
+
+
+def test_the_flat_layout_names_are_the_layered_modules_themselves():
+    import subprocess
+    import sys
+
+    from bayesnb import _legacy
+
+    code = (
+        "import importlib, pickle, sys, bayesnb\n"
+        "from bayesnb import _legacy\n"
+        "n = len(bayesnb.core.families.names())\n"
+        "for old, new in _legacy.MOVED.items():\n"
+        "    assert importlib.import_module(old) is importlib.import_module(new), old\n"
+        "    assert getattr(bayesnb, old.split('.')[1]) is sys.modules[new], old\n"
+        "import bayesnb.families.poisson as p\n"
+        "from bayesnb.families.multinomial import family\n"
+        "assert p is sys.modules['bayesnb.core.families.poisson']\n"
+        "assert family is bayesnb.families.get('multinomial')\n"
+        "assert len(bayesnb.families.names()) == n  # no family registered twice\n"
+        "cls = pickle.loads(b'cbayesnb.priors\\nDirichlet\\n.')\n"
+        "assert cls is bayesnb.core.priors.Dirichlet\n"
+        "print('ok')\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=300
+    )
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+    assert _legacy.new_name("bayesnb.estimators") is None
+    assert _legacy.new_name("bayesnb.families.protocol") == "bayesnb.core.families.protocol"
+
+
 # ----------------------------------------------------------------------------- family switches
 
 
@@ -185,7 +307,8 @@ def family_switches(path):
 
 
 def test_no_module_outside_the_families_switches_on_a_family():
-    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if "families" not in p.relative_to(PACKAGE).parts]
+    inside = PACKAGE / "core" / "families"
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if inside not in p.parents]
     assert outside
     switches = {
         str(p.relative_to(PACKAGE.parent)): hits for p in outside if (hits := family_switches(p))
@@ -237,7 +360,7 @@ def test_import_bayesnb_leaves_heavy_modules_to_first_use():
         "assert not loaded, loaded\n"
         "from bayesnb import BayesFactorSelector\n"
         "assert 'sklearn.feature_selection' in sys.modules\n"
-        "assert BayesFactorSelector.__module__ == 'bayesnb.evidence'\n"
+        "assert BayesFactorSelector.__module__ == 'bayesnb.analysis.evidence'\n"
         "print('ok')\n"
     )
     out = subprocess.run(

@@ -19,7 +19,7 @@ from scipy.special import logsumexp
 from sklearn.exceptions import NotFittedError
 
 from bayesnb import BernoulliNB, CategoricalNB, MultinomialNB, ZeroLikelihoodWarning
-from bayesnb.uncertainty import credible_interval
+from bayesnb.analysis.uncertainty import credible_interval
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 M, B, C = MultinomialNB, BernoulliNB, CategoricalNB

@@ -34,8 +34,8 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb.cli import main as cli_main
-from bayesnb.priors import Dirichlet, Gamma, NormalInverseGamma, NormalInverseWishart
+from bayesnb.cli.command import main as cli_main
+from bayesnb.core.priors import Dirichlet, Gamma, NormalInverseGamma, NormalInverseWishart
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 Y = np.array([0, 0, 0, 1, 1, 1])
@@ -195,12 +195,12 @@ CASES = [
      lambda n: _make(n, prior=NormalInverseGamma(np.zeros(4), 1.0, 1.0, 1.0)).fit(_X(n), Y), ValueError,
      r"prior.loc has shape \(4,\), which does not broadcast to \(2, 3\)"),
     ("nig-type", ("GaussianNB", "GBC-diag"), lambda n: _make(n, prior=(0.0, 1.0, 1.0, 1.0)).fit(_X(n), Y),
-     TypeError, r"prior must be a bayesnb.priors.NormalInverseGamma.* got tuple"),
+     TypeError, r"prior must be a bayesnb.core.priors.NormalInverseGamma.* got tuple"),
     ("var-smoothing-negative", ("GaussianNB",), lambda n: _make(n, var_smoothing=-1e-9).fit(_X(n), Y), ValueError,
      r"var_smoothing must be a finite number >= 0"),
     ("niw-type", ("GBC-full", "GBC-shared"),
      lambda n: _make(n, prior=NormalInverseGamma(0.0, 1.0, 1.0, 1.0)).fit(_X(n), Y), TypeError,
-     r"prior must be a bayesnb.priors.NormalInverseWishart or None, got NormalInverseGamma"),
+     r"prior must be a bayesnb.core.priors.NormalInverseWishart or None, got NormalInverseGamma"),
     ("niw-df-too-small", ("GBC-full", "GBC-shared"),
      lambda n: _make(n, prior=NormalInverseWishart(0.0, 1.0, 1.0, np.eye(3))).fit(_X(n), Y), ValueError,
      r"prior.df must be > n_features - 1 = 2"),
@@ -226,7 +226,7 @@ CASES = [
     ("gamma-alpha-shape", ("PoissonNB",), lambda n: _make(n, alpha=np.ones(4)).fit(_X(n), Y), ValueError,
      r"alpha \(Gamma concentration\) has shape \(4,\), which does not broadcast to \(2, 3\)"),
     ("gamma-prior-type", ("PoissonNB",), lambda n: _make(n, prior=Dirichlet(1.0)).fit(_X(n), Y), TypeError,
-     r"prior must be a bayesnb.priors.Gamma or None, got Dirichlet"),
+     r"prior must be a bayesnb.core.priors.Gamma or None, got Dirichlet"),
     ("gamma-prior-rate-negative", ("PoissonNB",), lambda n: _make(n, prior=Gamma(1.0, -1.0)).fit(_X(n), Y),
      ValueError, r"prior.rate \(Gamma rate\) must be > 0"),
     ("block-prior-negative", ("MixedNB",),

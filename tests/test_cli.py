@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from bayesnb import BernoulliNB, MultinomialNB, ZeroLikelihoodWarning, __version__
-from bayesnb.cli import main
+from bayesnb.cli.command import main
 from bayesnb.estimators import BaseNB
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -175,7 +175,7 @@ def test_demo_digits_fits_each_family_once(digits_run):
     # Every estimate of a family in the table comes from one fit on the training split.
     assert sorted(fits) == ["BernoulliNB", "CategoricalNB", "MultinomialNB"]
     # The learning curve refits the multinomial on subsets: 5 per size, 1 at the full size.
-    from bayesnb._report import curve_sizes
+    from bayesnb.cli.report import curve_sizes
 
     sizes = curve_sizes(1347, 10)
     assert partial == ["MultinomialNB"] * (5 * (len(sizes) - 1) + 1)
@@ -198,7 +198,7 @@ def test_demo_digits_prints_each_family_log_evidence(digits_run):
 def test_demo_digits_log_evidence_matches_the_library(digits_run):
     from sklearn.model_selection import train_test_split
 
-    from bayesnb.datasets import load_digits_counts
+    from bayesnb.io.datasets import load_digits_counts
 
     _, out, _, _, _, _ = digits_run
     X, y = load_digits_counts()
@@ -329,7 +329,7 @@ def expected_text_scores(path, alpha=1.0, test_size=0.25, seed=0):
     from sklearn.metrics import accuracy_score, log_loss
     from sklearn.model_selection import train_test_split
 
-    from bayesnb.datasets import read_labelled_text
+    from bayesnb.io.datasets import read_labelled_text
 
     texts, labels = read_labelled_text(path)
     d_train, d_test, y_train, y_test = train_test_split(

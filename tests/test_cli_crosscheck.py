@@ -12,9 +12,9 @@ import re
 
 import numpy as np
 import pytest
+from test_cli import run_main
 
 from bayesnb import GaussianNB
-from test_cli import run_main
 
 QUICK = ["--warmup", "300", "--samples", "500", "--chains", "4"]
 

@@ -18,7 +18,7 @@ from numpy.testing import assert_allclose
 
 import bayesnb
 from bayesnb import CategoricalNB, GaussianNB, MixedNB, MultinomialNB
-from bayesnb.cli import main
+from bayesnb.cli.command import main
 
 
 def run(argv):

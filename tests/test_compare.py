@@ -17,7 +17,13 @@ from sklearn import metrics
 from sklearn.model_selection import StratifiedKFold, train_test_split
 
 from bayesnb import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB, compare
-from bayesnb.comparison import METRICS, ComparisonTable, format_comparison, metric_values, reliability_bins
+from bayesnb.analysis.comparison import (
+    METRICS,
+    ComparisonTable,
+    format_comparison,
+    metric_values,
+    reliability_bins,
+)
 
 
 def ece_loop(y_true, proba, classes, n_bins=15):
@@ -134,7 +140,7 @@ def test_bernoulli_mean_on_sms_equals_scikit_learn(sms_counts):
 
 
 def _digits_split(seed=0):
-    from bayesnb.datasets import load_digits_counts
+    from bayesnb.io.datasets import load_digits_counts
 
     X, y = load_digits_counts()
     return train_test_split(X, y, test_size=0.25, random_state=seed, stratify=y)
@@ -302,12 +308,12 @@ def test_dataframe_or_plain_table():
 
 def test_without_pandas_the_result_is_a_readable_table(monkeypatch):
     X_train, X_test, y_train, y_test = _digits_split()
-    import bayesnb.comparison
+    import bayesnb.analysis.comparison
 
     def no_pandas():
         raise ImportError("No module named 'pandas'")
 
-    monkeypatch.setattr(bayesnb.comparison, "_import_pandas", no_pandas)
+    monkeypatch.setattr(bayesnb.analysis.comparison, "_import_pandas", no_pandas)
     table = compare(BernoulliNB(), X_train, y_train, X_test, y_test, n_bootstrap=50)
     assert isinstance(table, ComparisonTable)
     text = repr(table)

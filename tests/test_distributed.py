@@ -1,4 +1,4 @@
-"""bayesnb.distributed on a dask.distributed LocalCluster: a Dask fit equals the local fit.
+"""bayesnb.scale.distributed on a dask.distributed LocalCluster: a Dask fit equals the local fit.
 
 The cluster has two worker processes on loopback with one thread each, so statistics
 are computed in other processes and shipped back through the scheduler; every family is
@@ -23,7 +23,7 @@ dd = pytest.importorskip("dask.dataframe")
 distributed_lib = pytest.importorskip("dask.distributed")
 pd = pytest.importorskip("pandas")
 
-from bayesnb import distributed  # noqa: E402
+from bayesnb.scale import distributed  # noqa: E402
 
 RTOL = 1e-12
 

@@ -27,7 +27,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayesnb import BernoulliNB, CategoricalNB, MultinomialNB, ZeroLikelihoodWarning
-from bayesnb.uncertainty import credible_interval
+from bayesnb.analysis.uncertainty import credible_interval
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 ESTIMATORS = (MultinomialNB, BernoulliNB, CategoricalNB)

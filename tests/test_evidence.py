@@ -22,7 +22,7 @@ from sklearn.pipeline import make_pipeline
 from test_math_oracles import _first_term, chain_rule_log_evidence
 
 from bayesnb import BernoulliNB, CategoricalNB, GaussianNB, MixedNB, MultinomialNB, PoissonNB
-from bayesnb.evidence import (
+from bayesnb.analysis.evidence import (
     BayesFactorSelector,
     evidence_curve,
     log_bayes_factor,
@@ -30,8 +30,8 @@ from bayesnb.evidence import (
     plot_evidence_curve,
     relevance_log_bayes_factor,
 )
+from bayesnb.core.priors import Gamma, NormalInverseGamma
 from bayesnb.exceptions import EvidenceWarning
-from bayesnb.priors import Gamma, NormalInverseGamma
 
 C = 3
 CLASSES = np.arange(C)
@@ -171,7 +171,7 @@ def test_bayes_factor_refusals():
     Xf = X + 0.5
     with pytest.raises(ValueError, match="only for integer counts"):
         log_marginal_likelihood(MultinomialNB().fit(Xf, y), Xf, y)
-    with pytest.raises(TypeError, match="length_prior must be a bayesnb.priors.Gamma"):
+    with pytest.raises(TypeError, match="length_prior must be a bayesnb.core.priors.Gamma"):
         log_marginal_likelihood(mult, X, y, length_prior=(1.0, 1.0))
 
 
@@ -310,5 +310,5 @@ def test_evidence_curve_peaks_at_the_evidence_alpha_and_plots_headless(tmp_path)
 
 
 def test_importing_evidence_does_not_import_matplotlib():
-    code = "import sys, bayesnb.evidence; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
+    code = "import sys, bayesnb.analysis.evidence; assert 'matplotlib' not in sys.modules, 'matplotlib imported'"
     subprocess.run([sys.executable, "-c", code], check=True)

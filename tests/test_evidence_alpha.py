@@ -23,12 +23,12 @@ from sklearn.base import clone
 from sklearn.model_selection import GridSearchCV
 
 from bayesnb import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
-from bayesnb import empirical_bayes as eb
-from bayesnb._x64 import enable_x64
+from bayesnb.core import empirical_bayes as eb
+from bayesnb.core._x64 import enable_x64
+from bayesnb.core.families import _dirichlet
+from bayesnb.core.families import gaussian as gaussian_family
+from bayesnb.core.priors import Beta, Dirichlet, NormalInverseGamma
 from bayesnb.exceptions import EvidenceWarning
-from bayesnb.families import _dirichlet
-from bayesnb.families import gaussian as gaussian_family
-from bayesnb.priors import Beta, Dirichlet, NormalInverseGamma
 
 C, F = 3, 12
 

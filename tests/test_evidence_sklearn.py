@@ -15,7 +15,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from test_estimators import _expected_failed_checks
 
 from bayesnb import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
-from bayesnb.evidence import BayesFactorSelector
+from bayesnb.analysis.evidence import BayesFactorSelector
 from bayesnb.exceptions import EvidenceWarning
 
 _STRICT = (

@@ -19,11 +19,12 @@ from scipy.special import logsumexp
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import bayesnb
-from bayesnb import ExponentialNB, GaussianNB, MixedNB, families
-from bayesnb._x64 import enable_x64
-from bayesnb.families import exponential
-from bayesnb.priors import Gamma
-from bayesnb.stats import CountStats
+from bayesnb import ExponentialNB, GaussianNB, MixedNB
+from bayesnb.core import families
+from bayesnb.core._x64 import enable_x64
+from bayesnb.core.families import exponential
+from bayesnb.core.priors import Gamma
+from bayesnb.core.stats import CountStats
 
 RATES = np.array([[1.0, 3.0, 0.2], [4.0, 0.5, 0.2]])
 
@@ -381,7 +382,7 @@ def test_bad_parameters_and_shapes_raise():
         ExponentialNB(alpha=-1.0).fit(X, y)
     with pytest.raises(ValueError, match="beta"):
         ExponentialNB(beta=0.0).fit(X, y)
-    with pytest.raises(TypeError, match="prior must be a bayesnb.priors.Gamma"):
+    with pytest.raises(TypeError, match="prior must be a bayesnb.core.priors.Gamma"):
         ExponentialNB(prior=(1.0, 1.0)).fit(X, y)
     # (Learned from the evidence since the Gamma-rate estimators share GammaRateNB.)
     assert "prior" in ExponentialNB(beta="evidence").fit(X, y).evidence_trace_
@@ -507,7 +508,7 @@ def test_to_inference_data():
 
 
 def test_mcmc_crosscheck_agrees():
-    from bayesnb.mcmc import crosscheck
+    from bayesnb.ppl.mcmc import crosscheck
 
     X, y = _data(40)
     clf = ExponentialNB(beta=1.0).fit(X, y)
@@ -516,7 +517,7 @@ def test_mcmc_crosscheck_agrees():
 
 
 def test_simulation_based_calibration():
-    from bayesnb.sbc import simulation_based_calibration
+    from bayesnb.ppl.sbc import simulation_based_calibration
 
     X, y = _data(20)
     result = simulation_based_calibration(
@@ -526,7 +527,7 @@ def test_simulation_based_calibration():
 
 
 def test_cli_family_exponential(tmp_path, capsys):
-    from bayesnb.cli import main
+    from bayesnb.cli.command import main
 
     X, y = _data(40)
     path = tmp_path / "d.csv"
@@ -540,7 +541,7 @@ def test_cli_family_exponential(tmp_path, capsys):
 def test_nuts_on_a_mixed_block_agrees_and_catches_a_wrong_posterior():
     """NUTS on the numpyro model of a one-block MixedNB with weighted rows matches the
     closed-form posterior; a posterior with the roles of N and T swapped does not."""
-    from bayesnb.mcmc import crosscheck
+    from bayesnb.ppl.mcmc import crosscheck
 
     X, y = _data(30, seed=4)
     w = np.random.default_rng(2).uniform(0.5, 2.0, size=30)
@@ -563,7 +564,7 @@ def test_nuts_on_a_mixed_block_agrees_and_catches_a_wrong_posterior():
 
 
 def test_log_bayes_factor_against_a_gaussian_model_of_the_same_values():
-    from bayesnb.evidence import log_bayes_factor
+    from bayesnb.analysis.evidence import log_bayes_factor
 
     X, y = _data(60)
     e = ExponentialNB(beta=1.0).fit(X, y)
@@ -615,7 +616,7 @@ def test_mixed_nb_with_an_exponential_block_and_ten_percent_nan_agrees_with_nuts
     is the sum of its blocks fitted alone, NUTS on its numpyro model (unobserved entries
     integrated out) agrees with the closed-form posterior on every seed, and a planted
     shift of the exponential block's posterior (rates pulled down by a third) disagrees."""
-    from bayesnb.mcmc import crosscheck
+    from bayesnb.ppl.mcmc import crosscheck
 
     rng = np.random.default_rng(seed)
     X, y = _data(60, seed=seed)

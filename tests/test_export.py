@@ -1,4 +1,4 @@
-"""arviz export of the closed-form posterior (bayesnb.export, estimator.to_inference_data).
+"""arviz export of the closed-form posterior (bayesnb.ppl.export, estimator.to_inference_data).
 
 Oracles: arviz itself (summary, loo, waic, plots must run on the result), scipy's
 densities for the pointwise log-likelihood and the class probabilities of new rows, and
@@ -13,12 +13,12 @@ import matplotlib
 import numpy as np
 import pandas as pd
 import pytest
+from _ppl_cases import NAMES, fitted
 from numpy.testing import assert_allclose
 from scipy import stats as sps
 from scipy.special import logsumexp
 
-from _ppl_cases import NAMES, fitted
-from bayesnb import models
+from bayesnb.ppl import models
 
 matplotlib.use("Agg")
 

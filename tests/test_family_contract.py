@@ -1,6 +1,6 @@
 """The family contract: what every registered family must satisfy, checked by registration.
 
-Parametrised over :func:`bayesnb.families.names`, with data generated from each family's
+Parametrised over :func:`bayesnb.core.families.names`, with data generated from each family's
 ``support`` (never from its name), so that a family registered later is covered by
 these tests with no edit here. Each check has an oracle that shares no code with the
 family's closed forms:
@@ -33,7 +33,7 @@ import pytest
 from scipy import stats as st
 
 import bayesnb
-from bayesnb import families
+from bayesnb.core import families
 from bayesnb.estimators import estimator_for
 
 N_CLASSES = 2

@@ -1,6 +1,6 @@
 """Contract: every registered family's closed-form evidence is JAX-traceable.
 
-For each family in :func:`bayesnb.families.names` (a family registered later is covered
+For each family in :func:`bayesnb.core.families.names` (a family registered later is covered
 without editing this file): ``jax.jit(family.log_evidence)`` gives the eager value, and
 ``jax.grad`` in every field of ``family.hyperparameters`` equals a central finite
 difference of the eager evidence in float64, along a random direction (symmetric for a
@@ -14,8 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from bayesnb import families
-from bayesnb._x64 import enable_x64
+from bayesnb.core import families
+from bayesnb.core._x64 import enable_x64
 
 N_SAMPLES, N_FEATURES, N_CLASSES = 40, 3, 2
 

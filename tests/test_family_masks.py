@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 from numpy.testing import assert_allclose
 
-from bayesnb import families
+from bayesnb.core import families
 
 N, F, C = 60, 4, 3  # F != C: a leaf's feature axis is told apart by its length
 RNG = np.random.default_rng(5)

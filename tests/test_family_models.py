@@ -16,8 +16,9 @@ import numpy as np
 import pytest
 from scipy import stats as st
 
-from bayesnb import families, models
-from bayesnb._x64 import enable_x64
+from bayesnb.core import families
+from bayesnb.core._x64 import enable_x64
+from bayesnb.ppl import models
 
 numpyro = pytest.importorskip("numpyro")
 
@@ -145,7 +146,7 @@ def test_ppl_and_analysis_layers_do_not_import_the_estimators(module):
     assert not [m for m in imported if "estimators" in m.split(".")], imported
 
 
-# The layers' reading of a fitted estimator (bayesnb._fitted) against the estimator's own
+# The layers' reading of a fitted estimator (bayesnb.core._fitted) against the estimator's own
 # methods: the same draws from the same random_state (the key splitting the docs promise),
 # the same generated rows, the same posterior draws of the class probabilities.
 _CASES = ("multinomial", "categorical", "gaussian_shared", "mixed", "evidence_missing")
@@ -156,7 +157,7 @@ _CASES = ("multinomial", "categorical", "gaussian_shared", "mixed", "evidence_mi
 def test_draws_are_the_estimators_own(name, prior):
     from _ppl_cases import fitted
 
-    from bayesnb import _fitted
+    from bayesnb.core import _fitted
 
     est = fitted(name).estimator
     log_class, params = _fitted.draws(est, 6, 11, prior=prior)
@@ -170,8 +171,8 @@ def test_draws_are_the_estimators_own(name, prior):
 def test_generated_rows_and_probability_draws_are_the_estimators_own(name):
     from _ppl_cases import fitted
 
-    from bayesnb import _fitted
-    from bayesnb import uncertainty as U
+    from bayesnb.analysis import uncertainty as U
+    from bayesnb.core import _fitted
 
     case = fitted(name)
     est = case.estimator

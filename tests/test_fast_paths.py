@@ -11,9 +11,10 @@ import scipy.sparse as sp
 from sklearn.preprocessing import binarize
 
 import bayesnb
-from bayesnb import _linear, stats
-from bayesnb.families import multinomial
-from bayesnb.priors import Dirichlet
+from bayesnb.core import kernels as _linear
+from bayesnb.core import stats
+from bayesnb.core.families import multinomial
+from bayesnb.core.priors import Dirichlet
 
 
 def _counts(rng, n=40, n_features=25, high=40):

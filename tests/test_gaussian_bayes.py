@@ -1,6 +1,6 @@
 """GaussianBayesClassifier (full / shared covariance, Normal-Inverse-Wishart prior).
 
-Oracles, none of which shares code with :mod:`bayesnb.families.gaussian_mv`:
+Oracles, none of which shares code with :mod:`bayesnb.core.families.gaussian_mv`:
 
 * numpyro's ``MultivariateStudentT`` (predictive), ``InverseWishart`` and
   ``MultivariateNormal`` (joint NIW density for the MAP), all in float64;
@@ -30,12 +30,12 @@ from sklearn.discriminant_analysis import LinearDiscriminantAnalysis
 from sklearn.model_selection import train_test_split
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bayesnb._x64 import enable_x64
+from bayesnb.core._x64 import enable_x64
+from bayesnb.core.families import gaussian_mv
+from bayesnb.core.priors import NormalInverseGamma, NormalInverseWishart
+from bayesnb.core.stats import GaussianStats, ScatterStats, merge, scatter_stats
 from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.estimators.gaussian_bayes import GaussianBayesClassifier
-from bayesnb.families import gaussian_mv
-from bayesnb.priors import NormalInverseGamma, NormalInverseWishart
-from bayesnb.stats import GaussianStats, ScatterStats, merge, scatter_stats
 
 COVARIANCES = ("full", "shared")  # the NIW models of this module
 ALL_COVARIANCES = COVARIANCES + ("diag",)  # "diag" is delegated to the NIG family

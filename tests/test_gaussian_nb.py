@@ -30,12 +30,12 @@ from sklearn.model_selection import train_test_split
 from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bayesnb import stats as bstats
+from bayesnb.core import stats as bstats
+from bayesnb.core.families import gaussian
+from bayesnb.core.priors import NormalInverseGamma
+from bayesnb.core.stats import GaussianStats, gaussian_stats
 from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.exceptions import ZeroLikelihoodWarning
-from bayesnb.families import gaussian
-from bayesnb.priors import NormalInverseGamma
-from bayesnb.stats import GaussianStats, gaussian_stats
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 
@@ -74,7 +74,7 @@ def _prior(C, F, seed=1):
 
 
 def _by_hand_posterior(X, y, prior, C, w=None):
-    """The NIG update written out from raw data with numpy (independent of bayesnb.stats)."""
+    """The NIG update written out from raw data with numpy (independent of bayesnb.core.stats)."""
     w = np.ones(len(y)) if w is None else w
     out = {k: np.zeros((C, X.shape[1])) for k in ("m", "k", "a", "b")}
     for c in range(C):

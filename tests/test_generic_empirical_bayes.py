@@ -1,4 +1,4 @@
-"""Generic empirical Bayes (bayesnb.empirical_bayes.maximize_evidence) and the priors it learns.
+"""Generic empirical Bayes (bayesnb.core.empirical_bayes.maximize_evidence) and the priors it learns.
 
 Oracles: the closed-form evidences written out here from the raw rows in NumPy/SciPy
 (``scipy.special.multigammaln``, ``numpy.linalg.slogdet``, ``scipy.special.gammaln``),
@@ -16,10 +16,11 @@ from scipy.optimize import minimize
 from scipy.special import gammaln, multigammaln
 from sklearn.datasets import load_digits, load_iris, load_wine
 
-from bayesnb import GaussianBayesClassifier, GaussianNB, PoissonNB, families
-from bayesnb.empirical_bayes import EvidenceTrace, maximize_evidence
-from bayesnb.families import gaussian_mv, poisson
-from bayesnb.priors import Gamma
+from bayesnb import GaussianBayesClassifier, GaussianNB, PoissonNB
+from bayesnb.core import families
+from bayesnb.core.empirical_bayes import EvidenceTrace, maximize_evidence
+from bayesnb.core.families import gaussian_mv, poisson
+from bayesnb.core.priors import Gamma
 
 # ----------------------------------------------------------------------------- oracles
 
@@ -163,8 +164,8 @@ def nig_log_evidence(X, y, m0, kappa, a0, b0):
 def test_gaussian_prior_can_also_learn_the_shape_and_a_shift_of_the_mean():
     """GaussianNB's solver with fields=("loc", "kappa", "concentration", "rate"): m0 shifted,
     kappa0, a0 and the multiplier of b0, each one scalar for every cell ("shared")."""
-    from bayesnb.empirical_bayes import gaussian_prior
-    from bayesnb.families import gaussian
+    from bayesnb.core.empirical_bayes import gaussian_prior
+    from bayesnb.core.families import gaussian
 
     X, y = load_iris(return_X_y=True)
     stats = GaussianNB().fit(X, y).stats_

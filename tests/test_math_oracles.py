@@ -27,9 +27,9 @@ import scipy.sparse as sp
 from scipy.special import gammaln, logsumexp
 
 from bayesnb import BernoulliNB, CategoricalNB, MultinomialNB, ZeroLikelihoodWarning
-from bayesnb._special import log_rising_factorial
-from bayesnb.families import multinomial
-from bayesnb.priors import Dirichlet
+from bayesnb.core._special import log_rising_factorial
+from bayesnb.core.families import multinomial
+from bayesnb.core.priors import Dirichlet
 
 # --------------------------------------------------------------------------- helpers
 

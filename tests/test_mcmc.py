@@ -1,6 +1,6 @@
-"""The NUTS cross-check (bayesnb.mcmc): closed form and MCMC agree, and the check can fail.
+"""The NUTS cross-check (bayesnb.ppl.mcmc): closed form and MCMC agree, and the check can fail.
 
-Oracle: numpyro's NUTS on the numpyro model (bayesnb.models), which shares no code with
+Oracle: numpyro's NUTS on the numpyro model (bayesnb.ppl.models), which shares no code with
 the closed-form families: its densities are numpyro's distributions, its data the rows
 themselves. Each case is a few dozen rows; each NUTS run keeps 2 x 1000 draws.
 """
@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _ppl_cases import all_families_blocks, fitted
+
 from bayesnb import BernoulliNB, MixedNB, MultinomialNB
-from bayesnb.mcmc import CrossCheck, _interactive, crosscheck
-from bayesnb.priors import Beta, Dirichlet
+from bayesnb.core.priors import Beta, Dirichlet
+from bayesnb.ppl.mcmc import CrossCheck, _interactive, crosscheck
 
 NUTS = {"num_warmup": 500, "num_samples": 1000, "num_chains": 2, "random_state": 0}
 
@@ -84,7 +84,7 @@ def test_learned_hyperparameters_and_missing_entries_agree():
 
     NUTS runs on the model with the learned hyperparameters and the unobserved entries
     masked out of the likelihood; the closed form is the estimator's, whose per-cell
-    statistics come from bayesnb.missing. Rows with NaN are among the predictive rows.
+    statistics come from bayesnb.core.missing. Rows with NaN are among the predictive rows.
     """
     case = fitted("evidence_missing")
     report = _check(case)
@@ -168,7 +168,7 @@ def test_progress_bar_is_off_under_pytest_and_ci(monkeypatch):
 def test_pareto_k_separates_heavy_from_light_tails():
     """The rule compares a predictive probability only when the per-draw joint probabilities
     have a light upper tail: k of exact Pareto draws (tail index 1/k) is recovered."""
-    from bayesnb.mcmc import PARETO_K_MAX, _pareto_k
+    from bayesnb.ppl.mcmc import PARETO_K_MAX, _pareto_k
 
     rng = np.random.default_rng(0)
     n = 4000

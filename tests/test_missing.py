@@ -36,8 +36,8 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb.stats import MaskedGaussianStats, is_masked
-from bayesnb.priors import NormalInverseGamma, NormalInverseWishart
+from bayesnb.core.priors import NormalInverseGamma, NormalInverseWishart
+from bayesnb.core.stats import MaskedGaussianStats, is_masked
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 RNG = np.random.default_rng(11)

@@ -23,12 +23,12 @@ from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 from sklearn.preprocessing import OrdinalEncoder
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from bayesnb.exceptions import ZeroLikelihoodWarning
+from bayesnb.core.priors import NormalInverseGamma
 from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB
 from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.estimators.mixed import MixedNB
 from bayesnb.estimators.poisson import PoissonNB
-from bayesnb.priors import NormalInverseGamma
+from bayesnb.exceptions import ZeroLikelihoodWarning
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 CAT_ORDER = ["lo", "mid", "hi"]

@@ -1,4 +1,4 @@
-"""The numpyro generative models (bayesnb.models).
+"""The numpyro generative models (bayesnb.ppl.models).
 
 Oracles: the per-row model and the sufficient-statistics model must be the same model
 (equal differences of log density between two parameter points); the model's density
@@ -15,19 +15,19 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from _ppl_cases import NAMES, fitted, make
 from numpy.testing import assert_allclose
 from numpyro import handlers
-from numpyro.infer import Predictive
 from numpyro.distributions.transforms import biject_to
+from numpyro.infer import Predictive
 from numpyro.infer.util import constrain_fn, log_density, potential_energy
 from scipy import stats as sps
 from scipy.special import digamma
 
-from _ppl_cases import NAMES, fitted, make
-from bayesnb import GaussianBayesClassifier, models
-from bayesnb._x64 import enable_x64
-from bayesnb.priors import Dirichlet, NormalInverseWishart
-
+from bayesnb import GaussianBayesClassifier
+from bayesnb.core._x64 import enable_x64
+from bayesnb.core.priors import Dirichlet, NormalInverseWishart
+from bayesnb.ppl import models
 
 # Evaluating numpyro models op by op (or drawing from their priors with jax.random's
 # rejection samplers) compiles dozens of XLA programs; the helpers below compile one
@@ -180,7 +180,7 @@ def test_nuts_on_the_niw_prior_is_the_closed_form_niw():
     import arviz as az
     from numpyro.infer import MCMC, NUTS
 
-    from bayesnb.stats import ScatterStats
+    from bayesnb.core.stats import ScatterStats
 
     F = 2
     scale = np.array([[2.0, 0.6], [0.6, 1.0]])

@@ -33,8 +33,8 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb.persistence import FORMAT_VERSION, _checksum
-from bayesnb.priors import Gamma, NormalInverseGamma, NormalInverseWishart
+from bayesnb.core.priors import Gamma, NormalInverseGamma, NormalInverseWishart
+from bayesnb.io.persistence import FORMAT_VERSION, _checksum
 
 ESTIMATES = ("predictive", "mean", "map", "mle")
 RNG = np.random.default_rng(7)

@@ -13,9 +13,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from _ppl_cases import fitted
-from bayesnb import models
+
+from bayesnb.ppl import models
 
 TOOLS = Path(__file__).resolve().parents[1] / "tools" / "docs"
 FAMILIES = ("multinomial", "bernoulli", "categorical", "poisson", "gaussian", "gaussian_full", "gaussian_shared",

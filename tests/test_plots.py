@@ -1,8 +1,8 @@
-"""bayesnb.plots: headless matplotlib figures whose drawn data are the library's numbers.
+"""bayesnb.analysis.plots: headless matplotlib figures whose drawn data are the library's numbers.
 
 Each plot is checked against the quantity it claims to show: the reliability points are
-the confidence bins of bayesnb.comparison.reliability_bins, the top-feature bars are the
-posterior intervals of bayesnb.uncertainty.top_features, the histogram counts every row,
+the confidence bins of bayesnb.analysis.comparison.reliability_bins, the top-feature bars are the
+posterior intervals of bayesnb.analysis.uncertainty.top_features, the histogram counts every row,
 and the drawn decision boundary of a Gaussian classifier lies on its analytic line (shared
 covariance) or conic (full covariance), seed 002's LDA/QDA.
 """
@@ -18,9 +18,10 @@ from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from numpy.testing import assert_allclose
 
-from bayesnb import BernoulliNB, GaussianBayesClassifier, MultinomialNB, compare, plots
-from bayesnb.comparison import reliability_bins
-from bayesnb.uncertainty import decompose_uncertainty, top_features
+from bayesnb import BernoulliNB, GaussianBayesClassifier, MultinomialNB, compare
+from bayesnb.analysis import plots
+from bayesnb.analysis.comparison import reliability_bins
+from bayesnb.analysis.uncertainty import decompose_uncertainty, top_features
 
 
 def _counts(n=90, seed=0):

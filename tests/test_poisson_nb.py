@@ -17,18 +17,17 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _sklearn_expected import ALWAYS_FRACTIONAL, FAIL_ON_FRACTIONAL_X, FRACTIONAL
 from numpy.testing import assert_allclose, assert_array_equal
 from scipy import integrate, stats
 from scipy.special import gammaln
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayesnb import ZeroLikelihoodWarning
+from bayesnb.core.families import poisson
+from bayesnb.core.priors import Gamma
+from bayesnb.core.stats import CountStats, PoissonStats, count_stats, merge, poisson_stats
 from bayesnb.estimators.poisson import PoissonNB
-from bayesnb.families import poisson
-from bayesnb.priors import Gamma
-from bayesnb.stats import CountStats, PoissonStats, count_stats, merge, poisson_stats
-
-from _sklearn_expected import ALWAYS_FRACTIONAL, FAIL_ON_FRACTIONAL_X, FRACTIONAL
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 
@@ -326,7 +325,7 @@ def test_fit_equals_chained_partial_fit_equals_stats_merge():
 
 
 def _class_part(clf):
-    from bayesnb import class_prior as cp
+    from bayesnb.core import class_prior as cp
 
     return cp.log_evidence(clf.class_dirichlet_, clf.stats_.class_count)
 
@@ -585,5 +584,5 @@ def test_prior_instance_equals_alpha_beta_and_is_validated():
     assert by_instance.log_evidence() == pytest.approx(by_params.log_evidence(), abs=1e-12)
     with pytest.raises(ValueError, match=r"prior.rate \(Gamma rate\) must be > 0"):
         PoissonNB(prior=Gamma(1.0, -1.0)).fit(X, y)
-    with pytest.raises(TypeError, match=r"prior must be a bayesnb.priors.Gamma"):
+    with pytest.raises(TypeError, match=r"prior must be a bayesnb.core.priors.Gamma"):
         PoissonNB(prior=(1.0, 1.0)).fit(X, y)

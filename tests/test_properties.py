@@ -41,8 +41,8 @@ from bayesnb import (
     PoissonNB,
     ZeroLikelihoodWarning,
 )
-from bayesnb.priors import NormalInverseGamma, NormalInverseWishart
-from bayesnb.stats import merge
+from bayesnb.core.priors import NormalInverseGamma, NormalInverseWishart
+from bayesnb.core.stats import merge
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
 FAMILIES = ("multinomial", "bernoulli", "categorical", "gaussian", "gbc-full", "gbc-shared", "gbc-diag", "poisson",

@@ -13,10 +13,10 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
+from _ppl_cases import NAMES, fitted
 from numpy.testing import assert_allclose
 from sklearn.exceptions import NotFittedError
 
-from _ppl_cases import NAMES, fitted
 from bayesnb import (
     BernoulliNB,
     CategoricalNB,
@@ -26,9 +26,9 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb.families import categorical, gaussian_mv, multinomial
-from bayesnb.families.gaussian_mv import GaussianParams
-from bayesnb.families.multinomial import MultinomialParams
+from bayesnb.core.families import categorical, gaussian_mv, multinomial
+from bayesnb.core.families.gaussian_mv import GaussianParams
+from bayesnb.core.families.multinomial import MultinomialParams
 
 N = 100_000
 

@@ -1,4 +1,4 @@
-"""Simulation-based calibration (bayesnb.sbc) of every family's closed-form posterior.
+"""Simulation-based calibration (bayesnb.ppl.sbc) of every family's closed-form posterior.
 
 The oracle is the joint distribution itself (Talts et al. 2018): under the prior
 predictive, the rank of the true parameter among exact posterior draws is uniform. Every
@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
 from _ppl_cases import NAMES, fitted
-from bayesnb import GaussianNB
-from bayesnb.priors import NormalInverseGamma
-from bayesnb.sbc import SBCResult, rank_uniformity, simulation_based_calibration
 from test_mcmc import MissingPseudoCount, OffByOneCount
+
+from bayesnb import GaussianNB
+from bayesnb.core.priors import NormalInverseGamma
+from bayesnb.ppl.sbc import SBCResult, rank_uniformity, simulation_based_calibration
 
 BUDGET = {"n_simulations": 200, "n_draws": 49, "n_bins": 10, "random_state": 0}
 

@@ -13,6 +13,7 @@ says why; ``xfail_strict`` makes a check that starts passing fail until it is un
 from __future__ import annotations
 
 import pytest
+from _sklearn_expected import ALWAYS_FRACTIONAL, FAIL_ON_FRACTIONAL_X, FRACTIONAL
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from bayesnb import (
@@ -24,8 +25,6 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-
-from _sklearn_expected import ALWAYS_FRACTIONAL, FAIL_ON_FRACTIONAL_X, FRACTIONAL
 
 ESTIMATORS = [
     GaussianNB(missing="ignore"),

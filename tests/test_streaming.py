@@ -12,8 +12,8 @@ import scipy.sparse as sp
 from sklearn.feature_extraction.text import HashingVectorizer
 
 import bayesnb
-from bayesnb import streaming
-from bayesnb.streaming import csv_chunks, fit_stream, text_chunks
+from bayesnb.scale import streaming
+from bayesnb.scale.streaming import csv_chunks, fit_stream, text_chunks
 
 pd = pytest.importorskip("pandas")
 

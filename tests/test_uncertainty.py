@@ -1,4 +1,4 @@
-"""bayesnb.uncertainty: vectorised, memory-bounded posterior draws; intervals; entropies.
+"""bayesnb.analysis.uncertainty: vectorised, memory-bounded posterior draws; intervals; entropies.
 
 Oracles:
 
@@ -32,8 +32,8 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb import uncertainty as U
-from bayesnb.priors import NormalInverseGamma
+from bayesnb.analysis import uncertainty as U
+from bayesnb.core.priors import NormalInverseGamma
 
 N_DRAWS = 40  # one compiled sampler shape per model in this file
 
