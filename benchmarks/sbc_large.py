@@ -1,6 +1,6 @@
 """Simulation-based calibration of every family at a budget larger than the test suite's.
 
-The test suite (tests/test_sbc.py) runs 200 simulations x 49 posterior draws per family,
+The test suite (tests/ppl/test_sbc.py) runs 200 simulations x 49 posterior draws per family,
 enough to catch an off-by-one count or a missing pseudo-count. This script runs
 ``--simulations`` (default 1,000) x ``--draws`` (default 199) for every estimator, at two
 data sizes (small data, where the prior matters most, and larger data), and prints the

@@ -1,6 +1,6 @@
 """The bad-input matrix for every estimator (and the ``bayesnb demo --data`` command).
 
-``tests/test_bad_input.py`` holds the matrix of the three discrete estimators. This file
+``tests/estimators/test_bad_input.py`` holds the matrix of the three discrete estimators. This file
 extends it, without repeating its entries, to GaussianNB, GaussianBayesClassifier (each
 covariance), PoissonNB and MixedNB, adds the entries that file lacks for every
 estimator (missing or mixed-type labels, malformed ``classes``, non-numeric weights),
@@ -61,7 +61,7 @@ NEW = tuple(SPECS)
 GAUSS = ("GaussianNB", "GBC-full", "GBC-shared", "GBC-diag")
 GBC = ("GBC-full", "GBC-shared", "GBC-diag")
 COUNTING = ("PoissonNB", "MixedNB")
-# The discrete estimators of tests/test_bad_input.py, for the entries it does not have.
+# The discrete estimators of tests/estimators/test_bad_input.py, for the entries it does not have.
 DISCRETE = {
     "MultinomialNB": (MultinomialNB, COUNTS, 0),
     "BernoulliNB": (BernoulliNB, (COUNTS > 1).astype(int), None),

@@ -548,7 +548,7 @@ def test_nuts_on_a_mixed_block_agrees_and_catches_a_wrong_posterior():
 
     def fitted():
         # A one-block MixedNB: its model is mixed_model (a one-family estimator's model is
-        # looked up by family name at bayesnb/models.py:991, not through the spec).
+        # looked up by family name at bayesnb/ppl/models.py:991, not through the spec).
         return MixedNB([("e", ExponentialNB(alpha=2.0, beta=1.0), slice(None))]).fit(X, y, sample_weight=w)
 
     clf = fitted()

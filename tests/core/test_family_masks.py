@@ -137,7 +137,7 @@ def test_masked_likelihood_is_that_of_the_observed_entries(name):
     assert_allclose(ll[1], fam.log_likelihood(params, X[1:2], prior)[0], rtol=1e-12)
     assert_allclose(lp[1], fam.log_predictive(post, X[1:2])[0], rtol=1e-12)
     if _masked_stats(fam, X, mask)[1] is not None:
-        return  # not feature-wise: its marginals are checked in tests/test_missing.py
+        return  # not feature-wise: its marginals are checked in tests/core/test_missing.py
     for i in range(1, N):
         cols = np.flatnonzero(~mask[i])
         row = X[i : i + 1][:, cols]

@@ -19,7 +19,7 @@ family's closed forms:
 * the family's estimator (``bayesnb.estimators.estimator_for``) survives a save/load round
   trip bit for bit.
 
-The gradient of the evidence (``tests/test_family_evidence_grad.py``), masks of missing
+The gradient of the evidence (``tests/core/test_family_evidence_grad.py``), masks of missing
 entries and the numpyro model have contract tests of their own.
 """
 

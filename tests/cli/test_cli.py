@@ -3,7 +3,7 @@
 The demo's terminal table gained Brier, ECE and macro-F1 columns (between log loss and the
 zero-likelihood count) and the demo now writes a report directory: the parsing below reads
 the new columns by name, and every demo run writes into a temporary directory. The
-fit/predict/compare subcommands are tested in tests/test_cli_userdata.py.
+fit/predict/compare subcommands are tested in tests/cli/test_cli_userdata.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from bayesnb import BernoulliNB, MultinomialNB, ZeroLikelihoodWarning, __version
 from bayesnb.cli.command import main
 from bayesnb.estimators import BaseNB
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SHARED_DATA = ROOT.parent / "shared" / "data"
 SMS = SHARED_DATA / "sms_spam_collection" / "SMSSpamCollection"
 

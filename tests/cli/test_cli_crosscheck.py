@@ -1,7 +1,7 @@
 """``bayesnb crosscheck``: the NUTS cross-check from the command line.
 
 The check itself (closed form against NUTS for every family, and that it fails for a
-wrong posterior) is tested in tests/test_mcmc.py; here: the command runs it on the
+wrong posterior) is tested in tests/ppl/test_mcmc.py; here: the command runs it on the
 bundled digits and on a user's CSV, prints the report, and its exit status says whether
 the two agree. Each NUTS run is small (a compile of about 10 s dominates it).
 """

@@ -17,7 +17,7 @@ from _ppl_cases import fitted
 
 from bayesnb.ppl import models
 
-TOOLS = Path(__file__).resolve().parents[1] / "tools" / "docs"
+TOOLS = Path(__file__).resolve().parents[2] / "tools" / "docs"
 FAMILIES = ("multinomial", "bernoulli", "categorical", "poisson", "gaussian", "gaussian_full", "gaussian_shared",
             "mixed")
 
