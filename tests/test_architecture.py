@@ -2,8 +2,8 @@
 
 * The import graph of ``bayesnb`` (every ``import`` statement, at module level or inside
   a function, except under ``if TYPE_CHECKING:``) is acyclic.
-* The folders are layers (``core`` < ``io`` < ``analysis`` < ``ppl`` < ``estimators`` <
-  ``scale``, ``cli``): a module imports only from its own layer or those below it, so
+* The folders are layers (``core`` < ``io`` < ``analysis`` < ``ppl`` < ``scale`` <
+  ``estimators`` < ``cli``): a module imports only from its own layer or those below it, so
   nothing below the estimators can reach an estimator.
 * No module uses a name of the flat layout (``bayesnb.uncertainty``, ...): those stay
   importable for users as aliases of the layered modules (the same module objects).
@@ -139,7 +139,7 @@ def test_the_cycle_finder_sees_lazy_imports_and_ignores_type_checking(tmp_path):
 
 #: The layers, lowest first. Top-level leaf modules (exceptions, _version, _legacy)
 #: import nothing of bayesnb and may be imported from anywhere.
-LAYERS = ("core", "io", "analysis", "ppl", "estimators", "scale", "cli")
+LAYERS = ("core", "io", "analysis", "ppl", "scale", "estimators", "cli")
 TOP = PACKAGE.name
 
 
@@ -250,6 +250,47 @@ def test_the_flat_layout_names_are_the_layered_modules_themselves():
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
     assert _legacy.new_name("bayesnb.estimators") is None
     assert _legacy.new_name("bayesnb.families.protocol") == "bayesnb.core.families.protocol"
+
+
+# ----------------------------------------------------------------------------- private hooks
+
+
+def estimator_private_names(root):
+    """Private method names defined by classes in ``root/estimators`` and nowhere else."""
+    inside, outside = set(), set()
+    for path in root.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ClassDef):
+                for f in node.body:
+                    if isinstance(f, ast.FunctionDef) and f.name.startswith("_") and not f.name.startswith("__"):
+                        (inside if "estimators" in path.relative_to(root).parts else outside).add(f.name)
+    return inside - outside
+
+
+def private_hook_uses(path, names):
+    """``[(line, source)]`` where ``path`` reaches one of ``names`` on an object other than self."""
+    found = []
+    for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in names:
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_module_outside_the_estimators_calls_their_private_hooks():
+    names = estimator_private_names(PACKAGE)
+    assert {"_compute_stats", "_check_X_y", "_refresh", "_feature_posterior"} <= names
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if "estimators" not in p.relative_to(PACKAGE).parts]
+    uses = {str(p.relative_to(PACKAGE.parent)): hits for p in outside if (hits := private_hook_uses(p, names))}
+    assert uses == {}
+
+
+def test_the_private_hook_finder_catches_a_planted_call(tmp_path):
+    path = tmp_path / "planted.py"
+    path.write_text("def f(est, X):\n    return est._compute_stats(X, None, None)\n")
+    assert private_hook_uses(path, {"_compute_stats"}) == [(2, "est._compute_stats")]
+    path.write_text("class A:\n    def g(self):\n        return self._compute_stats\n")
+    assert private_hook_uses(path, {"_compute_stats"}) == []
 
 
 # ----------------------------------------------------------------------------- family switches

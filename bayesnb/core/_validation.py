@@ -248,3 +248,19 @@ def binarize_csr(X, threshold, *, overwrite=False):
 def is_sparse_threshold(threshold):
     """Whether ``threshold`` is a finite real >= 0, the thresholds ``binarize_csr`` takes."""
     return isinstance(threshold, numbers.Real) and bool(np.isfinite(threshold)) and threshold >= 0
+
+
+def n_rows(X):
+    """Number of rows of an array, sparse matrix, DataFrame or list of rows."""
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
+def check_classes(classes):
+    """``classes`` as a sorted array of distinct labels (or None)."""
+    if classes is None:
+        return None
+    out = np.unique(np.asarray(classes))
+    if out.size == 0:
+        raise ValueError("classes is empty")
+    return out

@@ -936,3 +936,27 @@ __all__ += [
     "missing_columns",
     "observed_rows",
 ]
+
+
+# ----------------------------------------------------------------------------- class labels only
+
+
+class LabelStats(NamedTuple):
+    """Weighted class counts, the only statistics :class:`~bayesnb.MixedNB` keeps itself.
+
+    The feature statistics live in the blocks' estimators, each of which merges its own.
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+        :math:`N_c = \\sum_{i: y_i = c} w_i`.
+    """
+
+    class_count: np.ndarray
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows."""
+        return LabelStats(np.asarray(self.class_count) + np.asarray(other.class_count))
+
+
+__all__ += ["LabelStats"]

@@ -36,6 +36,7 @@ from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families._mask import MaskRefused, accepts_mask
 from bayesnb.core.priors import dirichlet_from_alpha
 from bayesnb.core.stats import as_masked, is_masked, merge
+from bayesnb.estimators import _shards
 from bayesnb.exceptions import ZeroLikelihoodWarning
 
 __all__ = ["BaseNB"]
@@ -457,6 +458,61 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         stats = probe._stats(Xv, y_index, w)
         return stats, Xv, y_index, np.ones(Xv.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
 
+    def validated_stats(self, Xv, y_index, sample_weight=None):
+        """Sufficient statistics of rows already in the validated form, as ``fit`` accumulates them.
+
+        The entry for layers that generate rows themselves (simulation-based calibration
+        simulates rows from the family, the numpyro models score given rows): rows in the
+        form :meth:`validate_input` returns (category codes, NaN masks) and class indices,
+        no labels. The estimator is left unchanged.
+
+        Parameters
+        ----------
+        Xv : validated rows of shape (n_samples, n_features)
+            As returned by :meth:`validate_input` or the family's ``simulate``.
+        y_index : int array-like of shape (n_samples,)
+            Position of each row's class in ``classes_``.
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        statistics pytree of the type of ``stats_``
+        """
+        check_is_fitted(self, "stats_")
+        import copy
+
+        y_index = np.asarray(y_index)
+        if y_index.ndim != 1 or y_index.shape[0] != Xv.shape[0]:
+            raise ValueError(f"y_index must be 1-d with one class index per row ({Xv.shape[0]}), got shape {y_index.shape}")
+        if y_index.size and (y_index.min() < 0 or y_index.max() >= np.asarray(self.classes_).size):
+            raise ValueError(f"y_index must index classes_ (0 to {np.asarray(self.classes_).size - 1})")
+        w = check_sample_weight(sample_weight, Xv.shape[0])
+        return copy.copy(self)._stats(Xv, y_index, w)  # a copy: statistics hooks may set tables
+
+    def posterior_from_stats(self, stats):
+        """The posterior of the feature parameters given other statistics, under this prior.
+
+        Conjugacy makes the posterior a function of the prior and the sufficient
+        statistics; this is that function as the estimator computes it at ``fit``
+        (``posterior_`` is ``posterior_from_stats(stats_)``). Simulation-based calibration
+        calls it on statistics of simulated rows (see :meth:`validated_stats`). The
+        estimator is left unchanged.
+
+        Parameters
+        ----------
+        stats : statistics pytree of the type of ``stats_``
+
+        Returns
+        -------
+        posterior pytree of the type of ``posterior_``
+        """
+        check_is_fitted(self, "stats_")
+        import copy
+
+        work = copy.copy(self)
+        work.stats_ = stats
+        return work._feature_posterior()
+
     def update_prior(self, **params):
         """Set hyperparameters and recompute prior and posterior from the statistics held.
 
@@ -491,6 +547,60 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             self.__dict__.update(before)
             raise
         return self
+
+    # ----------------------------------------------------------- fitting on parts
+    def shard(self, X, y, sample_weight=None, classes=None):
+        """Statistics of one part of the data, to be merged with the other parts' shards.
+
+        Fitting on data that is not one array in memory (Dask partitions, chunks of a
+        stream) is one map and one reduce: ``shard`` on each part, :meth:`Shard.merge
+        <bayesnb.estimators._shards.Shard.merge>` of the shards (in any order and
+        grouping), then :meth:`fit_shard` once. The result equals ``fit`` on all the rows
+        (up to floating-point summation order). Only this estimator's parameters are
+        used; it is left unchanged.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+        classes : sorted ndarray of labels, optional
+            Index the statistics over these labels (every label in ``y`` must be one);
+            default: the part's own distinct labels (shards over different label sets
+            are re-indexed onto their union when merged).
+
+        Returns
+        -------
+        Shard, or None for a part without rows
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bayesnb import MultinomialNB
+        >>> X = np.array([[2, 0], [0, 3], [1, 1], [0, 2]]); y = np.array([0, 1, 0, 1])
+        >>> clf = MultinomialNB()
+        >>> shard = clf.shard(X[:2], y[:2]).merge(clf.shard(X[2:], y[2:]))
+        >>> bool(np.allclose(clf.fit_shard(shard).predict_proba(X), MultinomialNB().fit(X, y).predict_proba(X)))
+        True
+        """
+        return _shards.compute(self, X, y, sample_weight, classes)
+
+    def fit_shard(self, shard):
+        """Fit from the merged shard of all the parts (see :meth:`shard`): statistics, then the posterior once.
+
+        Earlier fitted state is discarded, as ``fit`` does; on failure the estimator is
+        left unfitted.
+
+        Parameters
+        ----------
+        shard : Shard
+            The merge of the shards of every part (not None).
+
+        Returns
+        -------
+        self
+        """
+        return _shards.finish(self, shard)
 
     # ----------------------------------------------------------- persistence
     def save(self, path):

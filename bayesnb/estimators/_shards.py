@@ -2,10 +2,13 @@ r"""Sufficient statistics of one part of the data, combined across parts.
 
 A fit is one map and one reduce: each part of the data (a Dask partition, a chunk of a
 stream) is validated and summarised by the estimator's own hooks (``_check_X``,
-``_compute_stats``) into a :class:`Shard`; shards are combined with :func:`merge`
-(the statistics' own ``merge``, see :mod:`bayesnb.core.stats`); :func:`finish` sets the
-combined statistics on the estimator and builds the posterior once. This module is
-the mechanism shared by :mod:`bayesnb.scale.distributed` and :mod:`bayesnb.scale.streaming`.
+``_compute_stats``) into a :class:`Shard` (the public entry is
+:meth:`BaseNB.shard <bayesnb.estimators._base.BaseNB.shard>`); shards are combined with
+:meth:`Shard.merge` (the statistics' own ``merge``, see :mod:`bayesnb.core.stats`);
+:meth:`BaseNB.fit_shard <bayesnb.estimators._base.BaseNB.fit_shard>` sets the combined
+statistics on the estimator and builds the posterior once. The mechanism lives with the
+estimators because it reads and sets their fitted state; :mod:`bayesnb.scale.distributed`
+and :mod:`bayesnb.scale.streaming` only move data and call those public methods.
 
 What has to agree across parts is reconciled in the reduce, so no extra pass over the
 data is needed:
@@ -31,7 +34,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.utils.multiclass import check_classification_targets
 
-from bayesnb.core._validation import check_sample_weight
+from bayesnb.core._validation import check_sample_weight, n_rows
+from bayesnb.core.stats import LabelStats
 from bayesnb.core.stats import merge as merge_stats
 
 __all__ = ["Shard", "compute", "merge", "finish"]
@@ -68,11 +72,18 @@ class Shard(NamedTuple):
     categories: dict | None = None
     min_categories: dict | None = None
 
+    def merge(self, other):
+        """The shard of the rows of both (``other`` may be None: a part without rows)."""
+        return merge(self, other)
+
+    def reindex(self, classes):
+        """The same statistics over the sorted labels ``classes`` (a superset of its own)."""
+        return _reindex(self, classes)
+
 
 def _is_mixed(est):
-    from bayesnb.estimators.mixed import MixedNB
-
-    return isinstance(est, MixedNB)
+    # A product of blocks of columns (MixedNB): it resolves its blocks at fit.
+    return hasattr(est, "_resolve_blocks")
 
 
 def _label_index(y, classes):
@@ -81,22 +92,6 @@ def _label_index(y, classes):
     if bad.any():
         raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
     return y_index
-
-
-def n_rows(X):
-    """Number of rows of an array, sparse matrix, DataFrame or list of rows."""
-    shape = getattr(X, "shape", None)
-    return int(shape[0]) if shape is not None and len(shape) else len(X)
-
-
-def check_classes(classes):
-    """``classes`` as a sorted array of distinct labels (or None)."""
-    if classes is None:
-        return None
-    out = np.unique(np.asarray(classes))
-    if out.size == 0:
-        raise ValueError("classes is empty")
-    return out
 
 
 def compute(template, X, y, sample_weight=None, classes=None):
@@ -135,14 +130,11 @@ def compute(template, X, y, sample_weight=None, classes=None):
 
 
 def _coded_block(mixed, est, idx):
-    from bayesnb.estimators.discrete import CategoricalNB
-
-    return isinstance(est, CategoricalNB) and any(int(j) in mixed.categories_ for j in idx)
+    # A block of category codes over columns the mixed model coded itself (strings).
+    return est._family.support == "codes" and any(int(j) in mixed.categories_ for j in idx)
 
 
 def _compute_mixed(mixed, X, y, y_index, w):
-    from bayesnb.estimators.mixed import LabelStats
-
     blocks = []
     for (name, est, idx), part in zip(mixed._templates, X.parts):
         template = clone(est)
@@ -281,14 +273,6 @@ def merge(a, b):
         return Shard(classes, stats, state)
     blocks, categories = _merge_mixed(a, b)
     return Shard(classes, stats, state, blocks, categories, a.min_categories)
-
-
-def merge_all(shards):
-    """Combine any number of shards (None entries are parts without rows)."""
-    out = None
-    for shard in shards:
-        out = merge(out, shard)
-    return out
 
 
 # ----------------------------------------------------------------------------- finish

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -22,32 +21,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_category_codes
+from bayesnb.core.stats import LabelStats
 from bayesnb.estimators._base import BaseNB
 from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.estimators.poisson import PoissonNB
-from bayesnb.io.persistence import register_pytree
 
 __all__ = ["MixedNB"]
-
-
-@register_pytree
-class LabelStats(NamedTuple):
-    """Weighted class counts, the only statistics :class:`MixedNB` keeps itself.
-
-    The feature statistics live in the blocks' estimators, each of which merges its own.
-
-    Attributes
-    ----------
-    class_count : ndarray of shape (n_classes,)
-        :math:`N_c = \\sum_{i: y_i = c} w_i`.
-    """
-
-    class_count: np.ndarray
-
-    def merge(self, other):
-        """Statistics of the union of two disjoint sets of rows."""
-        return LabelStats(np.asarray(self.class_count) + np.asarray(other.class_count))
 
 
 @contextlib.contextmanager

@@ -65,7 +65,6 @@ padding) of the latent ``padded_feature_probs``.
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import NamedTuple
 
 import jax.numpy as jnp
@@ -497,11 +496,9 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
             raise ValueError("form='stats' needs both X and y")
         stats = {}
         for (name, est, _, _), piece in zip(blocks, pieces):
-            # A shallow copy: the estimator's own statistics and attributes stay as they
-            # are. Its own statistics hook, so that rows with unobserved entries
-            # (missing="ignore") give the per-cell statistics the estimator fits with.
-            work = copy.copy(est)
-            stats[name] = work._stats(piece, y_index, weight)
+            # The estimator's own statistics of the validated rows, so that rows with
+            # unobserved entries (missing="ignore") give the per-cell statistics it fits with.
+            stats[name] = est.validated_stats(piece, y_index, weight)
         if mixed:
             return mixed_stats_model, {"stats": stats, "blocks": named, "class_prior": class_prior}
         return family_models(named[0][1])[1], {"stats": stats[""], "prior": named[0][2], "class_prior": class_prior}

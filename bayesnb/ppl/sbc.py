@@ -19,7 +19,6 @@ uniformity with :func:`rank_uniformity`.
 
 from __future__ import annotations
 
-import copy
 
 import jax
 import numpy as np
@@ -258,13 +257,10 @@ def simulation_based_calibration(
             true_params = jax.tree.map(lambda a: np.asarray(a)[0], params[name] if mixed else params)
             X_sim = np.asarray(family.simulate(key_x, true_params, y_index, est.stats_))
             # What SBC calibrates is the estimator's own computation of its posterior from
-            # data (its statistics and posterior hooks, which an estimator may override:
-            # there is no public entry for "the posterior of these rows under this prior").
-            # A shallow copy keeps the estimator's prior and hooks; only its data change.
-            work = copy.copy(est)
-            work.stats_ = work._compute_stats(X_sim, y_index, None)
-            work.posterior_ = work._feature_posterior()
-            posterior_params[name] = jax.tree.map(np.asarray, family.sample(key_draw, work.posterior_, n_draws))
+            # data: its statistics of the simulated rows (its own tables, e.g. category
+            # counts), then its conjugate update of the prior they were drawn from.
+            posterior = est.posterior_from_stats(est.validated_stats(X_sim, y_index))
+            posterior_params[name] = jax.tree.map(np.asarray, family.sample(key_draw, posterior, n_draws))
         if estimator.class_dirichlet_ is not None:
             counts = np.bincount(y_index, minlength=estimator.classes_.size).astype(np.float64)
             post = _class_prior.posterior(estimator.class_dirichlet_, counts)

@@ -24,7 +24,7 @@ Accepted data:
   weight_block)`` tuples (e.g. sparse matrices from a vectoriser), with ``y=None``.
 
 Labels need not be known in advance: each partition is summarised over its own labels
-and the reduce re-indexes onto their sorted union (see :mod:`bayesnb.scale._shards`); pass
+and the reduce re-indexes onto their sorted union (see :meth:`~bayesnb.estimators._base.BaseNB.shard`); pass
 ``classes`` to fix them (every label must then be one of them). The categories of
 :class:`~bayesnb.CategoricalNB` features and of non-numeric :class:`~bayesnb.MixedNB`
 columns are reconciled across partitions the same way.
@@ -52,7 +52,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayesnb.scale import _shards
+from bayesnb.core._validation import check_classes
 
 __all__ = [
     "fit",
@@ -177,7 +177,19 @@ def _values(v):
 
 
 def _part_shard(template, X, y, w, classes):
-    return _shards.compute(template, X, _values(y), _values(w), classes)
+    return template.shard(X, _values(y), _values(w), classes)
+
+
+def _merge(a, b):
+    """The merge of two shards, either of which may be None (a part without rows)."""
+    return b if a is None else a.merge(b)
+
+
+def _merge_all(shards):
+    out = None
+    for shard in shards:
+        out = _merge(out, shard)
+    return out
 
 
 def _bag_shard(template, elements, classes):
@@ -189,14 +201,14 @@ def _bag_shard(template, elements, classes):
                 f"got {type(element).__name__}"
             )
         X, y, w = (tuple(element) + (None,))[:3]
-        out = _shards.merge(out, _shards.compute(template, X, _values(y), _values(w), classes))
+        out = _merge(out, template.shard(X, _values(y), _values(w), classes))
     return out
 
 
 def _tree_reduce(nodes, split_every):
     from dask import delayed
 
-    merge_all = delayed(_shards.merge_all, pure=True)
+    merge_all = delayed(_merge_all, pure=True)
     while len(nodes) > 1:
         nodes = [merge_all(nodes[i : i + split_every]) for i in range(0, len(nodes), split_every)]
     return nodes[0]
@@ -256,7 +268,7 @@ def fit(estimator, X, y=None, sample_weight=None, *, classes=None, split_every=8
         raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
     from sklearn.base import clone
 
-    classes = _shards.check_classes(classes)
+    classes = check_classes(classes)
     template = clone(estimator)
     shard_of = dask.delayed(_part_shard, pure=True)
     kind = _kind(X)
@@ -284,7 +296,9 @@ def fit(estimator, X, y=None, sample_weight=None, *, classes=None, split_every=8
     if not nodes:
         raise ValueError("the data has no partitions: nothing to fit")
     (shard,) = dask.compute(_tree_reduce(nodes, int(split_every)))
-    return _shards.finish(estimator, shard)
+    if shard is None:
+        raise ValueError("the data has no rows: nothing to fit")
+    return estimator.fit_shard(shard)
 
 
 # ----------------------------------------------------------------------------- predict

@@ -2,8 +2,8 @@ r"""Out-of-core fits: statistics accumulated over a stream of chunks.
 
 :func:`fit_stream` fits an estimator from any iterable of ``(X, y)`` or
 ``(X, y, sample_weight)`` chunks while holding only one chunk and the running
-sufficient statistics in memory: each chunk is summarised by the estimator's own hooks
-and merged into the total (:mod:`bayesnb.scale._shards`, the mechanism
+sufficient statistics in memory: each chunk is summarised by the estimator's
+:meth:`~bayesnb.estimators._base.BaseNB.shard` and merged into the total (the mechanism
 :mod:`bayesnb.scale.distributed` uses for Dask partitions), and the posterior is built once at
 the end. The result equals ``estimator.fit`` on all the rows at once, up to
 floating-point summation order. Labels need not be known in advance (a chunk's labels
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from bayesnb.scale import _shards
+from bayesnb.core._validation import check_classes, n_rows
 
 __all__ = ["fit_stream", "ChunkSource", "csv_chunks", "text_chunks"]
 
@@ -189,7 +189,7 @@ def fit_stream(estimator, chunks, *, classes=None, total=None, progress=None):
 
     if classes is None:
         classes = getattr(chunks, "classes", None)
-    classes = _shards.check_classes(classes)
+    classes = check_classes(classes)
     if total is None:
         total = getattr(chunks, "total", None)
     desc = getattr(chunks, "description", None) or f"fit {type(estimator).__name__}"
@@ -206,18 +206,18 @@ def fit_stream(estimator, chunks, *, classes=None, total=None, progress=None):
             y = None if y is None else np.asarray(y)
             w = None if w is None else np.asarray(w)
             try:
-                shard = _shards.compute(template, X, y, w, classes)
-                running = _shards.merge(running, shard)
+                shard = template.shard(X, y, w, classes)
+                running = shard if running is None else running.merge(shard)
             except (ValueError, TypeError) as err:
                 raise type(err)(f"chunk {i}: {err}") from err
-            bar.update(0 if shard is None else _shards.n_rows(X))
+            bar.update(0 if shard is None else n_rows(X))
     finally:
         bar.close()
     if running is None:
         raise ValueError("the stream holds no rows: nothing to fit")
     if classes is not None:
-        running = _shards._reindex(running, classes)
-    return _shards.finish(estimator, running)
+        running = running.reindex(classes)
+    return estimator.fit_shard(running)
 
 
 # ----------------------------------------------------------------------------- sources
