@@ -560,3 +560,32 @@ def test_tabular_layout_schema(fitted):
         assert code == 1 and one_line_error(err) and message in err, (message, err)
         Path(str(model) + ".cli.json").write_text(original)
     assert run(["predict", data, "--model", model])[0] == 0
+
+
+# ------------------------------------------------ scaled fits with missing="ignore"
+@pytest.mark.parametrize("name", ["GaussianNB", "PoissonNB", "BernoulliNB"])
+def test_streaming_and_dask_fit_with_missing_ignore_equal_fit(name):
+    """fit_stream / distributed.fit raised TypeError / AttributeError on 'MaskedX'."""
+    from bayesnb import distributed, streaming
+
+    dask_array = pytest.importorskip("dask.array")
+    rng = np.random.default_rng(4)
+    X = rng.poisson(3, (40, 3)).astype(float)
+    if name == "BernoulliNB":
+        X = (X > 2).astype(float)
+    X[10:][rng.random((30, 3)) < 0.15] = np.nan  # the first chunk has none: both forms merge
+    y = np.repeat([0, 1], 20)
+    cls = getattr(bayesnb, name)
+    ref = cls(missing="ignore").fit(X, y)
+    streamed = streaming.fit_stream(
+        cls(missing="ignore"), ((X[i : i + 10], y[i : i + 10]) for i in range(0, 40, 10)), classes=[0, 1]
+    )
+    dasked = distributed.fit(
+        cls(missing="ignore"), dask_array.from_array(X, chunks=(10, 3)), dask_array.from_array(y, chunks=10)
+    )
+    for est in (streamed, dasked):
+        assert type(est.stats_) is type(ref.stats_)
+        for a, b in zip(est.stats_, ref.stats_):
+            np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+        np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
