@@ -87,20 +87,27 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
     >>> labels.tolist(), texts[1]
     (['ham', 'spam'], 'WIN cash now')
     """
+    import codecs
+
     path = _require_file(path)
     texts, labels = [], []
+    if codecs.lookup(encoding).name == "utf-8":
+        encoding = "utf-8-sig"  # a byte order mark is not part of the first label
     try:
-        lines = path.read_text(encoding=encoding).splitlines()
+        # Lines end at \n, \r\n or \r only (universal newlines): str.splitlines would also
+        # split a text at U+2028, U+0085, \x0c, ... and fabricate documents.
+        with path.open(encoding=encoding, newline=None) as fh:
+            for number, line in enumerate(fh, start=1):
+                line = line.rstrip("\n")
+                if not line.strip():
+                    continue
+                label, found, text = line.partition(sep)
+                if not found or not label.strip():
+                    raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
+                labels.append(label.strip())
+                texts.append(text)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not {encoding} text: {exc}") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        label, found, text = line.partition(sep)
-        if not found or not label.strip():
-            raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
-        labels.append(label.strip())
-        texts.append(text)
+        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
     if not labels:
         raise ValueError(f"{path} holds no labelled lines")
     return texts, np.asarray(labels)

@@ -589,3 +589,13 @@ def test_streaming_and_dask_fit_with_missing_ignore_equal_fit(name):
             np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
         np.testing.assert_allclose(est.predict_proba(X), ref.predict_proba(X), rtol=1e-12, atol=1e-15)
         np.testing.assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
+
+
+def test_labelled_text_lines_split_only_on_newlines(tmp_path):
+    from bayesnb.datasets import read_labelled_text
+
+    path = tmp_path / "sms.txt"
+    path.write_bytes("\ufeffham\tsee\u2028you\x0clater\nspam\twin\x85cash\r\nham\tok\x1e\rspam\tfree\n".encode())
+    texts, labels = read_labelled_text(path)
+    assert labels.tolist() == ["ham", "spam", "ham", "spam"]
+    assert texts == ["see\u2028you\x0clater", "win\x85cash", "ok\x1e", "free"]
