@@ -39,6 +39,8 @@ ALIASES = (
 # A bag of words is counts (or, thresholded, presence): families of those supports model text.
 _TEXT_SUPPORTS = ("counts", "binary")
 _LABEL_NAMES = ("label", "class", "target", "y", "category")
+# What a feature column holds (a column type, not a family).
+_COLUMN_TYPES = ("numeric", "categorical")
 
 
 class DataError(Exception):
@@ -429,9 +431,9 @@ def _check_spec(spec, clf, layout):
             bad("'features' must be a non-empty list of distinct column names")
         if len(features) != n_features:
             bad(f"{len(features)} feature columns for a model of {n_features} features")
-        if not isinstance(types, dict) or set(types) != set(features) or not set(types.values()) <= {"numeric", "categorical"}:
+        if not isinstance(types, dict) or set(types) != set(features) or not set(types.values()) <= set(_COLUMN_TYPES):
             bad("'types' must give 'numeric' or 'categorical' for every feature column")
-        nominal = {c for c, t in types.items() if t == "categorical"}
+        nominal = {c for c, t in types.items() if t != "numeric"}
         if not isinstance(categories, dict) or set(categories) != nominal:
             bad("'categories' must list the categories of every categorical column")
         if not all(_unique_strings(v) for v in categories.values()):
