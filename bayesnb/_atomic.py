@@ -58,8 +58,13 @@ class _Staged:
             os.chmod(self.path, mode)
 
     def commit(self):
-        with open(self.path, "rb+") as fh:
-            os.fsync(fh.fileno())
+        # The bytes on disk before the rename (a read-only descriptor suffices for fsync, and
+        # the copied permission bits may forbid writing).
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
         os.replace(self.path, self.target)
 
     def discard(self):

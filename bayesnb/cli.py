@@ -242,7 +242,9 @@ def build_parser():
         help="fit a model on a CSV/TSV file and save it",
         description="Fit a naive Bayes model on labelled rows of a CSV/TSV file and save it to "
         "--model (a bayesnb model file, readable with bayesnb.load) plus MODEL.cli.json, the "
-        "column layout and encodings that 'bayesnb predict' applies to new files. With --text "
+        "column layout and encodings that 'bayesnb predict' applies to new files (bound to the model by "
+        "its SHA-256). Both are written whole or not at all; an existing file is replaced only if it is a "
+        "bayesnb model (or layout), never if it is DATA, and otherwise only with --force. With --text "
         "the model is of the word counts of that column; otherwise of the feature columns "
         "(numbers: Gaussian; other values: categorical).",
     )
