@@ -286,7 +286,7 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
     """Read a CSV/TSV file of labelled rows (a user's data for ``bayesnb fit``).
 
     Records are split only on ``\\n`` and ``\\r\\n`` (and a lone ``\\r``), as by the
-    :mod:`csv` module: other Unicode line separators (U+2028, U+0085, form feed, ...)
+    ``csv`` module: other Unicode line separators (U+2028, U+0085, form feed, ...)
     inside a field are text. A UTF-8 byte order mark is dropped. The file is read in one
     pass, line by line, in time linear in its size.
 

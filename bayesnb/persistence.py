@@ -75,7 +75,7 @@ import numpy as np
 from ._atomic import atomic_write
 from .exceptions import ModelFileError
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_ARRAY_BYTES", "MAX_METADATA_BYTES", "MAX_METADATA_DEPTH", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
 
 FORMAT = "bayesnb-model"
 FORMAT_VERSION = 1
@@ -635,12 +635,12 @@ def _read(source, max_bytes):
     return metadata, arrays
 
 
-#: Largest ``metadata.json`` :func:`load` reads (its size is declared in the zip directory).
 MAX_METADATA_BYTES = 64 * 2**20
-#: Deepest nesting of lists and objects in the metadata (a saved estimator needs about 10).
+"""Largest ``metadata.json`` that :func:`load` reads (its size as declared in the zip directory)."""
 MAX_METADATA_DEPTH = 64
-#: Default bound of :func:`load` on the arrays' total size (their declared shapes).
+"""Deepest nesting of lists and objects in the metadata (a saved estimator needs about 10)."""
 MAX_ARRAY_BYTES = 4 * 2**30
+"""Default bound of :func:`load` on the arrays' total size (from their declared shapes)."""
 
 
 def _read_metadata(zf, info):
