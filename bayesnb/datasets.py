@@ -277,9 +277,9 @@ def _sniff_separator(path, first_line):
 
 
 def _blank(row):
-    # An empty line (csv gives []) or one of blanks only; a line of separators (",,,") is
-    # a row of empty fields, not a blank line.
-    return not row or (len(row) == 1 and not row[0].strip())
+    # An empty line (csv gives []), one of blanks, or one of separators only (",,,", as
+    # spreadsheets export an empty row): no value to read, skipped wherever it is.
+    return not any(field.strip() for field in row)
 
 
 def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX_COLUMNS, max_field_chars=MAX_FIELD_CHARS):

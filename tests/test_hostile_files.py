@@ -281,19 +281,27 @@ def test_a_non_finite_number_is_refused_not_turned_categorical(tmp_path, value):
 @pytest.mark.parametrize(
     "content, message",
     [
-        (",,,\n", "empty column name"),
-        (",,,\n,,,\n", "empty column name"),
+        (",,,\n", "holds no rows"),
+        (",,,\n,,,\n", "holds no rows"),
         ("\n\n  \n", "is empty"),
-        ("label,x\n,,\n", "fields, expected 2"),
+        ("label,x\n,,\n", "holds a header but no rows"),
         ("label,x\n\n", "holds a header but no rows"),
+        (",x\na,1\nb,2\n", "line 1: the header has an empty column name (column 0)"),
     ],
-    ids=["separators-only", "two-lines-of-separators", "blank", "ragged-empty", "header-only"],
+    ids=["separators-only", "two-lines-of-separators", "blank", "empty-row", "header-only", "empty-name"],
 )
 def test_degenerate_files_give_one_line_errors(tmp_path, content, message):
     path = tmp_path / "d.csv"
     path.write_text(content)
     code, out, err = run(["fit", path, "--model", tmp_path / "m.npz"])
     assert code == 1 and one_line_error(err) and message in err, (out, err)
+
+
+def test_rows_of_empty_fields_are_skipped_and_lines_still_counted(tmp_path):
+    path = tmp_path / "e.csv"
+    path.write_text("label,x\n,\na,1\n , \n\nb,2\n,,\n")
+    table = read_table(path)
+    assert table.named("label").tolist() == ["a", "b"] and table.lines.tolist() == [3, 6]
 
 
 def test_long_quoted_field_is_read_and_the_field_limit_is_named(tmp_path):
