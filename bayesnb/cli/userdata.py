@@ -1,0 +1,490 @@
+"""A user's CSV/TSV data for the ``bayesnb`` command: columns, encodings, model files.
+
+``bayesnb fit`` learns a *column layout* from the training file: which column holds the
+label, which the text (modelled as word counts) or the features (numbers, or categories
+encoded by their sorted distinct values), the vocabulary and the categories. The model is
+saved with ``estimator.save`` (a file ``bayesnb.load`` reads) and the layout next to it
+as JSON (``MODEL.cli.json``), so that ``bayesnb predict`` turns a new file into the same
+columns. The layout is bound to its model: it records the SHA-256 of the model file's
+bytes and a checksum of its own content, and ``bayesnb predict`` refuses a layout that
+belongs to another model or was edited (it is checked as strictly as the model file).
+Both files are written through :mod:`bayesnb.io._atomic` (whole or not at all, never over
+an input or over a file of another kind without ``--force``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+from bayesnb._version import __version__
+from bayesnb.core import families
+from bayesnb.io import _atomic
+
+__all__ = ["DataError", "ALIASES", "family_choices", "resolve_family"]
+
+_SPEC_FORMAT = "bayesnb-cli-model"
+# 2: the layout holds the SHA-256 of its model file, its own checksum and the fit file's columns.
+_SPEC_VERSION = 2
+# A column layout is a few bytes per word or category: this bounds what predict reads.
+_MAX_SPEC_BYTES = 256 * 2**20
+# Command-line names of models that are a registered family with fixed estimator
+# parameters: (name, family, parameters).
+ALIASES = (
+    ("gaussian-shared", "gaussian_mv", (("covariance", "shared"),)),
+    ("gaussian-full", "gaussian_mv", (("covariance", "full"),)),
+)
+# A bag of words is counts (or, thresholded, presence): families of those supports model text.
+_TEXT_SUPPORTS = ("counts", "binary")
+_LABEL_NAMES = ("label", "class", "target", "y", "category")
+# What a feature column holds (a column type, not a family).
+_COLUMN_TYPES = ("numeric", "categorical")
+
+
+class DataError(Exception):
+    """A file or data set the command cannot use (reported with exit status 1)."""
+
+
+def family_choices():
+    """Values of ``--family``: ``auto``, every registered family, the aliases, ``mixed``."""
+    return ("auto", *families.names(), *(alias for alias, _, _ in ALIASES), "mixed")
+
+
+def resolve_family(name):
+    """``(Family, estimator parameters)`` of a ``--family`` value other than auto / mixed."""
+    for alias, family, params in ALIASES:
+        if name == alias:
+            return families.get(family), dict(params)
+    return families.get(name), {}
+
+
+def _text_families():
+    return tuple(n for n in families.names() if families.get(n).support in _TEXT_SUPPORTS)
+
+
+def split(X, y, test_size, seed):
+    from sklearn.model_selection import train_test_split
+
+    classes = sorted(set(y.tolist()))
+    if len(classes) < 2:
+        raise DataError(f"need at least 2 classes to classify, found {len(classes)} ({classes})")
+    try:
+        return train_test_split(X, y, test_size=test_size, random_state=seed, stratify=y)
+    except ValueError as exc:
+        raise DataError(f"cannot make a stratified train/test split: {exc}") from None
+
+
+def read_data(path, sep, header):
+    from bayesnb.io.datasets import read_table
+
+    try:
+        return read_table(path, sep=sep, header=header)
+    except (OSError, ValueError) as exc:
+        raise DataError(str(exc) or f"cannot read {path}") from None
+
+
+def _label_column(table, requested):
+    if requested is not None:
+        try:
+            return table.index(requested)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+    lowered = [c.lower() for c in table.columns]
+    for name in _LABEL_NAMES:
+        if name in lowered:
+            return lowered.index(name)
+    raise DataError(
+        f"{table.path}: no label column found (none named {', '.join(_LABEL_NAMES)}); name it with --label"
+    )
+
+
+def spec_from_args(args, table):
+    """Which columns hold the label, the text or the features, and their types."""
+    import numpy as np
+
+    label = _label_column(table, args.label)
+    spec = {
+        "format": _SPEC_FORMAT,
+        "format_version": _SPEC_VERSION,
+        "bayesnb_version": __version__,
+        "sep": args.sep,
+        "header": not args.no_header,
+        "label": table.columns[label],
+        # Every column of the fit file: predict names the ones it does not know.
+        "columns": list(table.columns),
+    }
+    if args.text is not None:
+        if args.features is not None:
+            raise DataError("--text and --features are exclusive: a model of a text column uses no other column")
+        try:
+            text = table.index(args.text)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        if text == label:
+            raise DataError("--text names the label column")
+        family = "multinomial" if args.family == "auto" else args.family
+        if family not in _text_families():
+            raise DataError(f"--family {family} cannot model a text column; use one of {', '.join(_text_families())}")
+        spec.update(kind="text", text=table.columns[text], family=family)
+        return spec
+    if args.features is not None:
+        try:
+            cols = [table.index(c.strip()) for c in args.features.split(",") if c.strip()]
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        if label in cols:
+            raise DataError("--features includes the label column")
+        if not cols:
+            raise DataError("--features names no column")
+    else:
+        cols = [j for j in range(len(table.columns)) if j != label]
+    if not cols:
+        raise DataError(f"{table.path}: no feature columns besides the label")
+    types, not_finite = {}, {}
+    for j in cols:
+        numbers = _parse_numbers(table.values[j])
+        types[table.columns[j]] = "categorical" if numbers is None else "numeric"
+        if numbers is not None and not np.all(np.isfinite(numbers)):
+            not_finite[table.columns[j]] = int(np.flatnonzero(~np.isfinite(numbers))[0])
+    family = args.family
+    if family == "auto":
+        kinds = set(types.values())
+        family = "gaussian" if kinds == {"numeric"} else "categorical" if "numeric" not in kinds else "mixed"
+    codes = family != "mixed" and resolve_family(family)[0].support == "codes"
+    if family != "mixed" and not codes:
+        bad = [c for c, t in types.items() if t != "numeric"]
+        if bad:
+            column = bad[0]
+            values = table.named(column)
+            example = next(v for v in values.tolist() if _as_numbers(np.asarray([v])) is None)
+            raise DataError(f"--family {family} needs numeric columns; column {column!r} holds {example!r}")
+    if codes:
+        types = dict.fromkeys(types, "categorical")
+    elif not_finite:
+        # A column of numbers with one "nan", "inf" or "1e309" is numeric data with a value
+        # the model cannot take, not a column of categories: say so instead of switching
+        # the column to categorical behind the user's back.
+        column, i = next(iter(not_finite.items()))
+        value = table.named(column)[i]
+        needs = f"--family {family} needs numeric columns; " if args.family != "auto" else ""
+        raise DataError(
+            f"{table.path}, line {int(table.lines[i])}: {needs}column {column!r} holds {str(value)!r}, not a "
+            "finite number (numeric columns need finite numbers; remove or fill that row, or choose "
+            "--family categorical to treat the values as categories)"
+        )
+    spec.update(kind="tabular", features=[table.columns[j] for j in cols], types=types, family=family)
+    return spec
+
+
+def _parse_numbers(values):
+    """``values`` as float64 (non-finite ones included), or None if one is not a number."""
+    import numpy as np
+
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (ValueError, OverflowError):
+        return None
+
+
+def _as_numbers(values):
+    import numpy as np
+
+    out = _parse_numbers(values)
+    return out if out is not None and np.all(np.isfinite(out)) else None
+
+
+def check_columns(spec, table):
+    """Refuse a file that lacks a column of the layout, naming the missing and unknown ones.
+
+    Columns are matched by name only (a file with other names is never read by position).
+    """
+    needed = [spec["text"]] if spec["kind"] == "text" else list(spec["features"])
+    missing = [c for c in needed if not table.has(c)]
+    if missing:
+        known = set(spec.get("columns", needed)) | {spec["label"]}
+        unexpected = [c for c in table.columns if c not in known]
+        raise DataError(
+            f"{table.path}: no column named {missing[0]!r}: the file's columns do not match the model's "
+            f"(missing: {_shown(missing)}; unexpected: {_shown(unexpected)})"
+        )
+
+
+def _shown(names, limit=10):
+    names = list(names)
+    return ", ".join(map(repr, names[:limit])) + (f" and {len(names) - limit} more" if len(names) > limit else "") or "none"
+
+
+def design(spec, table, *, fit):
+    """The feature matrix of ``table`` under ``spec`` (learning vocabulary/categories if ``fit``)."""
+    import numpy as np
+
+    if not fit:
+        check_columns(spec, table)
+    if spec["kind"] == "text":
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        try:
+            texts = table.named(spec["text"])
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        if fit:
+            vectorizer = CountVectorizer()
+            try:
+                X = vectorizer.fit_transform(texts.tolist())
+            except ValueError as exc:
+                raise DataError(f"{table.path}: cannot build a vocabulary from column {spec['text']!r}: {exc}") from None
+            spec["vocabulary"] = [str(w) for w in vectorizer.get_feature_names_out()]
+            return X
+        return CountVectorizer(vocabulary=spec["vocabulary"]).transform(texts.tolist())
+    columns = []
+    if fit:
+        spec["categories"] = {}
+    for name in spec["features"]:
+        try:
+            values = table.named(name)
+        except ValueError as exc:
+            raise DataError(str(exc)) from None
+        if spec["types"][name] == "numeric":
+            numbers = _as_numbers(values)
+            if numbers is None:
+                bad = next(
+                    (i for i, v in enumerate(values.tolist()) if _as_numbers(np.asarray([v])) is None), 0
+                )
+                raise DataError(
+                    f"{table.path}, line {int(table.lines[bad])}: column {name!r} must be a finite number, "
+                    f"got {str(values[bad])!r}"
+                )
+            columns.append(numbers)
+        else:
+            if fit:
+                spec["categories"][name] = sorted(set(values.tolist()))
+            cats = spec["categories"][name]
+            lookup = {v: k for k, v in enumerate(cats)}
+            # A value not seen at fit gets the code after the fitted ones: CategoricalNB's
+            # share of a new category.
+            columns.append(np.array([lookup.get(v, len(cats)) for v in values.tolist()], dtype=np.float64))
+    X = np.column_stack(columns)
+    if spec["family"] != "mixed" and resolve_family(spec["family"])[0].support == "codes":
+        X = X.astype(np.int64)
+    return X
+
+
+def make_estimator(spec, alpha):
+    import numpy as np
+
+    from bayesnb import estimators as E
+
+    def categories(columns):
+        # Every category seen at fit: a code past them is a new category at predict.
+        return {"min_categories": np.asarray([len(spec["categories"][c]) for c in columns], dtype=np.int64)}
+
+    family = spec["family"]
+    if family != "mixed":
+        fam, params = resolve_family(family)
+        extra = categories(spec["features"]) if fam.support == "codes" else {}
+        return E.estimator_for(fam.name, alpha=alpha, **params, **extra)
+    # mixed: one Gaussian block of the numeric columns, one categorical block of the others
+    numeric = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "numeric"]
+    nominal = [j for j, c in enumerate(spec["features"]) if spec["types"][c] != "numeric"]
+    blocks = []
+    if numeric:
+        blocks.append(("gaussian", E.estimator_for("gaussian"), numeric))
+    if nominal:
+        extra = categories([spec["features"][j] for j in nominal])
+        blocks.append(("categorical", E.estimator_for("categorical", alpha=alpha, **extra), nominal))
+    return E.MixedNB(blocks=blocks)
+
+
+def labels(spec, table, required=True):
+    import numpy as np
+
+    name = spec["label"]
+    if not table.has(name):
+        if required:
+            raise DataError(f"{table.path}: no label column {name!r}")
+        return None
+    y = table.named(name)
+    empty = np.flatnonzero(y == "")
+    if empty.size:
+        raise DataError(f"{table.path}, line {int(table.lines[empty[0]])}: empty label")
+    return y
+
+
+@contextlib.contextmanager
+def user_errors(what):
+    """Errors that the user's data causes (ValueError/TypeError) become one-line DataErrors."""
+    try:
+        yield
+    except DataError:
+        raise
+    except (ValueError, TypeError) as exc:
+        message = " ".join(str(exc).split()) or type(exc).__name__
+        raise DataError(f"{what}: {message}") from None
+
+
+def spec_path(model_path):
+    """Where the column layout of a model file is kept: ``MODEL.cli.json`` beside it."""
+    return Path(str(model_path) + ".cli.json")
+
+
+def is_model_file(path):
+    """Whether ``path`` looks like a bayesnb model file (a zip holding ``metadata.json``)."""
+    if _atomic.read_head(path, 4) != b"PK\x03\x04":
+        return False
+    try:
+        with zipfile.ZipFile(path) as zf:  # reads the directory only
+            return "metadata.json" in zf.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
+def is_layout_file(path):
+    """Whether ``path`` looks like a column layout written by :func:`save_model`."""
+    return f'"format": "{_SPEC_FORMAT}"'.encode() in _atomic.read_head(path, 256)
+
+
+def _file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(2**20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _spec_checksum(spec):
+    body = {k: v for k, v in spec.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def check_model_outputs(path, *, inputs=(), force=False):
+    """Refuse a ``--model`` path (or its layout beside it) that is an input or a stranger's file."""
+    try:
+        _atomic.check_output(path, option="--model", kind="a bayesnb model file", inputs=inputs,
+                             is_own=is_model_file, force=force)
+        _atomic.check_output(spec_path(path), option="--model's column layout", kind="a bayesnb column layout",
+                             inputs=inputs, is_own=is_layout_file, force=force)
+    except _atomic.UnsafeOutputError as exc:
+        raise DataError(str(exc)) from None
+
+
+def save_model(clf, spec, path, *, inputs=(), force=False):
+    """Save the fitted estimator (``estimator.save``) and its column layout beside it.
+
+    Both files are written to temporary files first and renamed over their destinations
+    only when both are complete; the layout records the SHA-256 of the model file's
+    bytes and its own checksum, so that :func:`load_model` refuses a pair that does not
+    belong together.
+    """
+    path = Path(path)
+    check_model_outputs(path, inputs=inputs, force=force)
+    layout = spec_path(path)
+    try:
+        with _atomic.staged_files(path, layout) as (model_tmp, layout_tmp):
+            clf.save(model_tmp)
+            spec = {**spec, "model_sha256": _file_sha256(model_tmp)}
+            spec["checksum"] = _spec_checksum(spec)
+            layout_tmp.write_text(json.dumps(spec, indent=1, ensure_ascii=False), encoding="utf-8")
+    except OSError as exc:
+        raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _unique_strings(value):
+    return isinstance(value, list) and all(isinstance(v, str) for v in value) and len(set(value)) == len(value)
+
+
+def _check_spec(spec, clf, layout):
+    """Refuse a column layout whose schema is wrong or that does not fit the model."""
+
+    def bad(what):
+        raise DataError(f"{layout}: invalid column layout: {what}")
+
+    expected = {
+        "format": str, "format_version": int, "bayesnb_version": str, "header": bool, "label": str,
+        "columns": list, "kind": str, "family": str, "model_sha256": str, "checksum": str,
+    }
+    for key, kind in expected.items():
+        if key not in spec:
+            bad(f"no {key!r} entry")
+        if not isinstance(spec[key], kind) or (kind is int and isinstance(spec[key], bool)):
+            bad(f"{key!r} must be a {kind.__name__}, got {type(spec[key]).__name__}")
+    if spec.get("sep") is not None and not (isinstance(spec["sep"], str) and len(spec["sep"]) == 1):
+        bad(f"'sep' must be one character, got {spec['sep']!r}")
+    if not _unique_strings(spec["columns"]):
+        bad("'columns' must be a list of distinct names")
+    if spec["family"] not in family_choices() or spec["family"] == "auto":
+        bad(f"unknown family {spec['family']!r}")
+    n_features = getattr(clf, "n_features_in_", None)
+    if spec["kind"] == "text":
+        if not isinstance(spec.get("text"), str):
+            bad("'text' must name a column")
+        vocabulary = spec.get("vocabulary")
+        if not _unique_strings(vocabulary):
+            bad("'vocabulary' must be a list of distinct words")
+        if len(vocabulary) != n_features:
+            bad(f"{len(vocabulary)} words for a model of {n_features} features")
+    elif spec["kind"] == "tabular":
+        features, types, categories = spec.get("features"), spec.get("types"), spec.get("categories")
+        if not _unique_strings(features) or not features:
+            bad("'features' must be a non-empty list of distinct column names")
+        if len(features) != n_features:
+            bad(f"{len(features)} feature columns for a model of {n_features} features")
+        if not isinstance(types, dict) or set(types) != set(features) or not set(types.values()) <= set(_COLUMN_TYPES):
+            bad("'types' must give 'numeric' or 'categorical' for every feature column")
+        nominal = {c for c, t in types.items() if t != "numeric"}
+        if not isinstance(categories, dict) or set(categories) != nominal:
+            bad("'categories' must list the categories of every categorical column")
+        if not all(_unique_strings(v) for v in categories.values()):
+            bad("the categories of a column must be distinct strings")
+    else:
+        bad(f"unknown kind {spec['kind']!r}")
+
+
+def load_model(path):
+    """The estimator (``bayesnb.load``) and the column layout saved by :func:`save_model`."""
+    from bayesnb.io.persistence import load
+
+    path = Path(path)
+    if not path.exists():
+        raise DataError(f"no such file: {path}")
+    if not path.is_file():
+        raise DataError(f"not a regular file: {path}")
+    layout = spec_path(path)
+    if not layout.is_file():
+        raise DataError(f"{layout} not found: the column layout that 'bayesnb fit' saves next to the model")
+    if layout.stat().st_size > _MAX_SPEC_BYTES:
+        raise DataError(f"{layout}: larger than {_MAX_SPEC_BYTES:,} bytes, not a column layout 'bayesnb fit' writes")
+    try:
+        spec = json.loads(layout.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise DataError(f"{layout}: not a bayesnb column layout ({' '.join(str(exc).split())[:200]})") from None
+    if not isinstance(spec, dict) or spec.get("format") != _SPEC_FORMAT:
+        raise DataError(f"{layout}: not a bayesnb column layout")
+    version = spec.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > _SPEC_VERSION:
+        raise DataError(f"{layout}: format {version!r} is not one this bayesnb reads")
+    if version < _SPEC_VERSION:
+        raise DataError(
+            f"{layout}: written by an older bayesnb, without the hash that binds it to its model; "
+            "fit the model again"
+        )
+    if spec.get("checksum") != _spec_checksum(spec):
+        raise DataError(f"{layout}: checksum mismatch: the column layout was modified or corrupted after it was written")
+    try:
+        clf = load(path)
+    except (OSError, ValueError, TypeError, KeyError) as exc:
+        raise DataError(f"{path}: cannot load the model: {' '.join(str(exc).split())}") from None
+    try:
+        digest = _file_sha256(path)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if spec.get("model_sha256") != digest:
+        raise DataError(
+            f"{layout} belongs to another model than {path} (the model's SHA-256 differs from the one "
+            "the layout records): save both with 'bayesnb fit' again"
+        )
+    _check_spec(spec, clf, layout)
+    return clf, spec
