@@ -42,6 +42,7 @@ from bayesnb.cli.report import DIGITS_BINARIZE_THRESHOLD, DIGITS_N_CATEGORIES
 from bayesnb.cli.userdata import DataError
 from bayesnb.core import families
 from bayesnb.core._validation import ESTIMATES
+from bayesnb.io import _atomic
 
 __all__ = ["main", "build_parser"]
 
@@ -211,6 +212,7 @@ def build_parser():
         action="store_true",
         help="print the summary table only: no report directory, plots, learning curve or posterior draws",
     )
+    _add_force(demo)
     demo.add_argument(
         "--alpha",
         type=_positive_float,
@@ -243,13 +245,16 @@ def build_parser():
         help="fit a model on a CSV/TSV file and save it",
         description="Fit a naive Bayes model on labelled rows of a CSV/TSV file and save it to "
         "--model (a bayesnb model file, readable with bayesnb.load) plus MODEL.cli.json, the "
-        "column layout and encodings that 'bayesnb predict' applies to new files. With --text "
+        "column layout and encodings that 'bayesnb predict' applies to new files (bound to the model by "
+        "its SHA-256). Both are written whole or not at all; an existing file is replaced only if it is a "
+        "bayesnb model (or layout), never if it is DATA, and otherwise only with --force. With --text "
         "the model is of the word counts of that column; otherwise of the feature columns "
         "(numbers: Gaussian; other values: categorical).",
     )
     _add_table_options(fit)
     _add_model_options(fit)
     fit.add_argument("--model", metavar="FILE", required=True, help="where to save the model (e.g. model.npz)")
+    _add_force(fit)
     fit.set_defaults(handler=_run_fit)
 
     predict = sub.add_parser(
@@ -263,6 +268,7 @@ def build_parser():
     predict.add_argument("data", metavar="DATA", help="CSV/TSV file with the columns used at fit")
     predict.add_argument("--model", metavar="FILE", required=True, help="model file written by 'bayesnb fit'")
     predict.add_argument("--out", metavar="FILE", help="output file (default: standard output)")
+    _add_force(predict)
     predict.add_argument(
         "--estimate", choices=ESTIMATES, default="predictive", help="estimate used (default: %(default)s)"
     )
@@ -306,6 +312,7 @@ def build_parser():
     comp.add_argument("--bootstrap", type=_count(0), default=1000, metavar="N", help="bootstrap resamples (default: %(default)s)")
     comp.add_argument("--seed", type=_seed, default=0, help="random seed (default: %(default)s)")
     comp.add_argument("--out", metavar="FILE", help="also write the table: .csv, .tsv or .md")
+    _add_force(comp)
     _add_progress(comp)
     comp.set_defaults(handler=_run_compare)
     _add_crosscheck_parser(sub)
@@ -410,6 +417,14 @@ def _add_crosscheck_parser(sub):
 _CROSSCHECK_ROWS_DEFAULT = 300
 
 
+def _add_force(p):
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="replace an existing output file that is not of the kind this command writes (never an input)",
+    )
+
+
 def _add_progress(p):
     p.add_argument(
         "--progress",
@@ -470,7 +485,7 @@ def _run_demo(args):
         problem = _report.digits_problem(args) if args.data is None else _report.text_problem(args)
     if args.no_report and args.out is not None:
         raise DataError("--out and --no-report contradict each other")
-    out_dir = None if args.no_report else _report.report_dir(args.out)
+    out_dir = None if args.no_report else _report.report_dir(args.out, force=args.force)
     y_train, y_test = problem.y_train, problem.y_test
     results, evidences, tables, fitted = {}, {}, {}, {}
     for name, clf, X_train, X_test in problem.families:
@@ -502,7 +517,10 @@ def _run_demo(args):
             as_frame=False,
             progress=progress.bar(f"learning curve ({first})"),
         )
-    report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress)
+    try:
+        report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress)
+    except OSError as exc:
+        raise DataError(f"cannot write the report in {out_dir}: {exc.strerror or exc}") from None
     print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report))
     return 0
 
@@ -511,6 +529,8 @@ def _run_demo(args):
 def _run_fit(args):
     import numpy as np
 
+    # Refused before any work: a model path that is the data, or a file of another kind.
+    _userdata.check_model_outputs(args.model, inputs=[args.data], force=args.force)
     table = _userdata.read_data(args.data, args.sep, not args.no_header)
     spec = _userdata.spec_from_args(args, table)
     y = _userdata.labels(spec, table)
@@ -521,7 +541,7 @@ def _run_fit(args):
     with _userdata.user_errors(f"cannot fit {type(clf).__name__} on {table.path}"):
         clf.fit(X, y)
     spec["alpha"] = args.alpha
-    _userdata.save_model(clf, spec, args.model)
+    _userdata.save_model(clf, spec, args.model, inputs=[args.data], force=args.force)
     names, counts = np.unique(y, return_counts=True)
     if spec["kind"] == "text":
         what = f"text column {spec['text']!r}, {X.shape[1]} words"
@@ -539,6 +559,9 @@ def _run_fit(args):
 def _run_predict(args):
     import numpy as np
 
+    if args.out:
+        _check_out(args.out, "a predictions file", [args.data, args.model, _userdata.spec_path(args.model)],
+                   _is_predictions_file, args.force)
     clf, spec = _userdata.load_model(args.model)
     sep = args.sep if args.sep is not None else spec.get("sep")
     header = spec.get("header", True) and not args.no_header
@@ -573,10 +596,7 @@ def _run_predict(args):
             row += [f"{v:.6g}" for v in lo[i]] + [f"{v:.6g}" for v in hi[i]]
         writer.writerow(row)
     if args.out:
-        try:
-            Path(args.out).write_text(buffer.getvalue(), encoding="utf-8")
-        except OSError as exc:
-            raise DataError(f"cannot write {args.out}: {exc.strerror or exc}") from None
+        _write_text(args.out, buffer.getvalue())
     else:
         sys.stdout.write(buffer.getvalue())
     if y is not None:
@@ -598,6 +618,8 @@ def _run_compare(args):
 
     from bayesnb.analysis.comparison import compare, format_comparison
 
+    if args.out:
+        _check_out(args.out, "a comparison table", [args.data, args.test_data], _is_comparison_table, args.force)
     table = _userdata.read_data(args.data, args.sep, not args.no_header)
     spec = _userdata.spec_from_args(args, table)
     y = _userdata.labels(spec, table)
@@ -794,8 +816,35 @@ def _write_table(result, path):
         text = buffer.getvalue()
     else:
         raise DataError(f"--out {path}: use a .csv, .tsv or .md file name")
+    _write_text(path, text)
+
+
+# ------------------------------------------------------------------ output files
+def _first_line(path):
+    return _atomic.read_head(path, 4096).split(b"\n", 1)[0].decode("utf-8", "replace")
+
+
+def _is_predictions_file(path):
+    """A CSV/TSV written by ``bayesnb predict``: its header starts with ``line`` and names ``predicted``."""
+    first = _first_line(path)
+    return first.startswith(("line,", "line\t")) and "predicted" in first
+
+
+def _is_comparison_table(path):
+    """A table written by ``bayesnb compare --out`` (CSV, TSV or Markdown with an ``estimate`` column)."""
+    cells = [c.strip() for c in _first_line(path).replace("|", ",").replace("\t", ",").split(",")]
+    return "estimate" in cells
+
+
+def _check_out(path, kind, inputs, is_own, force):
+    _atomic.check_output(path, option="--out", kind=kind, inputs=inputs, is_own=is_own, force=force)
+
+
+def _write_text(path, text):
+    """Write ``text`` to ``path`` whole or not at all (a temporary file renamed over it)."""
     try:
-        path.write_text(text, encoding="utf-8")
+        with _atomic.atomic_write(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
     except OSError as exc:
         raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
 
@@ -823,7 +872,7 @@ def main(argv=None) -> int:
     os.environ.setdefault("MPLBACKEND", "Agg")
     try:
         return args.handler(args)
-    except DataError as exc:
+    except (DataError, _atomic.UnsafeOutputError) as exc:
         print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from bayesnb import __version__
 from bayesnb.cli.userdata import DataError, split
+from bayesnb.io import _atomic
 
 __all__ = []
 
@@ -193,11 +194,28 @@ def demo_summary(args, problem, results, evidences, n_train, n_test, report_path
     return "\n".join(out)
 
 
-def report_dir(requested):
+def _is_report_dir(path):
+    """Whether a directory holds a report of ``bayesnb demo`` (its report.md says so)."""
+    first = _atomic.read_head(path / "report.md", 256).split(b"\n", 1)[0]
+    return first.startswith(b"# bayesnb ") and b"demo report" in first
+
+
+def report_dir(requested, force=False):
+    """The report directory: ``requested``, or a new time-stamped one in the working directory.
+
+    An existing directory is reused only when it is empty or holds an earlier demo report
+    (whose files the new report replaces), or with ``force``: a report never overwrites
+    a user's files unasked.
+    """
     if requested is not None:
         path = Path(requested)
         if path.exists() and not path.is_dir():
             raise DataError(f"--out {path}: exists and is not a directory")
+        if path.is_dir() and not force and any(path.iterdir()) and not _is_report_dir(path):
+            raise DataError(
+                f"--out {path}: the directory holds files and no bayesnb demo report; refusing to write "
+                "the report's files there (choose a new or empty directory, or pass --force)"
+            )
     else:
         stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
         path = Path.cwd() / f"bayesnb-report-{stamp}"
@@ -213,7 +231,9 @@ def report_dir(requested):
 
 
 def _save(ax, path):
-    ax.figure.savefig(path, dpi=110)
+    # Whole or not at all: an interrupted report never leaves a truncated image.
+    with _atomic.atomic_write(path, "wb") as fh:
+        ax.figure.savefig(fh, format="png", dpi=110)
     return path.name
 
 
@@ -346,7 +366,8 @@ def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progr
         md.append(f"| {_md_escape(names[f])} | {m:.3f} | [{lo:.3f}, {hi:.3f}] |")
     md.append("")
     path = out_dir / "report.md"
-    path.write_text("\n".join(md), encoding="utf-8")
+    with _atomic.atomic_write(path, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(md))
     return path
 
 

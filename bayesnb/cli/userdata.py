@@ -5,22 +5,32 @@ label, which the text (modelled as word counts) or the features (numbers, or cat
 encoded by their sorted distinct values), the vocabulary and the categories. The model is
 saved with ``estimator.save`` (a file ``bayesnb.load`` reads) and the layout next to it
 as JSON (``MODEL.cli.json``), so that ``bayesnb predict`` turns a new file into the same
-columns.
+columns. The layout is bound to its model: it records the SHA-256 of the model file's
+bytes and a checksum of its own content, and ``bayesnb predict`` refuses a layout that
+belongs to another model or was edited (it is checked as strictly as the model file).
+Both files are written through :mod:`bayesnb.io._atomic` (whole or not at all, never over
+an input or over a file of another kind without ``--force``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
+import zipfile
 from pathlib import Path
 
 from bayesnb._version import __version__
 from bayesnb.core import families
+from bayesnb.io import _atomic
 
 __all__ = ["DataError", "ALIASES", "family_choices", "resolve_family"]
 
 _SPEC_FORMAT = "bayesnb-cli-model"
-_SPEC_VERSION = 1
+# 2: the layout holds the SHA-256 of its model file, its own checksum and the fit file's columns.
+_SPEC_VERSION = 2
+# A column layout is a few bytes per word or category: this bounds what predict reads.
+_MAX_SPEC_BYTES = 256 * 2**20
 # Command-line names of models that are a registered family with fixed estimator
 # parameters: (name, family, parameters).
 ALIASES = (
@@ -30,6 +40,8 @@ ALIASES = (
 # A bag of words is counts (or, thresholded, presence): families of those supports model text.
 _TEXT_SUPPORTS = ("counts", "binary")
 _LABEL_NAMES = ("label", "class", "target", "y", "category")
+# What a feature column holds (a column type, not a family).
+_COLUMN_TYPES = ("numeric", "categorical")
 
 
 class DataError(Exception):
@@ -101,6 +113,8 @@ def spec_from_args(args, table):
         "sep": args.sep,
         "header": not args.no_header,
         "label": table.columns[label],
+        # Every column of the fit file: predict names the ones it does not know.
+        "columns": list(table.columns),
     }
     if args.text is not None:
         if args.features is not None:
@@ -129,10 +143,12 @@ def spec_from_args(args, table):
         cols = [j for j in range(len(table.columns)) if j != label]
     if not cols:
         raise DataError(f"{table.path}: no feature columns besides the label")
-    types = {}
+    types, not_finite = {}, {}
     for j in cols:
-        numeric = _as_numbers(table.values[j]) is not None
-        types[table.columns[j]] = "numeric" if numeric else "categorical"
+        numbers = _parse_numbers(table.values[j])
+        types[table.columns[j]] = "categorical" if numbers is None else "numeric"
+        if numbers is not None and not np.all(np.isfinite(numbers)):
+            not_finite[table.columns[j]] = int(np.flatnonzero(~np.isfinite(numbers))[0])
     family = args.family
     if family == "auto":
         kinds = set(types.values())
@@ -142,34 +158,76 @@ def spec_from_args(args, table):
         bad = [c for c, t in types.items() if t != "numeric"]
         if bad:
             column = bad[0]
-            values = table.column(column)
+            values = table.named(column)
             example = next(v for v in values.tolist() if _as_numbers(np.asarray([v])) is None)
             raise DataError(f"--family {family} needs numeric columns; column {column!r} holds {example!r}")
     if codes:
         types = dict.fromkeys(types, "categorical")
+    elif not_finite:
+        # A column of numbers with one "nan", "inf" or "1e309" is numeric data with a value
+        # the model cannot take, not a column of categories: say so instead of switching
+        # the column to categorical behind the user's back.
+        column, i = next(iter(not_finite.items()))
+        value = table.named(column)[i]
+        needs = f"--family {family} needs numeric columns; " if args.family != "auto" else ""
+        raise DataError(
+            f"{table.path}, line {int(table.lines[i])}: {needs}column {column!r} holds {str(value)!r}, not a "
+            "finite number (numeric columns need finite numbers; remove or fill that row, or choose "
+            "--family categorical to treat the values as categories)"
+        )
     spec.update(kind="tabular", features=[table.columns[j] for j in cols], types=types, family=family)
     return spec
+
+
+def _parse_numbers(values):
+    """``values`` as float64 (non-finite ones included), or None if one is not a number."""
+    import numpy as np
+
+    try:
+        return np.asarray(values, dtype=np.float64)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _as_numbers(values):
     import numpy as np
 
-    try:
-        out = np.asarray(values, dtype=np.float64)
-    except ValueError:
-        return None
-    return out if np.all(np.isfinite(out)) else None
+    out = _parse_numbers(values)
+    return out if out is not None and np.all(np.isfinite(out)) else None
+
+
+def check_columns(spec, table):
+    """Refuse a file that lacks a column of the layout, naming the missing and unknown ones.
+
+    Columns are matched by name only (a file with other names is never read by position).
+    """
+    needed = [spec["text"]] if spec["kind"] == "text" else list(spec["features"])
+    missing = [c for c in needed if not table.has(c)]
+    if missing:
+        known = set(spec.get("columns", needed)) | {spec["label"]}
+        unexpected = [c for c in table.columns if c not in known]
+        raise DataError(
+            f"{table.path}: no column named {missing[0]!r}: the file's columns do not match the model's "
+            f"(missing: {_shown(missing)}; unexpected: {_shown(unexpected)})"
+        )
+
+
+def _shown(names, limit=10):
+    names = list(names)
+    return ", ".join(map(repr, names[:limit])) + (f" and {len(names) - limit} more" if len(names) > limit else "") or "none"
 
 
 def design(spec, table, *, fit):
     """The feature matrix of ``table`` under ``spec`` (learning vocabulary/categories if ``fit``)."""
     import numpy as np
 
+    if not fit:
+        check_columns(spec, table)
     if spec["kind"] == "text":
         from sklearn.feature_extraction.text import CountVectorizer
 
         try:
-            texts = table.column(spec["text"])
+            texts = table.named(spec["text"])
         except ValueError as exc:
             raise DataError(str(exc)) from None
         if fit:
@@ -186,7 +244,7 @@ def design(spec, table, *, fit):
         spec["categories"] = {}
     for name in spec["features"]:
         try:
-            values = table.column(name)
+            values = table.named(name)
         except ValueError as exc:
             raise DataError(str(exc)) from None
         if spec["types"][name] == "numeric":
@@ -244,11 +302,11 @@ def labels(spec, table, required=True):
     import numpy as np
 
     name = spec["label"]
-    if name not in table.columns:
+    if not table.has(name):
         if required:
             raise DataError(f"{table.path}: no label column {name!r}")
         return None
-    y = table.column(name)
+    y = table.named(name)
     empty = np.flatnonzero(y == "")
     if empty.size:
         raise DataError(f"{table.path}, line {int(table.lines[empty[0]])}: empty label")
@@ -272,16 +330,117 @@ def spec_path(model_path):
     return Path(str(model_path) + ".cli.json")
 
 
-def save_model(clf, spec, path):
-    """Save the fitted estimator (``estimator.save``) and its column layout beside it."""
-    path = Path(path)
-    if path.is_dir():
-        raise DataError(f"--model {path} is a directory")
+def is_model_file(path):
+    """Whether ``path`` looks like a bayesnb model file (a zip holding ``metadata.json``)."""
+    if _atomic.read_head(path, 4) != b"PK\x03\x04":
+        return False
     try:
-        clf.save(path)
-        spec_path(path).write_text(json.dumps(spec, indent=1, ensure_ascii=False), encoding="utf-8")
+        with zipfile.ZipFile(path) as zf:  # reads the directory only
+            return "metadata.json" in zf.namelist()
+    except (OSError, zipfile.BadZipFile, ValueError):
+        return False
+
+
+def is_layout_file(path):
+    """Whether ``path`` looks like a column layout written by :func:`save_model`."""
+    return f'"format": "{_SPEC_FORMAT}"'.encode() in _atomic.read_head(path, 256)
+
+
+def _file_sha256(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(2**20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def _spec_checksum(spec):
+    body = {k: v for k, v in spec.items() if k != "checksum"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return "sha256:" + hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+def check_model_outputs(path, *, inputs=(), force=False):
+    """Refuse a ``--model`` path (or its layout beside it) that is an input or a stranger's file."""
+    try:
+        _atomic.check_output(path, option="--model", kind="a bayesnb model file", inputs=inputs,
+                             is_own=is_model_file, force=force)
+        _atomic.check_output(spec_path(path), option="--model's column layout", kind="a bayesnb column layout",
+                             inputs=inputs, is_own=is_layout_file, force=force)
+    except _atomic.UnsafeOutputError as exc:
+        raise DataError(str(exc)) from None
+
+
+def save_model(clf, spec, path, *, inputs=(), force=False):
+    """Save the fitted estimator (``estimator.save``) and its column layout beside it.
+
+    Both files are written to temporary files first and renamed over their destinations
+    only when both are complete; the layout records the SHA-256 of the model file's
+    bytes and its own checksum, so that :func:`load_model` refuses a pair that does not
+    belong together.
+    """
+    path = Path(path)
+    check_model_outputs(path, inputs=inputs, force=force)
+    layout = spec_path(path)
+    try:
+        with _atomic.staged_files(path, layout) as (model_tmp, layout_tmp):
+            clf.save(model_tmp)
+            spec = {**spec, "model_sha256": _file_sha256(model_tmp)}
+            spec["checksum"] = _spec_checksum(spec)
+            layout_tmp.write_text(json.dumps(spec, indent=1, ensure_ascii=False), encoding="utf-8")
     except OSError as exc:
         raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _unique_strings(value):
+    return isinstance(value, list) and all(isinstance(v, str) for v in value) and len(set(value)) == len(value)
+
+
+def _check_spec(spec, clf, layout):
+    """Refuse a column layout whose schema is wrong or that does not fit the model."""
+
+    def bad(what):
+        raise DataError(f"{layout}: invalid column layout: {what}")
+
+    expected = {
+        "format": str, "format_version": int, "bayesnb_version": str, "header": bool, "label": str,
+        "columns": list, "kind": str, "family": str, "model_sha256": str, "checksum": str,
+    }
+    for key, kind in expected.items():
+        if key not in spec:
+            bad(f"no {key!r} entry")
+        if not isinstance(spec[key], kind) or (kind is int and isinstance(spec[key], bool)):
+            bad(f"{key!r} must be a {kind.__name__}, got {type(spec[key]).__name__}")
+    if spec.get("sep") is not None and not (isinstance(spec["sep"], str) and len(spec["sep"]) == 1):
+        bad(f"'sep' must be one character, got {spec['sep']!r}")
+    if not _unique_strings(spec["columns"]):
+        bad("'columns' must be a list of distinct names")
+    if spec["family"] not in family_choices() or spec["family"] == "auto":
+        bad(f"unknown family {spec['family']!r}")
+    n_features = getattr(clf, "n_features_in_", None)
+    if spec["kind"] == "text":
+        if not isinstance(spec.get("text"), str):
+            bad("'text' must name a column")
+        vocabulary = spec.get("vocabulary")
+        if not _unique_strings(vocabulary):
+            bad("'vocabulary' must be a list of distinct words")
+        if len(vocabulary) != n_features:
+            bad(f"{len(vocabulary)} words for a model of {n_features} features")
+    elif spec["kind"] == "tabular":
+        features, types, categories = spec.get("features"), spec.get("types"), spec.get("categories")
+        if not _unique_strings(features) or not features:
+            bad("'features' must be a non-empty list of distinct column names")
+        if len(features) != n_features:
+            bad(f"{len(features)} feature columns for a model of {n_features} features")
+        if not isinstance(types, dict) or set(types) != set(features) or not set(types.values()) <= set(_COLUMN_TYPES):
+            bad("'types' must give 'numeric' or 'categorical' for every feature column")
+        nominal = {c for c, t in types.items() if t != "numeric"}
+        if not isinstance(categories, dict) or set(categories) != nominal:
+            bad("'categories' must list the categories of every categorical column")
+        if not all(_unique_strings(v) for v in categories.values()):
+            bad("the categories of a column must be distinct strings")
+    else:
+        bad(f"unknown kind {spec['kind']!r}")
 
 
 def load_model(path):
@@ -296,16 +455,36 @@ def load_model(path):
     layout = spec_path(path)
     if not layout.is_file():
         raise DataError(f"{layout} not found: the column layout that 'bayesnb fit' saves next to the model")
+    if layout.stat().st_size > _MAX_SPEC_BYTES:
+        raise DataError(f"{layout}: larger than {_MAX_SPEC_BYTES:,} bytes, not a column layout 'bayesnb fit' writes")
     try:
         spec = json.loads(layout.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise DataError(f"{layout}: not a bayesnb column layout ({exc})") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as exc:
+        raise DataError(f"{layout}: not a bayesnb column layout ({' '.join(str(exc).split())[:200]})") from None
     if not isinstance(spec, dict) or spec.get("format") != _SPEC_FORMAT:
         raise DataError(f"{layout}: not a bayesnb column layout")
-    if not isinstance(spec.get("format_version"), int) or spec["format_version"] > _SPEC_VERSION:
-        raise DataError(f"{layout}: format {spec.get('format_version')!r} is not one this bayesnb reads")
+    version = spec.get("format_version")
+    if not isinstance(version, int) or isinstance(version, bool) or version > _SPEC_VERSION:
+        raise DataError(f"{layout}: format {version!r} is not one this bayesnb reads")
+    if version < _SPEC_VERSION:
+        raise DataError(
+            f"{layout}: written by an older bayesnb, without the hash that binds it to its model; "
+            "fit the model again"
+        )
+    if spec.get("checksum") != _spec_checksum(spec):
+        raise DataError(f"{layout}: checksum mismatch: the column layout was modified or corrupted after it was written")
     try:
         clf = load(path)
     except (OSError, ValueError, TypeError, KeyError) as exc:
         raise DataError(f"{path}: cannot load the model: {' '.join(str(exc).split())}") from None
+    try:
+        digest = _file_sha256(path)
+    except OSError as exc:
+        raise DataError(f"cannot read {path}: {exc.strerror or exc}") from None
+    if spec.get("model_sha256") != digest:
+        raise DataError(
+            f"{layout} belongs to another model than {path} (the model's SHA-256 differs from the one "
+            "the layout records): save both with 'bayesnb fit' again"
+        )
+    _check_spec(spec, clf, layout)
     return clf, spec

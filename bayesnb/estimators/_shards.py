@@ -35,7 +35,7 @@ from sklearn.base import clone
 from sklearn.utils.multiclass import check_classification_targets
 
 from bayesnb.core._validation import check_sample_weight, n_rows
-from bayesnb.core.stats import LabelStats
+from bayesnb.core.stats import LabelStats, as_masked, is_masked
 from bayesnb.core.stats import merge as merge_stats
 
 __all__ = ["Shard", "compute", "merge", "finish"]
@@ -123,7 +123,9 @@ def compute(template, X, y, sample_weight=None, classes=None):
     est.classes_ = classes
     if _is_mixed(est):
         return _compute_mixed(est, X, y, y_index, w)
-    stats = est._compute_stats(X, y_index, w)
+    # The estimator's own statistics hook, which unpacks the rows with unobserved entries
+    # (missing="ignore") into values and mask, as fit and partial_fit do.
+    stats = est._stats(X, y_index, w)
     state = {k: v for k, v in vars(est).items() if k.endswith("_") and not k.startswith("_") and k != "classes_"}
     state.pop("stats_", None)
     return Shard(classes, stats, state)
@@ -268,7 +270,11 @@ def merge(a, b):
     classes = _union_classes(a.classes, b.classes)
     a, b = _reindex(a, classes), _reindex(b, classes)
     state = _merge_state(a.state, b.state)
-    stats = merge_stats(a.stats, b.stats)
+    sa, sb = a.stats, b.stats
+    if is_masked(sa) != is_masked(sb):
+        # A part without NaN merges with one with NaN in the per-cell (masked) form.
+        sa, sb = as_masked(sa), as_masked(sb)
+    stats = merge_stats(sa, sb)
     if a.blocks is None:
         return Shard(classes, stats, state)
     blocks, categories = _merge_mixed(a, b)

@@ -87,20 +87,27 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
     >>> labels.tolist(), texts[1]
     (['ham', 'spam'], 'WIN cash now')
     """
+    import codecs
+
     path = _require_file(path)
     texts, labels = [], []
+    if codecs.lookup(encoding).name == "utf-8":
+        encoding = "utf-8-sig"  # a byte order mark is not part of the first label
     try:
-        lines = path.read_text(encoding=encoding).splitlines()
+        # Lines end at \n, \r\n or \r only (universal newlines): str.splitlines would also
+        # split a text at U+2028, U+0085, \x0c, ... and fabricate documents.
+        with path.open(encoding=encoding, newline=None) as fh:
+            for number, line in enumerate(fh, start=1):
+                line = line.rstrip("\n")
+                if not line.strip():
+                    continue
+                label, found, text = line.partition(sep)
+                if not found or not label.strip():
+                    raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
+                labels.append(label.strip())
+                texts.append(text)
     except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not {encoding} text: {exc}") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        label, found, text = line.partition(sep)
-        if not found or not label.strip():
-            raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
-        labels.append(label.strip())
-        texts.append(text)
+        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
     if not labels:
         raise ValueError(f"{path} holds no labelled lines")
     return texts, np.asarray(labels)
@@ -178,6 +185,12 @@ def read_categorical_table(path, label_column=0, sep=","):
     return X, y
 
 
+#: Default bounds of :func:`read_table` (a wider or longer input is refused with a message
+#: naming the bound; pass larger values for a trusted file).
+MAX_COLUMNS = 100_000
+MAX_FIELD_CHARS = 2**24
+
+
 class Table(NamedTuple):
     """A delimited text file read as columns of strings.
 
@@ -190,25 +203,39 @@ class Table(NamedTuple):
         One array per column, shape (n_rows,), values stripped of surrounding blanks.
     lines : int ndarray of shape (n_rows,)
         Line number (1-based) of each row in the file, for error messages.
+    positions : dict, optional
+        ``{name: position}`` of the columns (built from ``columns`` when absent), so that
+        looking a column up costs the same for a file of 10 or 100,000 columns.
     """
 
     path: str
     columns: list
     values: list
     lines: np.ndarray
+    positions: dict | None = None
 
     @property
     def n_rows(self):
         return int(self.lines.shape[0])
 
+    def _positions(self):
+        if self.positions is not None:
+            return self.positions
+        return {name: j for j, name in enumerate(self.columns)}
+
     def index(self, column):
-        """Position of a column given by name, or by 0-based position (int or digits)."""
-        if isinstance(column, str) and column in self.columns:
-            return self.columns.index(column)
+        """Position of a column given by name, or by 0-based position (int or digits).
+
+        A name wins over a position: in a file whose header names a column ``"0"``,
+        ``index("0")`` is that column, wherever it is.
+        """
+        positions = self._positions()
+        if isinstance(column, str) and column in positions:
+            return positions[column]
         try:
             position = int(column)
         except (TypeError, ValueError):
-            raise ValueError(f"{self.path}: no column named {column!r}; columns are {self.columns}") from None
+            raise ValueError(f"{self.path}: no column named {column!r}; columns are {_shown(self.columns)}") from None
         if not -len(self.columns) <= position < len(self.columns):
             raise ValueError(
                 f"{self.path}: column {position} is out of range; the file has {len(self.columns)} columns"
@@ -218,6 +245,26 @@ class Table(NamedTuple):
     def column(self, column):
         """The values of one column (see :meth:`index`)."""
         return self.values[self.index(column)]
+
+    def has(self, name):
+        """Whether a column is called ``name`` (by name only)."""
+        return name in self._positions()
+
+    def named(self, name):
+        """The values of the column called ``name``: by name only, never by position.
+
+        A saved column layout names its columns; reading them by name means a file whose
+        columns are called otherwise is refused instead of being read by position.
+        """
+        j = self._positions().get(name)
+        if j is None:
+            raise ValueError(f"{self.path}: no column named {name!r}; columns are {_shown(self.columns)}")
+        return self.values[j]
+
+
+def _shown(names, limit=20):
+    names = list(names)
+    return repr(names) if len(names) <= limit else f"{names[:limit]!r} and {len(names) - limit} more"
 
 
 def _sniff_separator(path, first_line):
@@ -229,8 +276,19 @@ def _sniff_separator(path, first_line):
     return "\t" if "\t" in first_line else ","
 
 
-def read_table(path, *, sep=None, header=True, encoding="utf-8"):
+def _blank(row):
+    # An empty line (csv gives []), one of blanks, or one of separators only (",,,", as
+    # spreadsheets export an empty row): no value to read, skipped wherever it is.
+    return not any(field.strip() for field in row)
+
+
+def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX_COLUMNS, max_field_chars=MAX_FIELD_CHARS):
     """Read a CSV/TSV file of labelled rows (a user's data for ``bayesnb fit``).
+
+    Records are split only on ``\\n`` and ``\\r\\n`` (and a lone ``\\r``), as by the
+    ``csv`` module: other Unicode line separators (U+2028, U+0085, form feed, ...)
+    inside a field are text. A UTF-8 byte order mark is dropped. The file is read in one
+    pass, line by line, in time linear in its size.
 
     Parameters
     ----------
@@ -238,11 +296,16 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8"):
     sep : str, optional
         Field separator; by default TAB for ``.tsv``/``.tab`` files, comma for ``.csv``,
         otherwise TAB if the first line holds one, else comma. With a comma (or any
-        separator but TAB) fields may be quoted as in CSV (``"a, b"`` is one field);
+        separator but TAB) fields may be quoted as in CSV (``"a, b"`` is one field, and
+        may span lines);
         TAB-separated fields are taken as they are (the TSV convention: no quoting).
     header : bool, default True
         Whether the first non-empty line names the columns.
     encoding : str, default "utf-8"
+    max_columns : int, default 100,000
+        Refuse a file with more columns.
+    max_field_chars : int, default 2**24
+        Refuse a field longer than this (quoted fields may span lines).
 
     Returns
     -------
@@ -254,8 +317,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8"):
         If the file does not exist.
     ValueError
         If it is not text in ``encoding``, holds no rows, has duplicate or empty column
-        names, or a row whose number of fields differs from the header's (the message
-        names the line).
+        names, more than ``max_columns`` columns, a field longer than
+        ``max_field_chars``, or a row whose number of fields differs from the header's
+        (the message names the line).
 
     Examples
     --------
@@ -266,48 +330,89 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8"):
     >>> t.columns, t.column("text").tolist(), t.lines.tolist()
     (['label', 'text'], ['WIN cash, now', 'see you'], [2, 3])
     """
+    import codecs
+    import itertools
+
     path = _require_file(path)
-    try:
-        text = path.read_text(encoding=encoding)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not {encoding} text: {exc}") from None
-    lines = text.splitlines()
-    first = next((line for line in lines if line.strip()), None)
-    if first is None:
-        raise ValueError(f"{path} is empty")
-    if sep is None:
-        sep = _sniff_separator(path, first)
-    if not isinstance(sep, str) or len(sep) != 1:
+    if sep is not None and (not isinstance(sep, str) or len(sep) != 1):
         raise ValueError(f"sep must be a single character, got {sep!r}")
+    if codecs.lookup(encoding).name == "utf-8":
+        encoding = "utf-8-sig"  # drops a byte order mark, which would otherwise prefix the first name
     rows, numbers = [], []
-    # Tab-separated files follow the TSV convention of no quoting (a text may hold a
-    # quote character); other separators follow CSV's, where a quoted field may hold it.
-    reader = csv.reader(lines, delimiter=sep, quoting=csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL)
+    previous_limit = csv.field_size_limit()
+    line_num = 0
     try:
-        for row in reader:
-            if not any(field.strip() for field in row):
-                continue
-            rows.append([field.strip() for field in row])
-            numbers.append(reader.line_num)
+        # csv's field limit is process-wide: set for this read, restored after it.
+        csv.field_size_limit(max_field_chars)
+        with path.open(encoding=encoding, newline="") as fh:
+            # newline="": the file object splits lines on \n, \r\n and \r only, and the
+            # csv module joins the lines of a quoted field; str.splitlines would also
+            # split on U+2028, U+0085, \x0c, \x1c-\x1e and fabricate rows.
+            head = []
+            for line in fh:
+                head.append(line)
+                if line.strip():
+                    break
+            first = head[-1] if head and head[-1].strip() else None
+            if first is None:
+                raise ValueError(f"{path} is empty")
+            if sep is None:
+                sep = _sniff_separator(path, first)
+            # Tab-separated files follow the TSV convention of no quoting (a text may hold a
+            # quote character); other separators follow CSV's, where a quoted field may hold it.
+            quoting = csv.QUOTE_NONE if sep == "\t" else csv.QUOTE_MINIMAL
+            reader = csv.reader(itertools.chain(head, fh), delimiter=sep, quoting=quoting)
+            width = None
+            for row in reader:
+                line_num = reader.line_num
+                if _blank(row):
+                    continue
+                if width is None:
+                    width = len(row)
+                    if width > max_columns:
+                        raise ValueError(
+                            f"{path}, line {line_num}: {width:,} columns, more than the limit of "
+                            f"{max_columns:,} (read_table's max_columns)"
+                        )
+                elif len(row) != width:
+                    sep_name = "TAB" if sep == "\t" else repr(sep)
+                    raise ValueError(
+                        f"{path}, line {line_num}: {len(row)} fields, expected {width} (separator {sep_name})"
+                    )
+                rows.append([field.strip() for field in row])
+                numbers.append(line_num)
     except csv.Error as exc:
-        raise ValueError(f"{path}, line {reader.line_num}: {exc}") from None
+        message = str(exc)
+        if "field limit" in message:
+            message = (
+                f"a field longer than {max_field_chars:,} characters, the limit (read_table's "
+                "max_field_chars; an unbalanced quote makes the rest of the file one field)"
+            )
+        raise ValueError(f"{path}, line {line_num + 1}: {message}") from None
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
+    finally:
+        csv.field_size_limit(previous_limit)
+    if not rows:
+        raise ValueError(f"{path} holds no rows")
     if header:
-        names, rows, numbers = rows[0], rows[1:], numbers[1:]
-        if any(not n for n in names):
-            raise ValueError(f"{path}, line {numbers[0] - 1 if numbers else 1}: the header has an empty column name")
-        dupes = sorted({n for n in names if names.count(n) > 1})
+        names, rows, header_line, numbers = rows[0], rows[1:], numbers[0], numbers[1:]
+        empty = [j for j, n in enumerate(names) if not n]
+        if empty:
+            raise ValueError(
+                f"{path}, line {header_line}: the header has an empty column name (column {empty[0]})"
+            )
+        positions = {}
+        dupes = set()
+        for j, name in enumerate(names):
+            if positions.setdefault(name, j) != j:
+                dupes.add(name)
         if dupes:
-            raise ValueError(f"{path}: duplicate column names in the header: {dupes}")
+            raise ValueError(f"{path}: duplicate column names in the header: {_shown(sorted(dupes))}")
     else:
         names = [str(j) for j in range(len(rows[0]))]
+        positions = {name: j for j, name in enumerate(names)}
     if not rows:
         raise ValueError(f"{path} holds a header but no rows")
-    width = len(names)
-    for number, row in zip(numbers, rows):
-        if len(row) != width:
-            sep_name = "TAB" if sep == "\t" else repr(sep)
-            raise ValueError(
-                f"{path}, line {number}: {len(row)} fields, expected {width} (separator {sep_name})"
-            )
     values = [np.asarray(col, dtype=str) for col in zip(*rows)]
-    return Table(str(path), list(names), values, np.asarray(numbers, dtype=np.int64))
+    return Table(str(path), list(names), values, np.asarray(numbers, dtype=np.int64), positions)

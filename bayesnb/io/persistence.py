@@ -66,7 +66,6 @@ import io
 import json
 import math
 import os
-import tempfile
 import warnings
 import zipfile
 from pathlib import Path
@@ -74,8 +73,9 @@ from pathlib import Path
 import numpy as np
 
 from bayesnb.exceptions import ModelFileError
+from bayesnb.io._atomic import atomic_write
 
-__all__ = ["FORMAT", "FORMAT_VERSION", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
+__all__ = ["FORMAT", "FORMAT_VERSION", "MAX_ARRAY_BYTES", "MAX_METADATA_BYTES", "MAX_METADATA_DEPTH", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
 
 FORMAT = "bayesnb-model"
 FORMAT_VERSION = 1
@@ -363,7 +363,18 @@ class _Decoder:
         if tag == "tuple" and len(node) == 1:
             return tuple(self.value(v) for v in node["tuple"])
         if tag == "dict" and len(node) == 1:
-            return {_hashable(self.value(k)): self.value(v) for k, v in node["dict"]}
+            pairs = node["dict"]
+            if not isinstance(pairs, list) or not all(isinstance(p, list) and len(p) == 2 for p in pairs):
+                raise ModelFileError(f"a dict in the metadata is not a list of [key, value] pairs: {str(pairs)[:80]}")
+            out = {}
+            for k, v in pairs:
+                key = _hashable(self.value(k))
+                try:
+                    hash(key)
+                except TypeError:
+                    raise ModelFileError(f"a dict key in the metadata is not hashable: {str(k)[:80]}") from None
+                out[key] = self.value(v)
+            return out
         if tag == "slice" and len(node) == 1 and len(node["slice"]) == 3:
             return slice(*(self.value(v) for v in node["slice"]))
         if tag == "namedtuple" and set(node) == {"namedtuple", "fields"}:
@@ -401,11 +412,66 @@ class _Decoder:
         for key, node in attributes.items():
             est.__dict__[key] = self.value(node)
         try:
+            _check_state(est, cls.__name__)
+        except ModelFileError as err:
+            raise ModelFileError(f"the saved state of {cls.__name__} is inconsistent: {err}") from None
+        try:
             # Prior and posterior from the restored statistics (the public recompute).
             est.update_prior()
         except Exception as err:  # a file whose state does not make a model
             raise ModelFileError(f"the saved state of {cls.__name__} is inconsistent: {err}") from err
         return est
+
+
+# Statistics that are sums of weights, of squared deviations or of log-factorials: never
+# negative in a state that fit produced (a field-name convention of bayesnb.core.stats).
+_NON_NEGATIVE_SUFFIXES = ("count", "m2", "log_factorial")
+
+
+def _check_state(est, name):
+    """Refuse a restored fitted state that ``fit`` could not have produced.
+
+    The checksum only detects damage, so a file with a recomputed checksum may hold any
+    values: they are checked here as ``fit`` checks its input, before anything is
+    computed from them (NaN, infinite or negative statistics would give NaN predictions).
+    """
+    state = vars(est)
+    classes = np.asarray(state["classes_"])
+    if classes.ndim != 1 or classes.size == 0:
+        raise ModelFileError(f"{name}.classes_ must be a non-empty 1-d array, got shape {classes.shape}")
+    try:
+        ordered = np.unique(classes)
+    except TypeError:
+        raise ModelFileError(f"{name}.classes_ mixes labels of different types") from None
+    if ordered.shape != classes.shape or not np.array_equal(ordered, classes):
+        raise ModelFileError(
+            f"{name}.classes_ must be sorted and distinct, as fit makes them; the file holds {classes.tolist()[:10]}"
+        )
+    n_features = state.get("n_features_in_")
+    if isinstance(n_features, bool) or not isinstance(n_features, (int, np.integer)) or n_features < 1:
+        raise ModelFileError(f"{name}.n_features_in_ must be a positive integer, got {n_features!r}")
+    names = state.get("feature_names_in_")
+    if names is not None and np.shape(names) != (n_features,):
+        raise ModelFileError(f"{name}.feature_names_in_ has shape {np.shape(names)}, expected ({n_features},)")
+    stats = state["stats_"]
+    if not (isinstance(stats, tuple) and hasattr(stats, "_fields")):
+        raise ModelFileError(f"{name}.stats_ is not a statistics pytree")
+    for field in stats._fields:
+        value = getattr(stats, field)
+        arr = np.asarray(value)
+        where = f"{name}.stats_.{field}"
+        if arr.dtype.kind not in "biuf":
+            raise ModelFileError(f"{where} must be numeric, got dtype {arr.dtype}")
+        if arr.ndim == 0 or arr.shape[0] != classes.size:
+            raise ModelFileError(f"{where} has shape {arr.shape}; its first axis must be the {classes.size} classes")
+        if arr.ndim >= 2 and arr.shape[1] != n_features:
+            raise ModelFileError(f"{where} has shape {arr.shape}; its second axis must be the {n_features} features")
+        if not np.all(np.isfinite(arr)):
+            raise ModelFileError(f"{where} holds NaN or infinite values")
+        if field.endswith(_NON_NEGATIVE_SUFFIXES) and np.any(arr < 0):
+            raise ModelFileError(f"{where} holds negative values (counts and sums of squares are >= 0)")
+        if field == "scatter" and np.any(np.diagonal(arr, axis1=-2, axis2=-1) < 0):
+            raise ModelFileError(f"{where} has a negative diagonal (a scatter matrix is positive semi-definite)")
 
 
 def _hashable(key):
@@ -496,20 +562,21 @@ def save(estimator, path):
     if hasattr(path, "write"):
         write(path)
         return
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            write(f)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    # A temporary file in the same folder replaces the destination once complete.
+    with atomic_write(path, "wb") as f:
+        write(f)
 
 
-def _read(source):
-    """Metadata dict and arrays of a model file; ``ModelFileError`` for anything else."""
+def _read(source, max_bytes):
+    """Metadata dict and arrays of a model file; ``ModelFileError`` for anything else.
+
+    Nothing is held in memory before it is checked against a limit: the zip directory's
+    declared sizes bound the metadata (:data:`MAX_METADATA_BYTES`) and every array
+    member, each ``.npy`` header's dtype and shape must agree with the metadata and with
+    the member's size, their total is bounded by ``max_bytes``, and the checksum is
+    computed while the members are streamed, so an array is materialised only after the
+    whole file has been verified.
+    """
     head = source.read(len(_ZIP_MAGIC))
     source.seek(0)
     if head != _ZIP_MAGIC:
@@ -518,49 +585,155 @@ def _read(source):
             f"(it starts with {head!r}); bayesnb.load reads files written by estimator.save"
         )
     try:
-        with np.load(source, allow_pickle=False) as npz:
-            names = set(npz.zip.namelist())
-            if _METADATA not in names:
+        with zipfile.ZipFile(source) as zf:
+            infos = zf.infolist()
+            names = [i.filename for i in infos]
+            if len(set(names)) != len(names):
+                raise ModelFileError("the archive holds two members of the same name")
+            members = {i.filename: i for i in infos}
+            if _METADATA not in members:
                 raise ModelFileError(
                     f"not a bayesnb model file: the archive has no {_METADATA} "
                     f"(members: {sorted(names)[:5]}...); bayesnb.load reads files written by estimator.save"
                 )
-            raw = npz.zip.read(_METADATA)
-            try:
-                metadata = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
-            except (UnicodeDecodeError, ValueError) as err:
-                raise ModelFileError(f"the metadata of the model file is not valid JSON: {err}") from None
+            metadata = _read_metadata(zf, members[_METADATA])
             _check_header(metadata)
             listed = metadata.get("arrays")
-            if not isinstance(listed, dict):
+            if not isinstance(listed, dict) or not all(isinstance(v, dict) for v in listed.values()):
                 raise ModelFileError("the metadata has no valid 'arrays' entry")
             expected = {f"{n}.npy" for n in listed} | {_METADATA}
-            if names != expected:
-                extra, absent = sorted(names - expected), sorted(expected - names)
+            if set(names) != expected:
+                extra, absent = sorted(set(names) - expected), sorted(expected - set(names))
                 raise ModelFileError(
-                    f"the archive's members do not match its metadata (unexpected: {extra}, missing: {absent})"
+                    f"the archive's members do not match its metadata (unexpected: {extra[:5]}, missing: {absent[:5]})"
+                )
+            layout, total = {}, 0
+            for name in sorted(listed):
+                dtype, shape, offset = _array_header(zf, members[f"{name}.npy"], name, listed[name])
+                total += math.prod(shape) * dtype.itemsize
+                if total > max_bytes:
+                    raise ModelFileError(
+                        f"the model file's arrays declare more than max_bytes={max_bytes:,} bytes "
+                        f"(array {name!r} has shape {list(shape)} of {dtype.str}); pass a larger "
+                        "max_bytes to bayesnb.load if the file is trusted"
+                    )
+                layout[name] = (dtype, shape, offset)
+            checksum = _streamed_checksum(zf, metadata, layout)
+            if metadata.get("checksum") != checksum:
+                raise ModelFileError(
+                    "checksum mismatch: the model file was modified or corrupted after it was written "
+                    f"(stored {str(metadata.get('checksum'))[:80]!r})"
                 )
             arrays = {}
-            for name, spec in listed.items():
-                arr = npz[name]
-                if not isinstance(arr, np.ndarray) or arr.dtype.kind not in _ARRAY_KINDS:
-                    raise ModelFileError(f"array {name!r} has an unsupported type")
-                if arr.dtype.str != spec.get("dtype") or list(arr.shape) != spec.get("shape"):
-                    raise ModelFileError(
-                        f"array {name!r} is {arr.dtype.str}{list(arr.shape)} but the metadata says "
-                        f"{spec.get('dtype')}{spec.get('shape')}"
-                    )
-                arrays[name] = arr
+            for name in layout:
+                with zf.open(f"{name}.npy") as member:
+                    arrays[name] = np.lib.format.read_array(member, allow_pickle=False)
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as err:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, NotImplementedError) as err:
         raise ModelFileError(f"the model file is truncated or corrupted and cannot be read: {err}") from None
-    if metadata.get("checksum") != _checksum(metadata, arrays):
-        raise ModelFileError(
-            "checksum mismatch: the model file was modified or corrupted after it was written "
-            f"(stored {metadata.get('checksum')!r})"
-        )
     return metadata, arrays
+
+
+MAX_METADATA_BYTES = 64 * 2**20
+"""Largest ``metadata.json`` that :func:`load` reads (its size as declared in the zip directory)."""
+MAX_METADATA_DEPTH = 64
+"""Deepest nesting of lists and objects in the metadata (a saved estimator needs about 10)."""
+MAX_ARRAY_BYTES = 4 * 2**30
+"""Default bound of :func:`load` on the arrays' total size (from their declared shapes)."""
+
+
+def _read_metadata(zf, info):
+    if info.file_size > MAX_METADATA_BYTES:
+        raise ModelFileError(
+            f"the model file's {_METADATA} declares {info.file_size:,} bytes, more than the limit of "
+            f"{MAX_METADATA_BYTES:,} (MAX_METADATA_BYTES): not a file written by estimator.save"
+        )
+    raw = zf.read(_METADATA)  # at most the declared size: zipfile stops (and checks the CRC) there
+    try:
+        metadata = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except RecursionError:
+        raise ModelFileError(
+            f"the metadata of the model file is nested deeper than {MAX_METADATA_DEPTH} levels"
+        ) from None
+    except (UnicodeDecodeError, ValueError) as err:
+        raise ModelFileError(f"the metadata of the model file is not valid JSON: {err}") from None
+    _check_depth(metadata)
+    return metadata
+
+
+def _check_depth(node):
+    # Iterative, so that the check itself cannot overflow the stack.
+    stack = [(node, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if depth > MAX_METADATA_DEPTH:
+            raise ModelFileError(f"the metadata of the model file is nested deeper than {MAX_METADATA_DEPTH} levels")
+        if isinstance(item, dict):
+            stack.extend((v, depth + 1) for v in item.values())
+        elif isinstance(item, list):
+            stack.extend((v, depth + 1) for v in item)
+
+
+_NPY_HEADER_READERS = {(1, 0): np.lib.format.read_array_header_1_0, (2, 0): np.lib.format.read_array_header_2_0}
+
+
+def _array_header(zf, info, name, spec):
+    """dtype, shape and data offset of an array member, checked before any data is read."""
+    with zf.open(info) as member:
+        version = np.lib.format.read_magic(member)
+        reader = _NPY_HEADER_READERS.get(version)
+        if reader is None:
+            raise ModelFileError(f"array {name!r}: .npy format version {version} is not one estimator.save writes")
+        shape, fortran_order, dtype = reader(member)
+        offset = member.tell()
+    if dtype.hasobject:
+        raise ModelFileError(
+            f"the model file is truncated or corrupted and cannot be read: array {name!r} holds Python "
+            "objects (a pickle), which load never reads (allow_pickle=False)"
+        )
+    if dtype.names is not None or dtype.kind not in _ARRAY_KINDS:
+        raise ModelFileError(f"array {name!r} has an unsupported dtype {dtype.str}")
+    if fortran_order and len(shape) > 1:
+        raise ModelFileError(f"array {name!r} is stored in Fortran order, which estimator.save never writes")
+    if dtype.str != spec.get("dtype") or list(shape) != spec.get("shape"):
+        raise ModelFileError(
+            f"array {name!r} is {dtype.str}{list(shape)} but the metadata says {spec.get('dtype')}{spec.get('shape')}"
+        )
+    nbytes = math.prod(shape) * dtype.itemsize
+    if offset + nbytes != info.file_size:
+        raise ModelFileError(
+            f"array {name!r} declares shape {list(shape)} of {dtype.str} ({nbytes:,} bytes) but its member "
+            f"holds {max(info.file_size - offset, 0):,} bytes of data"
+        )
+    return dtype, tuple(shape), offset
+
+
+def _streamed_checksum(zf, metadata, layout, chunk=2**20):
+    """:func:`_checksum` of the file's arrays, read member by member in ``chunk`` bytes."""
+    h = hashlib.sha256()
+
+    def put(data):
+        h.update(len(data).to_bytes(8, "little"))
+        h.update(data)
+
+    put(_canonical({k: v for k, v in metadata.items() if k != "checksum"}).encode("ascii"))
+    for name in sorted(layout):
+        dtype, shape, offset = layout[name]
+        put(name.encode("utf-8"))
+        put(dtype.str.encode("ascii"))
+        put(json.dumps(list(shape)).encode("ascii"))
+        left = math.prod(shape) * dtype.itemsize
+        h.update(left.to_bytes(8, "little"))
+        with zf.open(f"{name}.npy") as member:
+            member.read(offset)
+            while left:
+                block = member.read(min(chunk, left))
+                if not block:
+                    raise ModelFileError(f"array {name!r} is truncated")
+                h.update(block)
+                left -= len(block)
+    return "sha256:" + h.hexdigest()
 
 
 def _no_constant(name):
@@ -581,7 +754,7 @@ def _check_header(metadata):
         )
 
 
-def load(path):
+def load(path, *, max_bytes=None):
     """Read an estimator written by :meth:`~bayesnb.estimators.BaseNB.save`.
 
     Never executes code from the file (no pickle; classes come from a fixed table of
@@ -590,9 +763,18 @@ def load(path):
     ``random_state``) equals the saved estimator's bit for bit, and ``partial_fit``
     continues from the saved statistics.
 
+    The file is verified before it is trusted with memory: the metadata's size
+    (:data:`MAX_METADATA_BYTES`) and nesting (:data:`MAX_METADATA_DEPTH`), every array's
+    declared dtype and shape against the metadata and the archive's directory, their
+    total against ``max_bytes``, and the checksum (streamed), before any array is
+    read; then the restored state is validated as ``fit`` validates its input (finite
+    statistics, non-negative counts, shapes that agree, sorted distinct classes).
+
     Parameters
     ----------
     path : str, os.PathLike or binary file object
+    max_bytes : int, optional
+        Largest total size of the file's arrays (default :data:`MAX_ARRAY_BYTES`, 4 GiB).
 
     Returns
     -------
@@ -603,8 +785,10 @@ def load(path):
     ------
     bayesnb.exceptions.ModelFileError
         (a ``ValueError``) if the file is not a bayesnb model, is truncated or corrupted,
-        fails its checksum, was written by a newer format version, or holds a state that
-        does not make a model.
+        exceeds a limit, fails its checksum, was written by a newer format version, or
+        holds a state that does not make a model. The checksum detects damage, not
+        tampering: whoever can write the file can recompute it, so a crafted file that
+        passes it is still validated like the input of ``fit``.
     FileNotFoundError
         If ``path`` does not exist.
 
@@ -627,12 +811,13 @@ def load(path):
     """
     from bayesnb._version import __version__
 
+    max_bytes = MAX_ARRAY_BYTES if max_bytes is None else int(max_bytes)
     if hasattr(path, "read"):
-        data = path.read()
+        seekable = getattr(path, "seekable", lambda: False)()
+        metadata, arrays = _read(path if seekable else io.BytesIO(path.read()), max_bytes)
     else:
         with open(path, "rb") as f:
-            data = f.read()
-    metadata, arrays = _read(io.BytesIO(data))
+            metadata, arrays = _read(f, max_bytes)
     written_by = metadata.get("library_version")
     if written_by != __version__:
         warnings.warn(
@@ -641,4 +826,10 @@ def load(path):
             UserWarning,
             stacklevel=2,
         )
-    return _Decoder(arrays).estimator(metadata.get("estimator"))
+    try:
+        return _Decoder(arrays).estimator(metadata.get("estimator"))
+    except ModelFileError:
+        raise
+    except (TypeError, ValueError, KeyError, AttributeError, IndexError, OverflowError, RecursionError) as err:
+        # Whatever a crafted metadata tree makes the decoder trip on is a malformed file.
+        raise ModelFileError(f"the model file's metadata is malformed: {type(err).__name__}: {err}") from None
