@@ -26,6 +26,7 @@ variance of the latest batch), added to the maximum-likelihood variances
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import warnings
 from numbers import Real
@@ -138,15 +139,22 @@ class _ScikitLearnFront:
         return super()._check_X_y(X, y, reset)
 
     def _check_X(self, X, reset):
-        try:
+        with self._input_messages():
             return super()._check_X(X, reset)
+
+    @contextlib.contextmanager
+    def _input_messages(self):
+        """scikit-learn's wording of refused input: "... passed to MultinomialNB (input X)."."""
+        try:
+            yield
         except ValueError as err:
-            # scikit-learn names the input: "... passed to MultinomialNB (input X)".
             prefix = f"Negative values in data passed to {type(self).__name__}"
             text = str(err)
-            if text.startswith(prefix) and not text.startswith(prefix + " (input X)"):
-                raise ValueError(f"{prefix} (input X){text[len(prefix):]}") from None
-            raise
+            if not text.startswith(prefix):
+                raise
+            # bayesnb's detail (the offending minimum) follows scikit-learn's whole message.
+            detail = text[len(prefix) :].lstrip(": ")
+            raise ValueError(f"{prefix} (input X). {detail[:1].upper()}{detail[1:]}") from None
 
     # ---------------------------------------------------------- class prior
     def _check_given_prior(self, prior, n_classes):
@@ -414,6 +422,8 @@ class CategoricalNB(_DiscreteFront, _est.CategoricalNB):
 
     def _check_X(self, X, reset):
         X = validate_data(self, X, dtype=None, reset=reset, ensure_all_finite=True)
+        if X.dtype.kind == "O":  # numbers in an object array, which scikit-learn casts too
+            X = X.astype(np.float64)
         if X.dtype.kind == "f":
             fraction = X != np.trunc(X)
             if fraction.any():
@@ -422,10 +432,11 @@ class CategoricalNB(_DiscreteFront, _est.CategoricalNB):
                     f"by truncation, as scikit-learn does (e.g. {X[fraction][0]!r} -> "
                     f"{int(X[fraction][0])}); encode categories as integer codes (OrdinalEncoder)",
                     DataConversionWarning,
-                    stacklevel=4,
+                    stacklevel=2,
                 )
                 X = np.trunc(X)
-        return check_category_codes(X, f"{type(self).__name__} (input X)")
+        with self._input_messages():
+            return check_category_codes(X, type(self).__name__)
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
         if self.min_categories is not None:
@@ -447,7 +458,8 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
     ``sklearn.naive_bayes.GaussianNB``: ``theta_`` the weighted class means, ``var_`` the
     maximum-likelihood variances :math:`M_{2,cj} / N_c` plus ``epsilon_`` =
     ``var_smoothing`` times the largest (unweighted) feature variance of the ``X`` of
-    the latest ``fit`` / ``partial_fit`` call, ``class_prior_`` the given ``priors`` or
+    the latest ``fit`` / ``partial_fit`` call (after ``partial_fit``, ``var_`` also keeps
+    scikit-learn's carry-over of earlier floors), ``class_prior_`` the given ``priors`` or
     the weighted class frequencies; attributes in the floating dtype of ``X``.
 
     The Bayesian methods of :class:`bayesnb.GaussianNB` work on the fitted object, under
@@ -514,9 +526,23 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
         return super()._check_X(X, reset)
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
+        new = super()._compute_stats(X, y_index, sample_weight, mask=mask)
         # scikit-learn's floor: var_smoothing times the largest unweighted variance of this batch.
-        self._epsilon_ = self._var_smoothing() * float(np.max(np.var(X, axis=0)))
-        return super()._compute_stats(X, y_index, sample_weight, mask=mask)
+        epsilon = self._var_smoothing() * float(np.max(np.var(X, axis=0)))
+        if hasattr(self, "stats_"):
+            # scikit-learn's partial_fit takes the *new* floor off var_ before merging the
+            # batch (var_ -= epsilon_), so the previous floor's excess stays in the old
+            # rows' share of the variance: (leak + eps_prev - eps_new) * N_past / N_total
+            # per class (all of it for a class without new rows). Carried here so that
+            # var_ is scikit-learn's after any sequence of calls.
+            past = np.asarray(self.stats_.class_count, dtype=np.float64)
+            total = past + np.asarray(new.class_count, dtype=np.float64)
+            share = np.divide(past, total, out=np.ones_like(past), where=total > 0)
+            self._leak_ = share * (self._leak_ + self._epsilon_ - epsilon)
+        else:
+            self._leak_ = np.zeros(np.shape(new.class_count))
+        self._epsilon_ = epsilon
+        return new
 
     def _refresh(self):
         super()._refresh()
@@ -531,7 +557,7 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
         if "sklearn" not in self._cache:
             n = np.asarray(self.stats_.class_count, dtype=np.float64)[:, None]
             m2 = np.asarray(self.stats_.m2, dtype=np.float64)
-            var = np.divide(m2, n, out=np.zeros_like(m2), where=n > 0) + self._epsilon_
+            var = np.divide(m2, n, out=np.zeros_like(m2), where=n > 0) + self._epsilon_ + self._leak_[:, None]
             self._cache["sklearn"] = GaussianParams(np.asarray(self.stats_.mean, dtype=np.float64), var)
         return self._cache["sklearn"]
 
