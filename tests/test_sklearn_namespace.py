@@ -337,3 +337,18 @@ def test_gaussian_float32_input_gives_float32_attributes_like_scikit_learn():
 @parametrize_with_checks([getattr(bsk, n)() for n in NAMES])
 def test_scikit_learn_estimator_checks(estimator, check):
     check(estimator)
+
+
+def test_the_readme_switch_section_runs():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("## Switch from scikit-learn") :]
+    code = section[section.index("```python\n") + len("```python\n") :]
+    code = code[: code.index("```")]
+    namespace = {}
+    exec(compile(code, "README.md", "exec"), namespace)
+    clf = namespace["clf"]
+    assert type(clf) is bsk.MultinomialNB
+    theirs = sknb.MultinomialNB(alpha=1.0).fit(namespace["X"], namespace["y"])
+    assert_allclose(clf.feature_log_prob_, theirs.feature_log_prob_, rtol=0, atol=ATOL)
