@@ -352,3 +352,38 @@ def test_the_readme_switch_section_runs():
     assert type(clf) is bsk.MultinomialNB
     theirs = sknb.MultinomialNB(alpha=1.0).fit(namespace["X"], namespace["y"])
     assert_allclose(clf.feature_log_prob_, theirs.feature_log_prob_, rtol=0, atol=ATOL)
+
+
+# ------------------------------------------- the main namespace's fitted attributes
+@pytest.mark.parametrize("name", NAMES)
+def test_main_estimators_carry_scikit_learns_fitted_attributes(name):
+    # Inspection code written for scikit-learn runs on the main estimators: every fitted
+    # attribute of scikit-learn's object exists there, and with scikit-learn's model
+    # (estimate "mean" / "mle", class_prior at the frequencies) has its value. The one
+    # exception is GaussianNB.class_prior_, which in the main namespace holds *fixed*
+    # proportions only (None under the default Dirichlet posterior; documented).
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(40, 3)) if name == "GaussianNB" else rng.integers(0, 4, size=(40, 3))
+    y = rng.integers(0, 3, 40)
+    theirs = getattr(sknb, name)().fit(X, y)
+    frequencies = np.bincount(y) / y.size
+    estimate = "mle" if name == "GaussianNB" else "mean"
+    ours = getattr(bayesnb, name)(estimate=estimate, class_prior=frequencies).fit(X, y)
+    assert_same_model(ours, theirs, X)
+    default = getattr(bayesnb, name)().fit(X, y)
+    fitted = [k for k in vars(theirs) if k.endswith("_") and not k.startswith("_")]
+    missing = [k for k in fitted if getattr(default, k, None) is None]
+    assert missing == (["class_prior_"] if name == "GaussianNB" else [])
+
+
+def test_main_feature_log_prob_is_read_off_the_posterior():
+    # Under the default estimate="predictive" the multinomial feature_log_prob_ is the log
+    # of the posterior mean: the Dirichlet concentrations normalised.
+    rng = np.random.default_rng(6)
+    X, y = rng.integers(0, 5, size=(30, 4)), rng.integers(0, 2, 30)
+    clf = bayesnb.MultinomialNB(alpha=0.3).fit(X, y)
+    a = np.asarray(clf.posterior_.concentration)
+    assert_allclose(clf.feature_log_prob_, np.log(a / a.sum(axis=1, keepdims=True)), rtol=1e-12)
+    # and the class proportions of the default Dirichlet(1) posterior: (N_c + 1) / (N + K).
+    N = np.bincount(y)
+    assert_allclose(np.exp(clf.class_log_prior_), (N + 1) / (N.sum() + 2), rtol=1e-12)

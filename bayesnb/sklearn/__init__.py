@@ -16,7 +16,7 @@ fitted object: :meth:`~bayesnb.MultinomialNB.log_evidence`,
 :meth:`~bayesnb.MultinomialNB.to_inference_data`, :meth:`~bayesnb.MultinomialNB.sample`.
 The main namespace's own parameters (``estimate``, ``class_alpha``, ...) are not
 parameters here (``set_params`` refuses them, as scikit-learn's would); ``to_bayesnb()``
-turns a fitted estimator into the equivalent :mod:`bayesnb` one, whose ``estimate`` can
+turns a fitted estimator into the equivalent ``bayesnb`` one, whose ``estimate`` can
 be switched to the exact posterior predictive.
 
 ``bayesnb.sklearn`` is imported on demand (``import bayesnb`` does not load it) and never

@@ -184,7 +184,7 @@ class _ScikitLearnFront:
         return params
 
     def to_bayesnb(self, **params):
-        """The fitted model as the equivalent :mod:`bayesnb` estimator, with no refit.
+        """The fitted model as the equivalent ``bayesnb`` estimator, with no refit.
 
         The returned estimator (e.g. :class:`bayesnb.MultinomialNB`) holds the same
         statistics, and with no ``params`` makes the same predictions: ``estimate`` is
@@ -576,9 +576,6 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
         """float: ``var_smoothing`` times the largest feature variance of the latest batch."""
         check_is_fitted(self, "stats_")
         return self._dtype_(self._epsilon_)
-
-    def _bayesnb_params(self):
-        return {**super()._bayesnb_params(), "var_smoothing": self.var_smoothing}
 
     @classmethod
     def _update_mean_variance(cls, n_past, mu, var, X, sample_weight=None):
