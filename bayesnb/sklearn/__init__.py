@@ -23,6 +23,6 @@ be switched to the exact posterior predictive.
 shadows scikit-learn itself: bayesnb's modules import ``sklearn`` absolutely.
 """
 
-from ._naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
+from bayesnb.sklearn._naive_bayes import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
 
 __all__ = ["BernoulliNB", "CategoricalNB", "GaussianNB", "MultinomialNB"]

@@ -17,7 +17,7 @@ Each class here is its bayesnb estimator (:class:`bayesnb.MultinomialNB`, ...) w
   negative input), and a ``fit`` that leaves the estimator as it was when it raises.
 
 No likelihood, posterior or statistic is computed here: the statistics, posteriors,
-point estimates and log-likelihoods are the families' (:mod:`bayesnb.families`), through
+point estimates and log-likelihoods are the families' (:mod:`bayesnb.core.families`), through
 the main estimators' code. The one piece of arithmetic of its own is scikit-learn's
 Gaussian variance floor ``epsilon_`` (``var_smoothing`` times the largest unweighted
 variance of the latest batch), added to the maximum-likelihood variances
@@ -37,10 +37,10 @@ from sklearn.exceptions import DataConversionWarning
 from sklearn.utils.multiclass import unique_labels
 from sklearn.utils.validation import check_consistent_length, check_is_fitted, validate_data
 
-from .. import estimators as _est
-from .._validation import check_category_codes
-from ..families.gaussian import GaussianParams
-from ..stats import GaussianStats
+from bayesnb import estimators as _est
+from bayesnb.core._validation import check_category_codes
+from bayesnb.core.families.gaussian import GaussianParams
+from bayesnb.core.stats import GaussianStats
 
 __all__ = ["BernoulliNB", "CategoricalNB", "GaussianNB", "MultinomialNB"]
 
@@ -464,7 +464,7 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
 
     The Bayesian methods of :class:`bayesnb.GaussianNB` work on the fitted object, under
     the main namespace's default Normal-Inverse-Gamma prior (scaled to the data; see
-    :func:`bayesnb.families.gaussian.default_prior`): ``predict_proba_interval``,
+    :func:`bayesnb.core.families.gaussian.default_prior`): ``predict_proba_interval``,
     ``sample_posterior``, ``log_evidence``, ``to_inference_data``, ... ``to_bayesnb``
     returns the main-namespace estimator (``estimate="predictive"``: the exact Student-t
     posterior predictive).
@@ -581,7 +581,7 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
     def _update_mean_variance(cls, n_past, mu, var, X, sample_weight=None):
         """Mean and variance of past rows merged with the rows ``X`` (scikit-learn's helper).
 
-        Through the statistics and Chan et al.'s merge of :class:`bayesnb.stats.GaussianStats`.
+        Through the statistics and Chan et al.'s merge of :class:`bayesnb.core.stats.GaussianStats`.
 
         Parameters
         ----------
