@@ -254,13 +254,3 @@ def n_rows(X):
     """Number of rows of an array, sparse matrix, DataFrame or list of rows."""
     shape = getattr(X, "shape", None)
     return int(shape[0]) if shape is not None and len(shape) else len(X)
-
-
-def check_classes(classes):
-    """``classes`` as a sorted array of distinct labels (or None)."""
-    if classes is None:
-        return None
-    out = np.unique(np.asarray(classes))
-    if out.size == 0:
-        raise ValueError("classes is empty")
-    return out

@@ -268,7 +268,7 @@ def fit(estimator, X, y=None, sample_weight=None, *, classes=None, split_every=8
         raise ValueError(f"split_every must be an integer >= 2, got {split_every!r}")
     from sklearn.base import clone
 
-    classes = check_classes(classes)
+    classes = None if classes is None else check_classes(classes)
     template = clone(estimator)
     shard_of = dask.delayed(_part_shard, pure=True)
     kind = _kind(X)

@@ -189,7 +189,7 @@ def fit_stream(estimator, chunks, *, classes=None, total=None, progress=None):
 
     if classes is None:
         classes = getattr(chunks, "classes", None)
-    classes = check_classes(classes)
+    classes = None if classes is None else check_classes(classes)
     if total is None:
         total = getattr(chunks, "total", None)
     desc = getattr(chunks, "description", None) or f"fit {type(estimator).__name__}"
