@@ -169,7 +169,8 @@ def real_text(ctx):
     if SMS.is_file():
         X, y, X1, y1 = load_sms(ctx.quick)
         rows += text_rows(ctx, f"sms x{X.shape[0] // X1.shape[0]}", X, y, X)
-        X_long, y_long = long_documents(sp.vstack([X1] * (1 if ctx.quick else 4), format="csr"), np.tile(y1, 1 if ctx.quick else 4))
+        copies = 1 if ctx.quick else 20  # 27 | 557 documents of ~3,000 tokens
+        X_long, y_long = long_documents(sp.vstack([X1] * copies, format="csr"), np.tile(y1, copies))
         rows += text_rows(ctx, "sms-long", X_long, y_long, X_long)
     else:
         _skipped(ctx, "SMS rows", SMS)
@@ -242,7 +243,8 @@ print(json.dumps(out))
 
 def _fresh(which, est):
     env = dict(os.environ)
-    root = str(Path(__file__).resolve().parents[1])
+    # The bayesnb imported here (e.g. an older checkout on PYTHONPATH, to compare).
+    root = str(Path(bayesnb.__file__).resolve().parents[1])
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     res = subprocess.run([sys.executable, "-c", _FIRST_CALL, which, est], capture_output=True, text=True, env=env, check=True)
     return json.loads(res.stdout.strip().splitlines()[-1])
