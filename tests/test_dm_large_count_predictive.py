@@ -82,3 +82,20 @@ def test_long_documents_match_gammaln_differences_where_they_are_accurate():
         perm.data[s:e] = perm.data[s:e][order]
     perm.has_sorted_indices = False
     np.testing.assert_allclose(multinomial.log_predictive(Dirichlet(a), perm), got, rtol=1e-13)
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        np.random.default_rng(0).integers(0, 300, 1000).astype(np.float64),  # integer lengths
+        np.array([0.5, 3.0, 3.0, 1e9, 0.5]),  # fractional and huge: the sorting fallback
+        np.array([7.0, 7.0, 2.0, 0.0]),
+        np.zeros(0),
+    ],
+)
+def test_distinct_document_lengths_equal_numpy_unique(values):
+    got, inverse = multinomial._distinct(values)
+    want, want_inverse = np.unique(values, return_inverse=True)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(inverse, want_inverse)
+    assert got.dtype == want.dtype
