@@ -75,7 +75,7 @@ def load_sms(quick):
     """SMS counts (CountVectorizer(min_df=2)) stacked to >= 10 M stored counts (8 copies if quick)."""
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from bayesnb.datasets import read_labelled_text
+    from bayesnb.io.datasets import read_labelled_text
 
     texts, labels = read_labelled_text(SMS)
     X = CountVectorizer(min_df=2).fit_transform(texts).tocsr()
