@@ -245,23 +245,31 @@ class _ParamBlocks:
 
     The block size depends only on the number of draws, the size of one draw and the
     memory bound, never on the rows, so every computation from the same key sees the
-    same draws. When every draw fits in one block they are made by one call with the key
-    itself (the draws of ``estimator.sample_posterior`` with the same ``random_state``);
-    otherwise each block has its own key (``jax.random.split``). A short last block is
-    drawn at full size and cut, so the compiled samplers see one shape.
+    same draws. By default the blocks are those of :func:`bayesnb.core._fitted.draw_block`,
+    block ``b`` drawn from :func:`bayesnb.core._fitted.block_key` ``(key, b)``: the draws of
+    ``estimator.sample_posterior`` with the same ``random_state``, in one shape per
+    posterior whatever ``n_draws`` is (no compilation for a new ``n_draws``). A smaller
+    bound (``chunk_entries``) gives smaller blocks with keys made the same way. The last
+    block is drawn at full size and scored whole (one shape for the compiled samplers and
+    likelihood kernels); its extra draws are cut from the class probabilities.
 
-    Sampling is the expensive step (JAX's Gamma sampler costs microseconds per variate
-    on a CPU), so blocks are kept once drawn while all of them together stay within
-    ``_KEEP_FACTOR`` times the bound; beyond that they are drawn again when needed.
+    Sampling is the expensive step, so blocks are kept once drawn while all of them
+    together stay within ``_KEEP_FACTOR`` times the bound; beyond that they are drawn
+    again when needed.
     """
 
     def __init__(self, source, chunk):
+        from bayesnb.core import _fitted
+
         self.source = source
         n = source.log_class.shape[0]
         self.n_draws = n
-        self.size = max(1, min(n, chunk // max(1, source.draw_size)))
+        size = _fitted.draw_block(n, source.draw_size)
+        if size * source.draw_size > chunk:
+            size = max(1, chunk // max(1, source.draw_size))
+        self.size = size
         self.count = -(-n // self.size)
-        self.keys = [source.key] if self.count == 1 else list(jax.random.split(source.key, self.count))
+        self.keys = [_fitted.block_key(source.key, b) for b in range(self.count)]
         self.keep = n * source.draw_size <= _KEEP_FACTOR * chunk or self.count == 1
         self._kept = {}
 
@@ -269,12 +277,10 @@ class _ParamBlocks:
         return b * self.size, min((b + 1) * self.size, self.n_draws)
 
     def get(self, b):
+        """Block ``b`` of parameter draws, ``size`` draws (the last block too: see bounds)."""
         if b in self._kept:
             return self._kept[b]
         params = jax.tree.map(np.asarray, self.source.sample(self.keys[b], self.size))
-        d0, d1 = self.bounds(b)
-        if d1 - d0 < self.size:
-            params = jax.tree.map(lambda a: a[: d1 - d0], params)
         if self.keep:
             self._kept[b] = params
         return params
@@ -286,10 +292,14 @@ def _row_bounds(n_rows, per_row, chunk):
 
 
 def _proba_block(source, params, d0, d1, r0, r1):
-    """Class probabilities of rows r0:r1 under draws d0:d1, shape (d1 - d0, r1 - r0, C)."""
+    """Class probabilities of rows r0:r1 under draws d0:d1, shape (d1 - d0, r1 - r0, C).
+
+    ``params`` may hold more draws than d1 - d0 (a last block drawn at full size): all
+    are scored, so the likelihood sees one shape, and the first d1 - d0 kept.
+    """
     rows = source.take_rows(source.X, r0, r1)
     log_class = source.log_class[d0:d1, None, :]
-    joint = source.log_likelihood(params, rows) + log_class
+    joint = source.log_likelihood(params, rows)[: d1 - d0] + log_class
     # A row impossible under every class for one draw (a zero probability in that draw)
     # gets that draw's class proportions, as predict_proba does.
     log_p, _ = log_normalize(joint, log_class)
@@ -303,7 +313,7 @@ def _iter_by_draws(source, chunk):
     for b in range(blocks.count):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
-        for r0, r1 in _row_bounds(source.n_rows, (d1 - d0) * n_classes, chunk):
+        for r0, r1 in _row_bounds(source.n_rows, blocks.size * n_classes, chunk):
             yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1)
 
 
@@ -320,7 +330,7 @@ def _iter_by_rows(source, chunk):
         for b in range(blocks.count):
             d0, d1 = blocks.bounds(b)
             # Within the rows of this block, the log-likelihood scratch is bounded too.
-            for s0, s1 in _row_bounds(r1 - r0, (d1 - d0) * n_classes, chunk):
+            for s0, s1 in _row_bounds(r1 - r0, blocks.size * n_classes, chunk):
                 out[d0:d1, s0:s1] = _proba_block(source, blocks.get(b), d0, d1, r0 + s0, r0 + s1)
         yield r0, r1, out
 

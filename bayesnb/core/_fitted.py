@@ -12,6 +12,13 @@ The random streams are the estimators' own: a key is split into (class proportio
 feature parameters), and the feature key of a mixed model into one key per block, in
 the order of ``estimators_``, so that the same ``random_state`` gives the same draws as
 ``estimator.sample_posterior``.
+
+Draws are made in blocks of a fixed number of draws (:func:`draw_block`, a power of two
+set by the size of one draw), block ``b`` from its own key (:func:`block_key`), and the
+last block is drawn whole and cut. The samplers, and the likelihood kernels that score a
+block, therefore see one shape per posterior whatever number of draws is asked for: a
+new ``n`` compiles nothing, and the first ``n`` draws are the same for every ``n'`` >= ``n``
+with the same block.
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
 
 __all__ = [
+    "block_key",
     "blocks",
+    "draw_block",
     "class_log_draws",
     "draws",
     "feature_draws",
@@ -53,6 +62,65 @@ def blocks(estimator):
     return [("", estimator, None)]
 
 
+# Entries of one block of draws (2^16 float64: 512 KiB), and the most draws in a block.
+_BLOCK_ENTRIES = 1 << 16
+_MAX_BLOCK = 64
+
+
+def draw_block(n, size):
+    """Draws per block for ``n`` draws of ``size`` entries each.
+
+    The largest power of two of at most ``_MAX_BLOCK`` draws and ``_BLOCK_ENTRIES``
+    entries (at least one draw), or the next power of two above ``n`` if that is smaller:
+    a handful of shapes per posterior (1, 2, 4, ... up to the block), and one for every
+    ``n`` beyond the block.
+
+    Parameters
+    ----------
+    n : int
+        Draws asked for.
+    size : int
+        Entries of one draw.
+
+    Returns
+    -------
+    int
+    """
+    cap = max(1, min(_MAX_BLOCK, _BLOCK_ENTRIES // max(1, int(size))))
+    cap = 1 << (cap.bit_length() - 1)
+    return min(cap, 1 << max(0, (int(n) - 1).bit_length()))
+
+
+def block_key(key, b):
+    """Key of block ``b`` of draws: the key itself for the first, ``fold_in(key, b)`` after."""
+    return key if b == 0 else jax.random.fold_in(key, b)
+
+
+def in_blocks(sample, key, n, block):
+    """``n`` draws as ``sample(block_key(key, b), block)`` for the blocks needed, concatenated and cut.
+
+    Parameters
+    ----------
+    sample : callable ``(key, m) -> pytree`` with leading axis ``m``
+    key : jax.random key
+    n, block : int
+
+    Returns
+    -------
+    pytree of ndarrays with leading axis ``n``
+    """
+    parts = [jax.tree.map(np.asarray, sample(block_key(key, b), block)) for b in range(-(-int(n) // block))]
+    if len(parts) > 1:
+        parts = [jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0), *parts)]
+    return jax.tree.map(lambda a: a[:n], parts[0])
+
+
+def posterior_size(estimator, *, prior=False):
+    """Entries of one draw of the feature parameters: the sizes of the (prior or) posterior pytree's leaves."""
+    tree = estimator.prior_ if prior else estimator.posterior_
+    return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(tree))))
+
+
 def class_log_draws(key, estimator, n, *, prior=False):
     """``n`` draws of the log class proportions, shape (n, n_classes).
 
@@ -60,10 +128,11 @@ def class_log_draws(key, estimator, n, *, prior=False):
     ``prior=True``; fixed proportions (``class_prior_``) are the same in every draw.
     """
     dist = estimator.class_dirichlet_ if prior else estimator.class_posterior_
+    n_classes = np.asarray(estimator.classes_).size
     if dist is None:
         with np.errstate(divide="ignore"):
-            return np.broadcast_to(np.log(estimator.class_prior_), (n, np.asarray(estimator.classes_).size))
-    return np.asarray(_class_prior.sample_log(key, dist, n))
+            return np.broadcast_to(np.log(estimator.class_prior_), (n, n_classes))
+    return in_blocks(lambda k, m: _class_prior.sample_log(k, dist, m), key, n, draw_block(n, n_classes))
 
 
 def feature_draws(key, estimator, n, *, prior=False):
@@ -72,13 +141,18 @@ def feature_draws(key, estimator, n, *, prior=False):
     Returns
     -------
     params : the family's parameter pytree with leading axis ``n`` (a dict of them by
-        block name for a mixed model)
+        block name for a mixed model), ndarrays, drawn in blocks (see :func:`draw_block`)
     """
+    block = draw_block(n, posterior_size(estimator, prior=prior))
+    return in_blocks(lambda k, m: _feature_sample(k, estimator, m, prior), key, n, block)
+
+
+def _feature_sample(key, estimator, n, prior):
     if not is_mixed(estimator):
         return estimator.family_.sample(key, estimator.prior_ if prior else estimator.posterior_, n)
     parts = blocks(estimator)
     keys = jax.random.split(key, len(parts))
-    return {name: feature_draws(k, est, n, prior=prior) for k, (name, est, _) in zip(keys, parts)}
+    return {name: _feature_sample(k, est, n, prior) for k, (name, est, _) in zip(keys, parts)}
 
 
 def draws(estimator, n, random_state, *, prior=False):

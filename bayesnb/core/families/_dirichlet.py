@@ -21,6 +21,7 @@ from jax.scipy.special import logsumexp
 
 from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._x64 import x64
+from bayesnb.core.families import _rows
 
 __all__ = [
     "log_evidence",
@@ -223,12 +224,16 @@ def mode_log(concentration, mask=None):
 
 
 @x64
-@partial(jax.jit, static_argnames="n")
 def sample_log(key, concentration, n, mask=None):
     r"""Exact iid draws from :math:`\mathrm{Dir}(a)`, returned as log probabilities.
 
     Sampled in log space (normalised log-Gamma variates) so that small concentrations
-    do not underflow to exact zeros.
+    do not underflow to exact zeros: for :math:`a < 1` the variate is
+    :math:`\log G + \log U / a` with :math:`G \sim \mathrm{Gamma}(a + 1)` and
+    :math:`U \sim \mathrm{U}(0, 1)` independent (:math:`G U^{1/a} \sim \mathrm{Gamma}(a)`).
+    Drawn with numpy's generator seeded from ``key`` (see :mod:`._rows`): its Gamma
+    sampler is many times faster on a CPU than ``jax.random``'s and compiles nothing,
+    so a new ``n`` or shape costs no compilation. The key decides every draw.
 
     Parameters
     ----------
@@ -240,11 +245,24 @@ def sample_log(key, concentration, n, mask=None):
 
     Returns
     -------
-    array of shape (n, ..., K)
+    float64 jax array of shape (n, ..., K)
         Log probabilities; masked coordinates are ``-inf``.
     """
-    a = jnp.asarray(concentration, dtype=jnp.float64)
-    a = _masked(a, mask, 1.0)
-    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
-    g = _masked(g, mask, -jnp.inf)
-    return g - logsumexp(g, axis=-1, keepdims=True)
+    a = np.asarray(concentration, dtype=np.float64)
+    if mask is not None:
+        mask = np.broadcast_to(np.asarray(mask, dtype=bool), a.shape)
+        a = np.where(mask, a, 1.0)
+    rng = _rows.generator(key)
+    shape = (int(n),) + a.shape
+    small = a < 1.0
+    g = rng.standard_gamma(np.where(small, a + 1.0, a), size=shape)
+    np.log(g, out=g)
+    if small.any():
+        with np.errstate(divide="ignore"):
+            g += np.where(small, np.log(rng.random(shape)) / a, 0.0)
+    if mask is not None:
+        g[:, ~mask] = -np.inf
+    top = np.max(g, axis=-1, keepdims=True)
+    g -= top
+    g -= np.log(np.sum(np.exp(g), axis=-1, keepdims=True))
+    return jnp.asarray(g)

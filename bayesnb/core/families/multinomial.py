@@ -255,6 +255,23 @@ def _sum_log_rising(a, X):
     return out
 
 
+def _distinct(values):
+    """``np.unique(values, return_inverse=True)`` for a 1-d float array, without a sort
+    where the values are small non-negative integers (document lengths): a presence
+    table over ``0 .. max`` and its running count, O(n + max) instead of O(n log n)."""
+    n = values.shape[0]
+    if n:
+        top = values.max()
+        if 0 <= values.min() and top <= 4 * n + 1024:
+            k = values.astype(np.intp)
+            if np.array_equal(k, values):
+                present = np.zeros(int(top) + 1, dtype=bool)
+                present[k] = True
+                rank = np.cumsum(present) - 1
+                return np.flatnonzero(present).astype(values.dtype), rank[k]
+    return np.unique(values, return_inverse=True)
+
+
 def log_predictive(post, X):
     """Exact Dirichlet-multinomial log predictive (sequence form), shape (n_samples, n_classes).
 
@@ -271,7 +288,7 @@ def log_predictive(post, X):
     # Document lengths repeat (integers, mostly a few hundred distinct values): the
     # class-total term is evaluated once per distinct length, and subtracted in slices
     # of rows rather than through an (n_samples, n_classes) temporary.
-    lengths, inverse = np.unique(row_sums(X), return_inverse=True)
+    lengths, inverse = _distinct(row_sums(X))
     per_length = _log_rising_np(total[None, :], lengths[:, None])
     step = 1 << 16
     for r0 in range(0, out.shape[0], step):
