@@ -318,14 +318,20 @@ def within_chain_ess(chains):
 
     M, n, k = chains.shape
     acov = az.autocov(np.moveaxis(np.asarray(chains, dtype=np.float64), 2, 0), axis=-1).mean(axis=1)  # (k, n)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rho = acov / acov[:, :1]
-    pairs = rho[:, : 2 * (n // 2)].reshape(k, -1, 2).sum(axis=-1)
-    positive = np.cumprod(pairs > 0, axis=1).astype(bool)
-    monotone = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=1)
-    tau = -1.0 + 2.0 * np.where(positive, monotone, 0.0).sum(axis=1)
-    # As arviz: tau is at least 1 / log10(M n) (an antithetic chain cannot claim more).
-    tau = np.maximum(tau, 1.0 / np.log10(M * n))
+    # Autocovariances about each chain's own mean are biased down by about the variance
+    # of that mean, sigma^2 tau / n (arviz's pooled variance adds B/n for this, which is
+    # why it collapses when chains disagree): add it back, with tau from the previous pass.
+    tau = np.zeros(k)
+    for _ in range(4):
+        bias = acov[:, :1] * tau[:, None] / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = (acov + bias) / (acov[:, :1] + bias)
+        pairs = rho[:, : 2 * (n // 2)].reshape(k, -1, 2).sum(axis=-1)
+        positive = np.cumprod(pairs > 0, axis=1).astype(bool)
+        monotone = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=1)
+        tau = -1.0 + 2.0 * np.where(positive, monotone, 0.0).sum(axis=1)
+        # As arviz: tau is at least 1 / log10(M n) (an antithetic chain cannot claim more).
+        tau = np.maximum(tau, 1.0 / np.log10(M * n))
     return np.where(np.isfinite(rho[:, 0]), M * n / tau, np.nan)
 
 
@@ -338,8 +344,11 @@ def rhat_critical(ess_within, n_chains, n_draws, n_tests, false_alarm):
     (:func:`within_chain_ess`), so :math:`(M-1)\,\mathrm{var}(\bar x_m)\,\mathrm{ESS}_W
     / (M W) \sim \chi^2_{M-1}`. The critical value is therefore
 
-    .. math:: \hat R_{\rm crit} = \sqrt{\frac{n-1}{n} + \frac{M}{(M-1)\,\mathrm{ESS}_W}
+    .. math:: \hat R_{\rm crit} = \sqrt{\frac{n-1}{n} + \frac{M}{(M-1)\,(\mathrm{ESS}_W - M)}
               \chi^2_{M-1}\big(1 - \alpha / m\big)}
+
+    (:math:`\mathrm{ESS}_W - M`: the within-chain variance :math:`W` about each chain's
+    own mean falls short of the variance by the factor :math:`1 - M/\mathrm{ESS}_W`)
 
     for ``m = n_tests`` comparisons (Bonferroni: the chance that any of them is exceeded
     by well-mixed chains is at most :math:`\alpha`). A fixed threshold such as 1.01
@@ -362,8 +371,11 @@ def rhat_critical(ess_within, n_chains, n_draws, n_tests, false_alarm):
 
     M, n = 2 * int(n_chains), int(n_draws) // 2
     quantile = stats.chi2.isf(false_alarm / max(int(n_tests), 1), M - 1)
+    ess = np.asarray(ess_within, dtype=np.float64)
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.sqrt((n - 1) / n + M * quantile / ((M - 1) * np.asarray(ess_within, dtype=np.float64)))
+        # W, the variance within chains about their own means, is itself short of the
+        # variance by the factor 1 - M / ESS: hence ESS - M.
+        return np.sqrt((n - 1) / n + M * quantile / ((M - 1) * np.maximum(ess - M, 1.0)))
 
 
 def mixing(draws, n_tests, false_alarm):
