@@ -131,7 +131,7 @@ def top_features(
 
     Parameters
     ----------
-    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB or MixedNB
     target : class label
     n : int
     feature_names : sequence of str, optional
@@ -160,11 +160,15 @@ def top_features(
     from .uncertainty import top_features as _top
 
     top = _top(estimator, target, n, level=level, versus=versus, n_draws=n_draws, random_state=random_state)
-    names = _feature_names(estimator, feature_names)
-    labels = [
-        names[f] if top.category is None else f"{names[f]}={c}"
-        for f, c in zip(top.feature, top.category if top.category is not None else [None] * len(top.feature))
-    ]
+    if feature_names is None:
+        # The estimator's own names, with category labels where it knows them (MixedNB).
+        labels = [str(v) for v in top.name]
+    else:
+        names = _feature_names(estimator, feature_names)
+        labels = [
+            names[f] if top.category is None or c < 0 else f"{names[f]}={c}"
+            for f, c in zip(top.feature, top.category if top.category is not None else [None] * len(top.feature))
+        ]
     ax = _new_axes(ax, (6.5, 0.9 + 0.3 * len(labels)))
     y = np.arange(len(labels))[::-1]
     ax.errorbar(
