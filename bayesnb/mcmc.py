@@ -298,8 +298,9 @@ def _rhat_of(chains):
 def within_chain_ess(chains):
     r"""Effective sample size of each column of (M, n, k) chains from their within-chain autocorrelation.
 
-    Geyer's initial monotone sequence estimator, as arviz's, but with the
-    autocorrelation normalised by the within-chain variance alone (arviz's ESS
+    Geyer's initial monotone sequence estimator, as arviz's, but chain by chain, with
+    each chain's autocorrelation normalised by its own variance, and the median of the
+    chains' integrated autocorrelation times (arviz's ESS
     normalises by the pooled variance, which grows with the disagreement between chains:
     on chains that have not mixed it collapses, so it cannot set the yardstick by which
     their disagreement is judged).
@@ -311,28 +312,32 @@ def within_chain_ess(chains):
     Returns
     -------
     ndarray of shape (k,)
-        :math:`M n / \tau`, :math:`\tau = -1 + 2 \sum_t P_t` over the pairs
-        :math:`P_t = \rho_{2t} + \rho_{2t+1}` while positive, made non-increasing.
+        :math:`M n / \tau`, :math:`\tau` the median over chains of
+        :math:`-1 + 2 \sum_t P_t` over the pairs :math:`P_t = \rho_{2t} + \rho_{2t+1}`
+        while positive, made non-increasing.
     """
     import arviz as az
 
     M, n, k = chains.shape
-    acov = az.autocov(np.moveaxis(np.asarray(chains, dtype=np.float64), 2, 0), axis=-1).mean(axis=1)  # (k, n)
+    acov = az.autocov(np.moveaxis(np.asarray(chains, dtype=np.float64), 2, 0), axis=-1)  # (k, M, n)
     # Autocovariances about each chain's own mean are biased down by about the variance
     # of that mean, sigma^2 tau / n (arviz's pooled variance adds B/n for this, which is
     # why it collapses when chains disagree): add it back, with tau from the previous pass.
-    tau = np.zeros(k)
+    tau = np.zeros((k, M))
     for _ in range(4):
-        bias = acov[:, :1] * tau[:, None] / n
+        bias = acov[..., :1] * tau[..., None] / n
         with np.errstate(divide="ignore", invalid="ignore"):
-            rho = (acov + bias) / (acov[:, :1] + bias)
-        pairs = rho[:, : 2 * (n // 2)].reshape(k, -1, 2).sum(axis=-1)
-        positive = np.cumprod(pairs > 0, axis=1).astype(bool)
-        monotone = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=1)
-        tau = -1.0 + 2.0 * np.where(positive, monotone, 0.0).sum(axis=1)
+            rho = (acov + bias) / (acov[..., :1] + bias)
+        pairs = rho[..., : 2 * (n // 2)].reshape(k, M, -1, 2).sum(axis=-1)
+        positive = np.cumprod(pairs > 0, axis=-1).astype(bool)
+        monotone = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=-1)
+        tau = -1.0 + 2.0 * np.where(positive, monotone, 0.0).sum(axis=-1)
         # As arviz: tau is at least 1 / log10(M n) (an antithetic chain cannot claim more).
         tau = np.maximum(tau, 1.0 / np.log10(M * n))
-    return np.where(np.isfinite(rho[:, 0]), M * n / tau, np.nan)
+    # The median over chains: a chain that drifts (autocorrelated within itself, the very
+    # thing R-hat must catch) cannot inflate the yardstick of the others.
+    tau = np.median(tau, axis=1)
+    return np.where(np.isfinite(rho[:, :, 0]).all(axis=1), M * n / tau, np.nan)
 
 
 def rhat_critical(ess_within, n_chains, n_draws, n_tests, false_alarm):
