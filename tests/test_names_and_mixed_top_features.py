@@ -86,3 +86,30 @@ def test_a_model_without_per_term_contributions_is_refused_by_name():
     frame = pd.DataFrame({"a": X[:, 0], "b": X[:, 1]})
     with pytest.raises(TypeError, match="got MixedNB with blocks gaussian"):
         top_features(MixedNB().fit(frame, [0, 0, 1, 1]), 1)
+
+
+def test_a_vectorizers_vocabulary_reaches_the_arviz_coordinates():
+    from sklearn.feature_extraction.text import CountVectorizer
+
+    from bayesnb import MultinomialNB
+
+    texts = ["free lunch today", "free free prize", "meeting today", "lunch meeting notes"]
+    vec = CountVectorizer()
+    X = vec.fit_transform(texts)
+    clf = MultinomialNB().fit(X, ["spam", "spam", "ham", "ham"])
+    words = vec.get_feature_names_out()
+    idata = clf.to_inference_data(50, random_state=0, feature_names=words)
+    assert idata.posterior["feature_probs"].coords["feature"].values.tolist() == words.tolist()
+    # The draws are those of the default coordinates, only named.
+    plain = clf.to_inference_data(50, random_state=0)
+    assert plain.posterior["feature_probs"].coords["feature"].values.tolist()[:2] == ["x0", "x1"]
+    np.testing.assert_array_equal(idata.posterior["feature_probs"].values, plain.posterior["feature_probs"].values)
+    j = words.tolist().index("free")
+    np.testing.assert_array_equal(
+        idata.posterior["feature_probs"].sel(feature="free").values, plain.posterior["feature_probs"].values[..., j]
+    )
+    assert len(words) == 6
+    with pytest.raises(ValueError, match="feature_names has 2 names but the estimator was fitted on 6 features"):
+        clf.to_inference_data(10, feature_names=["a", "b"])
+    with pytest.raises(ValueError, match="distinct"):
+        clf.to_inference_data(10, feature_names=["a"] * 6)
