@@ -562,15 +562,18 @@ class CrossCheck:
         """The report with the full tables (``max_rows`` limits each table)."""
         import pandas as pd
 
-        shown = ["parameter", "closed_mean", "mcmc_mean", "closed_sd", "mcmc_sd", *_Z_COLUMNS, "ess_bulk",
-                 "r_hat_bulk", "r_hat_tail"]
+        means = ["parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcse", "z", "ess_bulk", "r_hat"]
+        spread = ["parameter", "closed_sd", "mcmc_sd", "mcse_sd", "z_sd", *_Q_COLUMNS, "r_hat_bulk_crit",
+                  "r_hat_tail_crit"]
         with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.4g}".format):
             params = self.parameters if max_rows is None else _largest_z(self.parameters, max_rows)
             pred = self.predictive if max_rows is None else _largest_z(self.predictive, max_rows)
+            order = " (largest |z| first)" if max_rows is not None else ""
             return "\n".join(
                 self._header()
-                + ["", "parameters" + (" (largest |z| first)" if max_rows is not None else "") + ":",
-                   params[shown].to_string(index=False)]
+                + ["", f"parameters{order}:", params[means].to_string(index=False)]
+                + ["", f"spread (sd and quantiles) and the r_hat critical values{order}:",
+                   params[spread].to_string(index=False)]
                 + ["", "predictive class probabilities:", pred.to_string(index=False)]
             )
 
