@@ -443,8 +443,13 @@ def learning_curve(result, metric="log_loss", *, model=None, ax=None):
             ax.plot([], [], color=_COLOURS.get(estimate), label=f"{estimate}: n/a")
             continue
         size = np.array([r["train_size"] for r in rows], dtype=float)
-        value = np.array([r[metric] for r in rows])
-        ax.plot(size, value, marker="o", ls=_STYLES.get(estimate, "-"), color=_COLOURS.get(estimate), label=estimate, ms=4)
+        value = np.array([r[metric] for r in rows], dtype=float)
+        label = estimate
+        if np.isinf(value).any():
+            # An infinite log loss (test rows impossible under every class) is not drawn:
+            # the legend says where, rather than a line that seems to stop.
+            label += f" (infinite at {', '.join(f'{s:g}' for s in size[np.isinf(value)])} rows)"
+        ax.plot(size, value, marker="o", ls=_STYLES.get(estimate, "-"), color=_COLOURS.get(estimate), label=label, ms=4)
         if rows[0].get(f"{metric}_lo") is not None:
             lo = np.array([r[f"{metric}_lo"] for r in rows])
             hi = np.array([r[f"{metric}_hi"] for r in rows])
