@@ -26,6 +26,7 @@ from ._validation import ESTIMATES
 __all__ = [
     "decision_boundary",
     "learning_curve",
+    "merge_bins",
     "reliability_diagram",
     "top_features",
     "uncertainty_histogram",
