@@ -147,6 +147,16 @@ def merge_bins(count, confidence, accuracy, min_count):
     -------
     count, confidence, accuracy : ndarrays of shape (n_groups,)
         Rows, mean confidence and accuracy of each group (row-weighted means of its bins).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> count = np.array([3.0, 0.0, 4.0, 12.0, 2.0])
+    >>> conf = np.array([0.55, np.nan, 0.7, 0.8, 0.95])
+    >>> acc = np.array([1 / 3, np.nan, 0.5, 0.75, 1.0])
+    >>> n, c, a = merge_bins(count, conf, acc, min_count=5)
+    >>> n.tolist(), [round(float(v), 4) for v in a]
+    ([7.0, 14.0], [0.4286, 0.7857])
     """
     count = np.asarray(count, dtype=np.float64)
     used = count > 0
