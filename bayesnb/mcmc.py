@@ -11,7 +11,7 @@ and class-proportion settings, conditioned on the data ``X, y``) and compares:
   z-scores :math:`z = (\bar\theta_{\rm MCMC} - E[\theta \mid D]) / \mathrm{MCSE}` and
   :math:`z_{sd} = (s_{\rm MCMC} - \mathrm{sd}[\theta \mid D]) / \mathrm{MCSE}_{sd}`;
   the quantiles 0.05, 0.5 and 0.95 through the probability integral transform: the
-  MCMC mass below the closed form's :math:`q`-quantile (of :data:`N_EXACT` exact iid
+  MCMC mass below the closed form's :math:`q`-quantile (of ``N_EXACT`` exact iid
   draws of the same ``posterior_``) is :math:`q` up to its MCSE and the error of that
   quantile, :math:`z_q = (\hat F_{\rm MCMC}(\hat\theta_q) - q) /
   \sqrt{\mathrm{MCSE}^2 + q(1-q)/N}`. Means alone are blind to an error of spread (a
@@ -166,7 +166,7 @@ def run_nuts(
     sample_weight : array-like of shape (n_samples,), optional
     num_warmup, num_samples, num_chains : int
         NUTS warm-up iterations, draws kept per chain, chains (at least 2; None:
-        :data:`NUM_CHAINS`).
+        ``NUM_CHAINS``).
     random_state : int, RandomState, Generator, jax key or None
     form : {"rows", "stats"}
         Observe every row (the default; independent of bayesnb's statistics code), or
@@ -757,7 +757,7 @@ def crosscheck(
 
     The closed-form side is the estimator's ``posterior_`` (and class posterior), read
     when this function is called: its moments, the quantiles of
-    :data:`N_EXACT` exact iid draws from it, and the estimator's own predictive
+    ``N_EXACT`` exact iid draws from it, and the estimator's own predictive
     probabilities. The MCMC side is NUTS on :func:`bayesnb.models.model_from_estimator`
     with the estimator's prior, conditioned on ``(X, y)``. For the two to describe the
     same posterior, ``X, y`` (and ``sample_weight``) must be the data the estimator was
