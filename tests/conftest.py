@@ -13,6 +13,7 @@ writing into its input fails loudly).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import NamedTuple
 
@@ -21,6 +22,14 @@ import pytest
 import scipy.sparse as sp
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+# The tests mirror the package in folders; a few import cases or helpers from a test module
+# of another folder (``from test_mcmc import OffByOneCount``). pytest puts a folder on
+# sys.path only when it collects a file from it, so running one folder alone would not
+# find them: every folder of tests is importable from the start (file names are unique).
+for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+    if str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
 _MISSING = "../shared/data not found: the shared corpora live beside the repository"
 
 #: The four newsgroups of scikit-learn's text tutorial / documentation numbers.

@@ -18,7 +18,14 @@ Metrics, for true labels :math:`y_i` and predicted probabilities :math:`p_{ic}`:
 * log loss :math:`-\frac1n\sum_i \log p_{i y_i}`, probabilities clipped to
   :math:`[\epsilon, 1-\epsilon]` (:math:`\epsilon` the float64 machine epsilon) as
   scikit-learn's ``log_loss``, so a zero probability on the true class costs about 36
-  nats instead of infinity;
+  nats instead of infinity. A row impossible under every class (zero likelihood, e.g.
+  a word never seen in training under the MLE) has no class probabilities at all: the
+  estimate gives the row itself probability 0. ``predict`` falls back to the class
+  proportions for it, but scoring that fallback would reward the estimate for failing
+  (the MLE would look best on data full of unseen words), so the log loss is infinite
+  whenever there is such a row (``inf``; the rows are counted in
+  ``zero_likelihood_rows``). The other metrics score ``predict``'s answer, fallback
+  included;
 * Brier score :math:`\frac1n\sum_i\sum_c (p_{ic} - [y_i = c])^2` (the multi-category
   score of Brier (1950), between 0 and 2; scikit-learn's ``brier_score_loss`` halves it
   for two classes unless ``scale_by_half=False``);
@@ -73,9 +80,10 @@ class _RowTerms:
     row weights (bootstrap resamples) are one matrix product followed by :meth:`reduce`.
     """
 
-    def __init__(self, y_index, proba, n_bins):
+    def __init__(self, y_index, proba, n_bins, dead=None):
         proba = np.asarray(proba, dtype=np.float64)
         n, n_classes = proba.shape
+        dead = np.zeros(n) if dead is None else np.asarray(dead, dtype=np.float64)
         rows = np.arange(n)
         pred = np.argmax(proba, axis=1)
         eps = np.finfo(np.float64).eps
@@ -98,18 +106,19 @@ class _RowTerms:
                 gap,  # ECE: per-bin sums of (correct - confidence)
                 onehot * predicted,  # true positives per class
                 onehot + predicted,  # 2 TP + FP + FN per class
+                dead,  # rows impossible under every class: an infinite log loss
             ]
         )
 
     def reduce(self, sums, total):
         """Metrics from the weighted column sums ``sums`` (B, k) and the total weights (B,)."""
         C, M = self.n_classes, self.n_bins
-        tp, denom = sums[:, 3 + M : 3 + M + C], sums[:, 3 + M + C :]
+        tp, denom = sums[:, 3 + M : 3 + M + C], sums[:, 3 + M + C : 3 + M + 2 * C]
         with np.errstate(invalid="ignore", divide="ignore"):
             f1 = np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 0.0)
         return {
             "accuracy": sums[:, 0] / total,
-            "log_loss": sums[:, 1] / total,
+            "log_loss": np.where(sums[:, -1] > 0, np.inf, sums[:, 1] / total),
             "brier": sums[:, 2] / total,
             "ece": np.abs(sums[:, 3 : 3 + M]).sum(axis=1) / total,
             "macro_f1": f1.mean(axis=1),
@@ -230,6 +239,7 @@ class _Prediction(NamedTuple):
     proba: np.ndarray | None  # (n, C); None when the estimate is undefined
     zero_rows: int | None
     reason: str | None
+    dead: np.ndarray | None = None  # (n,) bool: rows impossible under every class
 
 
 def _predict_all(clf, X, estimates):
@@ -253,7 +263,7 @@ def _predict_all(clf, X, estimates):
             except ValueError as exc:
                 out[estimate] = _Prediction(None, None, _first_sentence(str(exc)))
                 continue
-            out[estimate] = _Prediction(np.exp(log_proba), int(dead.sum()), None)
+            out[estimate] = _Prediction(np.exp(log_proba), int(dead.sum()), None, np.asarray(dead, dtype=bool))
     finally:
         clf.set_params(estimate=original)
     return out
@@ -813,6 +823,7 @@ def compare(
         done = 0
         for name, template in models.items():
             oof = {e: np.zeros((y_train.shape[0], classes.size)) for e in estimates}
+            oof_dead = {e: np.zeros(y_train.shape[0], dtype=bool) for e in estimates}
             zero = dict.fromkeys(estimates, 0)
             reasons = {}
             for train_idx, test_idx in folds:
@@ -822,6 +833,7 @@ def compare(
                         reasons.setdefault(e, pred.reason)
                     else:
                         oof[e][test_idx] = pred.proba
+                        oof_dead[e][test_idx] = pred.dead
                         zero[e] += pred.zero_rows
                 done += 1
                 if progress is not None:
@@ -834,7 +846,8 @@ def compare(
             key = (name,) if named else ()
             groups[key] = [
                 {
-                    e: _Prediction(None, None, reasons[e]) if e in reasons else _Prediction(oof[e], zero[e], None)
+                    e: _Prediction(None, None, reasons[e]) if e in reasons
+                    else _Prediction(oof[e], zero[e], None, oof_dead[e])
                     for e in estimates
                 }
             ]
@@ -927,6 +940,14 @@ def _splitter(cv, rng):
     raise ValueError(f"cv must be a number of folds or a splitter with split(X, y), got {cv!r}")
 
 
+def _percentiles(values, q):
+    """Percentile interval; without interpolation where a value is infinite (an infinite
+    log loss in some resamples: interpolating would give inf - inf)."""
+    values = np.asarray(values, dtype=np.float64)
+    method = "linear" if np.all(np.isfinite(values)) else "inverted_cdf"
+    return tuple(float(v) for v in np.quantile(values, q, method=method))
+
+
 def _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names):
     """Point values, bootstrap intervals and paired differences of every group."""
     n = y_index.shape[0]
@@ -941,7 +962,7 @@ def _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, re
                 reasons[key, e] = missing[0].reason
                 zeros[key, e] = None
             else:
-                terms[key, e] = [_RowTerms(y_index, p.proba, n_bins) for p in preds]
+                terms[key, e] = [_RowTerms(y_index, p.proba, n_bins, p.dead) for p in preds]
                 counts = [p.zero_rows for p in preds]
                 zeros[key, e] = counts[0] if len(counts) == 1 else float(np.mean(counts))
 
@@ -986,15 +1007,17 @@ def _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, re
             for m in METRICS:
                 lo = hi = None
                 if values is not None and n_bootstrap:
-                    lo, hi = (float(v) for v in np.quantile(boot[k][m], q))
+                    lo, hi = _percentiles(boot[k][m], q)
                 rec[f"{m}_lo"], rec[f"{m}_hi"] = lo, hi
             ref = (key, reference) if reference is not None else None
             for m in METRICS:
                 d = dlo = dhi = None
                 if ref is not None and values is not None and point.get(ref) is not None:
-                    d = float(values[m][0] - point[ref][m][0])
-                    if n_bootstrap:
-                        dlo, dhi = (float(v) for v in np.quantile(boot[k][m] - boot[ref][m], q))
+                    # Both infinite (rows impossible under both): no difference to report (NaN).
+                    with np.errstate(invalid="ignore"):
+                        d = float(values[m][0] - point[ref][m][0])
+                        if n_bootstrap:
+                            dlo, dhi = _percentiles(boot[k][m] - boot[ref][m], q)
                 rec[f"{m}_diff"], rec[f"{m}_diff_lo"], rec[f"{m}_diff_hi"] = d, dlo, dhi
             records.append(rec)
     return records

@@ -26,6 +26,7 @@ from bayesnb.core._validation import ESTIMATES
 __all__ = [
     "decision_boundary",
     "learning_curve",
+    "merge_bins",
     "reliability_diagram",
     "top_features",
     "uncertainty_histogram",
@@ -48,15 +49,21 @@ def _new_axes(ax, figsize):
     return fig.add_subplot()
 
 
-def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, ax=None):
+def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, min_count=10, ax=None):
     """Reliability diagram: accuracy against confidence, one line per estimate.
 
     The confidence of a row is its largest class probability; rows are grouped in
-    ``n_bins`` equal-width confidence bins and each bin is drawn at (mean confidence,
-    accuracy), with marker area proportional to its number of rows. A calibrated model
-    lies on the diagonal. The legend gives each estimate's expected calibration error
-    (:func:`bayesnb.analysis.comparison.reliability_bins`). An estimate undefined for this
-    posterior (the MAP with a concentration below 1) is listed as not available.
+    ``n_bins`` equal-width confidence bins, and adjacent bins are merged (in order of
+    confidence) until each holds at least ``min_count`` rows: the accuracy of a bin of one
+    to three rows is 0, 1/2 or 1 and makes the line zig-zag for no reason. Each group is
+    drawn at (mean confidence, accuracy) with its number of rows written beside it and a
+    marker area proportional to it. A calibrated model lies on the diagonal. The legend
+    gives each estimate's expected calibration error over the ``n_bins`` bins
+    (:func:`bayesnb.analysis.comparison.reliability_bins`). Estimates whose probabilities are
+    identical (the MAP and the MLE under a flat prior, the posterior mean and the
+    predictive of a Bernoulli or categorical model) are drawn once, labelled together.
+    An estimate undefined for this posterior (the MAP with a concentration below 1) is
+    listed as not available.
 
     Parameters
     ----------
@@ -65,6 +72,8 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, ax=N
     y : their labels
     estimates : sequence of {"mle", "map", "mean", "predictive"}
     n_bins : int
+    min_count : int
+        Smallest number of rows of a plotted group (1: the bins as they are).
     ax : matplotlib Axes, optional
 
     Returns
@@ -78,34 +87,98 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, ax=N
     >>> from bayesnb.analysis.plots import reliability_diagram
     >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1], [2, 1, 0], [0, 2, 2]])
     >>> y = ["spam", "spam", "ham", "ham", "spam", "ham"]
-    >>> ax = reliability_diagram(MultinomialNB().fit(X, y), X, y, n_bins=5)
+    >>> ax = reliability_diagram(MultinomialNB().fit(X, y), X, y, n_bins=5, min_count=2)
     >>> [t.get_text().split(" (")[0] for t in ax.get_legend().get_texts()]
-    ['calibrated', 'mle', 'map', 'mean', 'predictive']
+    ['calibrated', 'mle = map', 'mean', 'predictive']
     >>> ax.figure.savefig("reliability.png")  # doctest: +SKIP
     """
     from bayesnb.analysis.comparison import _check_estimates, _predict_all, reliability_bins
 
+    if isinstance(min_count, bool) or not isinstance(min_count, (int, np.integer)) or min_count < 1:
+        raise ValueError(f"min_count must be a positive integer, got {min_count!r}")
     estimates = _check_estimates(estimates, None)
     predictions = _predict_all(estimator, X, estimates)
+    # Estimates with the very same probabilities share one series (else one hides the other).
+    series = []
+    for estimate, pred in predictions.items():
+        for group in series:
+            if pred.proba is not None and group[1] is not None and np.array_equal(pred.proba, group[1]):
+                group[0].append(estimate)
+                break
+        else:
+            series.append(([estimate], pred.proba))
     ax = _new_axes(ax, (5.5, 5))
     ax.plot([0, 1], [0, 1], ls="--", color="0.6", lw=1, label="calibrated")
-    for estimate, pred in predictions.items():
+    for names, proba in series:
+        estimate, label = names[0], " = ".join(names)
         colour = _COLOURS[estimate]
-        if pred.proba is None:
-            ax.plot([], [], color=colour, label=f"{estimate}: n/a")
+        if proba is None:
+            ax.plot([], [], color=colour, label=f"{label}: n/a")
             continue
-        count, conf, acc, ece = reliability_bins(y, pred.proba, estimator.classes_, n_bins=n_bins)
-        used = count > 0
-        ax.plot(conf[used], acc[used], _STYLES[estimate], color=colour, lw=1.2, alpha=0.85, label=f"{estimate} (ECE {ece:.3f})")
-        ax.scatter(conf[used], acc[used], s=12 + 200 * count[used] / count.sum(), color=colour, alpha=0.8)
+        count, conf, acc, ece = reliability_bins(y, proba, estimator.classes_, n_bins=n_bins)
+        count, conf, acc = merge_bins(count, conf, acc, min_count)
+        ax.plot(conf, acc, _STYLES[estimate], color=colour, lw=1.2, alpha=0.85, label=f"{label} (ECE {ece:.3f})")
+        ax.scatter(conf, acc, s=12 + 200 * count / count.sum(), color=colour, alpha=0.8)
+        for n, cx, ay in zip(count, conf, acc):
+            ax.annotate(f"{int(n)}", (cx, ay), xytext=(3, -9), textcoords="offset points", fontsize=6, color=colour)
     low = 1.0 / len(estimator.classes_)
     ax.set_xlim(low - 0.02, 1.01)
     ax.set_ylim(-0.02, 1.02)
-    ax.set_xlabel("confidence (largest class probability); marker area ∝ rows in the bin")
+    ax.set_xlabel("confidence (largest class probability); rows per point written beside it")
     ax.set_ylabel("accuracy")
-    ax.set_title(f"Reliability: {type(estimator).__name__} ({n_bins} confidence bins)")
+    ax.set_title(f"Reliability: {type(estimator).__name__} ({n_bins} bins, >= {min_count} rows per point)")
     ax.legend(loc="upper left", fontsize="small")
     return ax
+
+
+def merge_bins(count, confidence, accuracy, min_count):
+    """Merge adjacent confidence bins until each holds at least ``min_count`` rows.
+
+    Bins are taken in order of confidence; empty ones are dropped; a group short of
+    ``min_count`` at the top end joins the group before it.
+
+    Parameters
+    ----------
+    count, confidence, accuracy : ndarrays of shape (n_bins,)
+        From :func:`bayesnb.analysis.comparison.reliability_bins` (NaN for an empty bin).
+    min_count : int
+
+    Returns
+    -------
+    count, confidence, accuracy : ndarrays of shape (n_groups,)
+        Rows, mean confidence and accuracy of each group (row-weighted means of its bins).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> count = np.array([3.0, 0.0, 4.0, 12.0, 2.0])
+    >>> conf = np.array([0.55, np.nan, 0.7, 0.8, 0.95])
+    >>> acc = np.array([1 / 3, np.nan, 0.5, 0.75, 1.0])
+    >>> n, c, a = merge_bins(count, conf, acc, min_count=5)
+    >>> n.tolist(), [round(float(v), 4) for v in a]
+    ([7.0, 14.0], [0.4286, 0.7857])
+    """
+    count = np.asarray(count, dtype=np.float64)
+    used = count > 0
+    n = count[used]
+    conf_sum, acc_sum = n * np.asarray(confidence)[used], n * np.asarray(accuracy)[used]
+    groups, current = [], []
+    for i in range(n.size):
+        current.append(i)
+        if n[current].sum() >= min_count:
+            groups.append(current)
+            current = []
+    if current:
+        if groups:
+            groups[-1] = groups[-1] + current
+        else:
+            groups.append(current)
+    total = np.array([n[g].sum() for g in groups])
+    return (
+        total,
+        np.array([conf_sum[g].sum() for g in groups]) / total,
+        np.array([acc_sum[g].sum() for g in groups]) / total,
+    )
 
 
 def top_features(
@@ -131,7 +204,7 @@ def top_features(
 
     Parameters
     ----------
-    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB or MixedNB
     target : class label
     n : int
     feature_names : sequence of str, optional
@@ -160,11 +233,15 @@ def top_features(
     from bayesnb.analysis.uncertainty import top_features as _top
 
     top = _top(estimator, target, n, level=level, versus=versus, n_draws=n_draws, random_state=random_state)
-    names = _feature_names(estimator, feature_names)
-    labels = [
-        names[f] if top.category is None else f"{names[f]}={c}"
-        for f, c in zip(top.feature, top.category if top.category is not None else [None] * len(top.feature))
-    ]
+    if feature_names is None:
+        # The estimator's own names, with category labels where it knows them (MixedNB).
+        labels = [str(v) for v in top.name]
+    else:
+        names = _feature_names(estimator, feature_names)
+        labels = [
+            names[f] if top.category is None or c < 0 else f"{names[f]}={c}"
+            for f, c in zip(top.feature, top.category if top.category is not None else [None] * len(top.feature))
+        ]
     ax = _new_axes(ax, (6.5, 0.9 + 0.3 * len(labels)))
     y = np.arange(len(labels))[::-1]
     ax.errorbar(
@@ -439,8 +516,13 @@ def learning_curve(result, metric="log_loss", *, model=None, ax=None):
             ax.plot([], [], color=_COLOURS.get(estimate), label=f"{estimate}: n/a")
             continue
         size = np.array([r["train_size"] for r in rows], dtype=float)
-        value = np.array([r[metric] for r in rows])
-        ax.plot(size, value, marker="o", ls=_STYLES.get(estimate, "-"), color=_COLOURS.get(estimate), label=estimate, ms=4)
+        value = np.array([r[metric] for r in rows], dtype=float)
+        label = estimate
+        if np.isinf(value).any():
+            # An infinite log loss (test rows impossible under every class) is not drawn:
+            # the legend says where, rather than a line that seems to stop.
+            label += f" (infinite at {', '.join(f'{s:g}' for s in size[np.isinf(value)])} rows)"
+        ax.plot(size, value, marker="o", ls=_STYLES.get(estimate, "-"), color=_COLOURS.get(estimate), label=label, ms=4)
         if rows[0].get(f"{metric}_lo") is not None:
             lo = np.array([r[f"{metric}_lo"] for r in rows])
             hi = np.array([r[f"{metric}_hi"] for r in rows])

@@ -690,15 +690,21 @@ class FeatureLogOdds(NamedTuple):
         Column of each term.
     category : int ndarray of shape (n_terms,) or None
         For categorical features, the category code of each term (one term per
-        (feature, category) pair); None otherwise.
+        (feature, category) pair; -1 for the terms of a MixedNB's other blocks); None
+        when no term is categorical.
     unit : str
-        What one term measures (e.g. "one occurrence").
+        What one term measures (e.g. "one occurrence"; in a MixedNB, per block).
+    name : ndarray of str, shape (n_terms,)
+        The term's feature name (``feature_names_in_`` when fitted on a DataFrame, else
+        ``x<column>``), with ``=<category>`` for a categorical term (the category's label
+        where the estimator knows it, e.g. a MixedNB's ``categories_``).
     """
 
     draws: np.ndarray
     feature: np.ndarray
     category: np.ndarray | None
     unit: str
+    name: np.ndarray | None = None
 
 
 def _contrast(values, target, versus):
@@ -739,7 +745,9 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
 
     Parameters
     ----------
-    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB or MixedNB
+        (a MixedNB through its blocks of those families; its other blocks have no
+        per-term contributions and are left out)
     target : a class label
     versus : a class label, optional
     n_draws : int
@@ -767,12 +775,17 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
 
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
-    family = None if _fitted.is_mixed(estimator) else estimator.family_
-    if family is None or family.feature_log_odds is None:
+    # The blocks of columns (one for a one-family estimator) whose family has per-term
+    # contributions; a MixedNB's other blocks (e.g. Gaussian) have none and are left out.
+    blocks = [(name, est, idx) for name, est, idx in _fitted.blocks(estimator)
+              if est.family_.feature_log_odds is not None]
+    if not blocks:
         raise TypeError(
             "feature log-odds contributions need a family whose log-likelihood is a sum of "
             "per-feature terms with one parameter each (MultinomialNB, BernoulliNB, "
-            f"CategoricalNB, PoissonNB); got {type(estimator).__name__}"
+            f"CategoricalNB, PoissonNB, ExponentialNB, or a MixedNB with such a block); got "
+            f"{type(estimator).__name__}" + (" with blocks " + ", ".join(n for n, _, _ in _fitted.blocks(estimator))
+                                             if _fitted.is_mixed(estimator) else "")
         )
     if len(estimator.classes_) < 2:
         raise ValueError("log-odds need at least two classes")
@@ -781,9 +794,30 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     if k == c:
         raise ValueError("versus must differ from target")
     _, params = _fitted.draws(estimator, n_draws, random_state)
-    # The family's per-term contributions under each class, (n_draws, C, n_terms).
-    terms, feature, category, unit = family.feature_log_odds(params, estimator.prior_)
-    return FeatureLogOdds(_contrast(np.asarray(terms), c, k), np.asarray(feature), category, unit)
+    names = getattr(estimator, "feature_names_in_", None)
+    names = [f"x{j}" for j in range(estimator.n_features_in_)] if names is None else [str(v) for v in names]
+    labels = getattr(estimator, "categories_", None) or {}
+    parts = []
+    for name, est, idx in blocks:
+        # The family's per-term contributions under each class, (n_draws, C, n_terms).
+        terms, feature, category, unit = est.family_.feature_log_odds(params[name] if name else params, est.prior_)
+        feature = np.asarray(feature) if idx is None else np.asarray(idx)[np.asarray(feature)]
+        term_names = [
+            names[j] if category is None
+            else f"{names[j]}={labels[int(j)][v] if int(j) in labels and v < len(labels[int(j)]) else v}"
+            for j, v in zip(feature, [None] * len(feature) if category is None else np.asarray(category))
+        ]
+        parts.append((np.asarray(terms), feature, category, f"{name}: {unit}" if name else unit, term_names))
+    any_category = any(p[2] is not None for p in parts)
+    return FeatureLogOdds(
+        _contrast(np.concatenate([p[0] for p in parts], axis=-1), c, k),
+        np.concatenate([p[1] for p in parts]),
+        # -1: a term of a block without categories, beside categorical ones.
+        np.concatenate([np.full(p[1].size, -1) if p[2] is None else np.asarray(p[2]) for p in parts])
+        if any_category else None,
+        "; ".join(p[3] for p in parts),
+        np.array([n for p in parts for n in p[4]], dtype=object),
+    )
 
 
 class TopFeatures(NamedTuple):
@@ -797,6 +831,8 @@ class TopFeatures(NamedTuple):
         Posterior median and credible interval of each term (nats).
     level : float
     unit : str
+    name : ndarray of str, shape (n,)
+        See :class:`FeatureLogOdds`.
     """
 
     feature: np.ndarray
@@ -806,6 +842,7 @@ class TopFeatures(NamedTuple):
     upper: np.ndarray
     level: float
     unit: str
+    name: np.ndarray | None = None
 
 
 def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=1000, random_state=None):
@@ -815,7 +852,8 @@ def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=100
 
     Parameters
     ----------
-    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB or MixedNB
+        (a MixedNB through its blocks of those families)
     target : a class label
     n : int
         Number of terms returned.
@@ -855,4 +893,5 @@ def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=100
         upper,
         float(level),
         odds.unit,
+        odds.name[order],
     )

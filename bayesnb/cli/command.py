@@ -332,11 +332,16 @@ def _add_crosscheck_parser(sub):
             mean) / MCSE, plus r_hat, bulk ESS and the posterior predictive class
             probabilities of the first rows (bayesnb.ppl.mcmc.crosscheck).
 
-            They agree when every |z| < --z-max, every r_hat < --rhat-max, every bulk ESS >=
-            --min-ess and no NUTS transition diverged. A predictive probability whose MCMC
-            estimate is carried by too few draws (Pareto k >= 0.5, typically a class of
-            probability 1e-50 or less) is listed but not compared. With many parameters an
-            |z| >= 4 happens by chance about once in 16,000 comparisons.
+            The standard deviations and the 0.05, 0.5 and 0.95 quantiles are compared too
+            (an error of spread leaves the means alone). They agree when every |z| is below
+            its critical value (default: Bonferroni over the z-scores compared, so that a
+            correct model disagrees by chance with probability --false-alarm), every bulk
+            and tail r_hat is below its critical value (default: from the number of chains
+            and the parameter's within-chain ESS, at the same --false-alarm over all
+            parameters), every bulk ESS >= --min-ess and no NUTS transition diverged.
+            --z-max and --rhat-max set fixed thresholds instead. A predictive probability
+            whose MCMC estimate is carried by too few draws (Pareto k >= 0.5, typically a
+            class of probability 1e-50 or less) is listed but not compared.
 
             Default data (no download): {_CROSSCHECK_ROWS_DEFAULT} rows (stratified) of
             scikit-learn's bundled 8x8 digits, 10 classes, the pixel intensities summed over
@@ -368,10 +373,12 @@ def _add_crosscheck_parser(sub):
     )
     check.add_argument("--warmup", type=_count(1), default=1000, metavar="N", help="NUTS warm-up iterations per chain (default: %(default)s)")
     check.add_argument("--samples", type=_count(10), default=1000, metavar="N", help="NUTS draws kept per chain (default: %(default)s)")
+    from bayesnb.ppl.mcmc import FALSE_ALARM, NUM_CHAINS
+
     check.add_argument(
         "--chains",
         type=_count(2),
-        default=4,
+        default=NUM_CHAINS,
         metavar="N",
         help="NUTS chains, run vectorised (>= 2: r_hat compares chains; default: %(default)s)",
     )
@@ -389,9 +396,24 @@ def _add_crosscheck_parser(sub):
         metavar="N",
         help="rows whose predictive class probabilities are compared (default: %(default)s)",
     )
-    check.add_argument("--z-max", type=_positive_float, default=4.0, help="largest |z| that agrees (default: %(default)s)")
     check.add_argument(
-        "--rhat-max", type=_positive_float, default=1.01, help="largest r_hat that agrees (default: %(default)s)"
+        "--z-max",
+        type=_positive_float,
+        default=None,
+        help="a fixed largest |z| that agrees (default: the Bonferroni critical value at --false-alarm)",
+    )
+    check.add_argument(
+        "--rhat-max",
+        type=_positive_float,
+        default=None,
+        help="a fixed largest r_hat that agrees (default: each parameter's critical value at --false-alarm)",
+    )
+    check.add_argument(
+        "--false-alarm",
+        type=_fraction,
+        default=FALSE_ALARM,
+        metavar="P",
+        help="chance that a correct, well-mixed run is reported as disagreeing (default: %(default)s)",
     )
     check.add_argument("--min-ess", type=_count(1), default=100, metavar="N", help="smallest bulk ESS that agrees (default: %(default)s)")
     check.add_argument(
@@ -784,6 +806,7 @@ def _run_crosscheck(args):
             z_max=args.z_max,
             rhat_max=args.rhat_max,
             min_ess=args.min_ess,
+            false_alarm=args.false_alarm,
             progress_bar=args.progress,
         )
     print(report.to_string(max_rows=None if args.show == 0 else args.show))

@@ -172,8 +172,9 @@ def demo_summary(args, problem, results, evidences, n_train, n_test, report_path
     bullets = list(problem.notes) + [
         "every estimate of a family comes from one fit (one posterior), switched with set_params(estimate=...).",
         "zero-lik rows: test rows impossible under every class for that estimate (a feature value "
-        "never seen in training); they get the class proportions as probabilities "
-        "(bayesnb.ZeroLikelihoodWarning, counted here instead of printed).",
+        "never seen in training). predict gives them the class proportions (bayesnb.ZeroLikelihoodWarning, "
+        "counted here instead of printed), but the estimate gives them probability 0: its log loss is "
+        "infinite (inf) whenever there is one, so an estimate cannot look better by failing.",
         "log loss clips probabilities at machine epsilon (scikit-learn), so a zero probability on "
         "the true class costs about 36 nats instead of infinity. Brier: sum over classes (0..2). "
         "ECE: 15 equal-width confidence bins.",
@@ -294,7 +295,8 @@ def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progr
         "Point values with 95% percentile bootstrap intervals over the test rows (1000 resamples). "
         "Log loss in nats (probabilities clipped at machine epsilon, as scikit-learn); Brier summed "
         "over classes (0 to 2); ECE with 15 equal-width confidence bins; zero-lik rows: test rows "
-        "impossible under every class (given the class proportions)."
+        "impossible under every class. Such a row has probability 0 under that estimate, so its log "
+        "loss is infinite (inf); accuracy, Brier and ECE score predict's fallback to the class proportions."
     )
     for name, table in tables.items():
         md += ["", f"### {name}", "", format_comparison(table, style="markdown", intervals=True), ""]

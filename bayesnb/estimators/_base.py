@@ -838,7 +838,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         return self._generate(n, random_state, prior=True)
 
-    def to_inference_data(self, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1):
+    def to_inference_data(
+        self, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1, feature_names=None
+    ):
         """The posterior as an arviz ``InferenceData`` of exact iid draws.
 
         See :func:`bayesnb.ppl.export.to_inference_data` for the groups, dims and coords.
@@ -856,6 +858,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             ``az.waic``) and ``posterior_predictive`` are there only when they are given.
         n_chains : int
             Number of chains the iid draws are split into (arviz's ``chain`` dim).
+        feature_names : sequence of str, optional
+            The ``feature`` coordinates (e.g. a vectorizer's vocabulary); default
+            ``feature_names_in_``, else ``x0, x1, ...``.
 
         Returns
         -------
@@ -863,7 +868,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         from bayesnb.ppl.export import to_inference_data
 
-        return to_inference_data(self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains)
+        return to_inference_data(
+            self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains, feature_names=feature_names
+        )
 
 
 # Numbers per chunk of parameter draws when generating data (8 MiB of float64).

@@ -41,7 +41,18 @@ from bayesnb.ppl import models
 __all__ = ["to_inference_data", "coords_of", "parameter_draws", "scalar_labels", "scalar_mask"]
 
 
-def _feature_names(estimator):
+def _feature_names(estimator, feature_names=None):
+    if feature_names is not None:
+        # e.g. a CountVectorizer's get_feature_names_out(): the columns of the matrix fitted.
+        names = [str(v) for v in np.asarray(feature_names, dtype=object).ravel()]
+        if len(names) != estimator.n_features_in_:
+            raise ValueError(
+                f"feature_names has {len(names)} names but the estimator was fitted on "
+                f"{estimator.n_features_in_} features"
+            )
+        if len(set(names)) != len(names):
+            raise ValueError("feature_names must be distinct (they are arviz coordinates)")
+        return names
     names = getattr(estimator, "feature_names_in_", None)
     if names is not None:
         return [str(v) for v in names]
@@ -52,14 +63,20 @@ def _labels(values):
     return [v.item() if hasattr(v, "item") else v for v in np.asarray(values, dtype=object)]
 
 
-def coords_of(estimator):
+def coords_of(estimator, feature_names=None):
     """Coordinates of the dims of :func:`bayesnb.ppl.models.variable_dims` (and the data dims).
 
-    ``class`` holds ``classes_``; ``feature`` the feature names (``feature_names_in_``
-    when fitted on a DataFrame, else ``x0, x1, ...``), per block in a MixedNB;
-    ``category`` the category codes ``0 .. max K_j - 1``.
+    ``class`` holds ``classes_``; ``feature`` the feature names (``feature_names`` when
+    given, e.g. a vectorizer's vocabulary; else ``feature_names_in_`` when fitted on a
+    DataFrame, else ``x0, x1, ...``), per block in a MixedNB; ``category`` the category
+    codes ``0 .. max K_j - 1``.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    feature_names : sequence of str of length n_features_in_, optional
     """
-    names = _feature_names(estimator)
+    names = _feature_names(estimator, feature_names)
     coords = {"class": _labels(estimator.classes_)}
     for name, _, idx, spec in models.block_specs(estimator):
         cols = names if idx is None else [names[j] for j in idx]
@@ -157,7 +174,9 @@ def _joint_draws(estimator, log_class, params, checked):
         yield start, stop, _fitted.log_likelihood_draws(estimator, block, checked) + log_class[start:stop, None, :]
 
 
-def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1):
+def to_inference_data(
+    estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1, feature_names=None
+):
     r"""An arviz ``InferenceData`` of exact iid draws from a fitted estimator's posterior.
 
     Groups:
@@ -189,6 +208,9 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
     X, y : array-like of shape (n_samples, n_features) and (n_samples,), optional
         The training data (both or neither).
     n_chains : int
+    feature_names : sequence of str of length n_features_in_, optional
+        The ``feature`` coordinates (e.g. ``CountVectorizer.get_feature_names_out()``);
+        default ``feature_names_in_`` when fitted on a DataFrame, else ``x0, x1, ...``.
 
     Returns
     -------
@@ -223,7 +245,7 @@ def to_inference_data(estimator, n_draws=1000, random_state=None, X_new=None, *,
         "prior": _chains(parameter_draws(estimator, prior_log_class, prior_params), n_chains, n_draws),
     }
     dims = dict(models.variable_dims(estimator))
-    coords = coords_of(estimator)
+    coords = coords_of(estimator, feature_names)
     if estimator.class_dirichlet_ is None:
         groups["constant_data"] = {"class_probs": np.asarray(estimator.class_prior_, dtype=np.float64)}
 

@@ -5,10 +5,19 @@ r"""Cross-check of the closed-form posterior against NUTS on the numpyro model.
 and class-proportion settings, conditioned on the data ``X, y``) and compares:
 
 * every scalar parameter: the closed-form posterior mean and standard deviation
-  (:func:`bayesnb.ppl.models.posterior_moments`, from the estimator's ``posterior_``) next
-  to the MCMC mean, its Monte Carlo standard error (MCSE), the z-score
-  :math:`z = (\bar\theta_{\rm MCMC} - E[\theta \mid D]) / \mathrm{MCSE}`, the bulk
-  effective sample size and the rank-normalised split :math:`\hat R`;
+  (:func:`bayesnb.ppl.models.posterior_moments`, from the estimator's ``posterior_`` and
+  class posterior as they are when :func:`crosscheck` is called) next to the MCMC mean
+  and standard deviation, their Monte Carlo standard errors (MCSE, arviz's), the
+  z-scores :math:`z = (\bar\theta_{\rm MCMC} - E[\theta \mid D]) / \mathrm{MCSE}` and
+  :math:`z_{sd} = (s_{\rm MCMC} - \mathrm{sd}[\theta \mid D]) / \mathrm{MCSE}_{sd}`;
+  the quantiles 0.05, 0.5 and 0.95 through the probability integral transform: the
+  MCMC mass below the closed form's :math:`q`-quantile (of ``N_EXACT`` exact iid
+  draws of the same ``posterior_``) is :math:`q` up to its MCSE and the error of that
+  quantile, :math:`z_q = (\hat F_{\rm MCMC}(\hat\theta_q) - q) /
+  \sqrt{\mathrm{MCSE}^2 + q(1-q)/N}`. Means alone are blind to an error of spread (a
+  posterior of the right centre and twice the width); the sd and the tail quantiles
+  see it. Then the bulk effective sample size and the rank-normalised split
+  :math:`\hat R`, bulk and tail;
 * the posterior predictive class probabilities :math:`p(y = c \mid x, D)` of a few rows:
   the estimator's exact closed form (``estimate="predictive"``) next to the MCMC
   estimate :math:`\sum_d p(x, y{=}c \mid \theta_d, \pi_d) / \sum_{d,c'} p(x, y{=}c' \mid
@@ -17,14 +26,26 @@ and class-proportion settings, conditioned on the data ``X, y``) and compares:
 
 The rule for the report's ``agrees`` (:class:`CrossCheck`), all of them:
 
-1. every |z| < ``z_max`` (default 4), parameters and predictive probabilities alike;
-2. every :math:`\hat R` < ``rhat_max`` (default 1.01);
+1. every |z| < ``z_max``, parameters (mean, sd, quantiles) and predictive probabilities
+   alike. By default ``z_max`` is :math:`\Phi^{-1}(1 - \alpha / 2m)` for the ``m``
+   z-scores compared and :math:`\alpha` = ``false_alarm`` (0.01): a correct model is
+   reported as disagreeing with probability at most :math:`\alpha` however many
+   parameters it has (a fixed 4 is exceeded by chance once in 16,000 z-scores);
+2. every bulk and tail split :math:`\hat R` below its critical value
+   (:func:`rhat_critical`): the value that well-mixed chains exceed with probability
+   :math:`\alpha / (2 \cdot \text{parameters})`, from the number of chains and the
+   parameter's within-chain ESS (a fixed 1.01 is exceeded by chance by well-mixed
+   chains when there are many parameters or few chains: a ``MultinomialNB`` of 100
+   parameters with two chains). ``rhat_max`` sets a fixed threshold instead;
 3. every bulk ESS ≥ ``min_ess`` (default 100; below it the MCSE itself is unreliable);
 4. no divergent NUTS transition.
 
 A parameter whose closed-form mean or standard deviation does not exist (a posterior
 too heavy-tailed, e.g. an inverse-gamma shape :math:`\le 2`) gets no z-score; it is
-listed and counted in the report's ``n_skipped``, not silently dropped. Likewise a
+listed and counted in the report's ``n_skipped``, not silently dropped (its quantiles are
+still compared); an sd whose MCSE needs a fourth moment the posterior lacks (the Pareto
+shape of the squared deviations of the exact draws :math:`\ge 1/2`) is not compared and
+counted in ``n_sd_skipped``. Likewise a
 predictive probability whose MCMC estimate is unreliable: the estimate is a ratio of
 means over the draws of :math:`p(x, y{=}c \mid \theta_d, \pi_d)`, and where these are
 heavy-tailed across draws (a class very improbable for the row, say
@@ -61,7 +82,7 @@ from sklearn.utils.validation import check_is_fitted
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._x64 import enable_x64
 
-__all__ = ["crosscheck", "run_nuts", "NUTSRun", "CrossCheck"]
+__all__ = ["crosscheck", "run_nuts", "NUTSRun", "CrossCheck", "mixing", "rhat_critical", "within_chain_ess"]
 
 
 def _interactive():
@@ -127,7 +148,7 @@ def run_nuts(
     sample_weight=None,
     num_warmup=1000,
     num_samples=1000,
-    num_chains=2,
+    num_chains=None,
     random_state=None,
     form="rows",
     chain_method="vectorized",
@@ -144,7 +165,8 @@ def run_nuts(
     y : array-like of shape (n_samples,)
     sample_weight : array-like of shape (n_samples,), optional
     num_warmup, num_samples, num_chains : int
-        NUTS warm-up iterations, draws kept per chain, chains (at least 2).
+        NUTS warm-up iterations, draws kept per chain, chains (at least 2; None:
+        ``NUM_CHAINS``).
     random_state : int, RandomState, Generator, jax key or None
     form : {"rows", "stats"}
         Observe every row (the default; independent of bayesnb's statistics code), or
@@ -168,6 +190,7 @@ def run_nuts(
     from bayesnb.ppl import export, models
 
     check_is_fitted(estimator, "stats_")
+    num_chains = NUM_CHAINS if num_chains is None else num_chains
     if int(num_chains) < 2:
         raise ValueError(f"num_chains must be >= 2 (r_hat compares chains), got {num_chains!r}")
     if progress_bar is None:
@@ -219,7 +242,201 @@ def _diagnostics(draws):
         ess = np.asarray(az.ess(data, method="bulk")["x"])
         rhat = np.asarray(az.rhat(data)["x"])
         mcse = np.asarray(az.mcse(data, method="mean")["x"])
-    return ess, rhat, mcse
+    return ess, rhat, np.where(np.ptp(draws, axis=(0, 1)) == 0, 0.0, mcse)
+
+
+def _mcse_sd(draws):
+    """arviz's MCSE of the standard deviation of each column of (chain, draw, k)."""
+    import warnings
+
+    import arviz as az
+
+    data = az.convert_to_dataset({"x": np.asarray(draws, dtype=np.float64)})
+    with warnings.catch_warnings(), np.errstate(divide="ignore", invalid="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.asarray(az.mcse(data, method="sd")["x"])
+
+
+def _split_z_scale(draws):
+    """Split chains, then rank-normalise (bulk) and fold-then-rank-normalise (tail), as arviz.
+
+    Parameters
+    ----------
+    draws : ndarray of shape (chain, draw, k)
+
+    Returns
+    -------
+    bulk, tail : ndarray of shape (2 * chain, draw // 2, k)
+        Vehtari et al. (2021): ranks over all split chains mapped through the normal
+        quantile function (Blom's offset 3/8), of the draws and of their distance to the
+        median.
+    """
+    from scipy import stats
+
+    draws = np.asarray(draws, dtype=np.float64)
+    half = draws.shape[1] // 2
+    split = np.concatenate([draws[:, :half], draws[:, draws.shape[1] - half:]], axis=0)
+
+    def z_scale(a):
+        flat = a.reshape(-1, a.shape[-1])
+        rank = stats.rankdata(flat, method="average", axis=0)
+        return stats.norm.ppf((rank - 3 / 8) / (flat.shape[0] + 1 / 4)).reshape(a.shape)
+
+    folded = np.abs(split - np.median(split.reshape(-1, split.shape[-1]), axis=0))
+    return z_scale(split), z_scale(folded)
+
+
+def _rhat_of(chains):
+    """Split-R-hat of each column of already split chains (M, n, k): sqrt((n-1)/n + var(chain means)/W)."""
+    n = chains.shape[1]
+    within = chains.var(axis=1, ddof=1).mean(axis=0)
+    between = chains.mean(axis=1).var(axis=0, ddof=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.sqrt((n - 1) / n + between / within)
+
+
+def within_chain_ess(chains):
+    r"""Effective sample size of each column of (M, n, k) chains from their within-chain autocorrelation.
+
+    Geyer's initial monotone sequence estimator, as arviz's, but chain by chain, with
+    each chain's autocorrelation normalised by its own variance, and the median of the
+    chains' integrated autocorrelation times (arviz's ESS
+    normalises by the pooled variance, which grows with the disagreement between chains:
+    on chains that have not mixed it collapses, so it cannot set the yardstick by which
+    their disagreement is judged).
+
+    Parameters
+    ----------
+    chains : ndarray of shape (M, n, k)
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        :math:`M n / \tau`, :math:`\tau` the median over chains of
+        :math:`-1 + 2 \sum_t P_t` over the pairs :math:`P_t = \rho_{2t} + \rho_{2t+1}`
+        while positive, made non-increasing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> iid = rng.normal(size=(4, 500, 3))  # independent draws: an ESS near 4 x 500
+    >>> bool(np.all(np.abs(within_chain_ess(iid) / 2000 - 1) < 0.15))
+    True
+    """
+    import arviz as az
+
+    M, n, k = chains.shape
+    acov = az.autocov(np.moveaxis(np.asarray(chains, dtype=np.float64), 2, 0), axis=-1)  # (k, M, n)
+    # Autocovariances about each chain's own mean are biased down by about the variance
+    # of that mean, sigma^2 tau / n (arviz's pooled variance adds B/n for this, which is
+    # why it collapses when chains disagree): add it back, with tau from the previous pass.
+    tau = np.zeros((k, M))
+    for _ in range(4):
+        bias = acov[..., :1] * tau[..., None] / n
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rho = (acov + bias) / (acov[..., :1] + bias)
+        pairs = rho[..., : 2 * (n // 2)].reshape(k, M, -1, 2).sum(axis=-1)
+        positive = np.cumprod(pairs > 0, axis=-1).astype(bool)
+        monotone = np.minimum.accumulate(np.where(positive, pairs, np.inf), axis=-1)
+        tau = -1.0 + 2.0 * np.where(positive, monotone, 0.0).sum(axis=-1)
+        # As arviz: tau is at least 1 / log10(M n) (an antithetic chain cannot claim more).
+        tau = np.maximum(tau, 1.0 / np.log10(M * n))
+    # The median over chains: a chain that drifts (autocorrelated within itself, the very
+    # thing R-hat must catch) cannot inflate the yardstick of the others.
+    tau = np.median(tau, axis=1)
+    return np.where(np.isfinite(rho[:, :, 0]).all(axis=1), M * n / tau, np.nan)
+
+
+def rhat_critical(ess_within, n_chains, n_draws, n_tests, false_alarm):
+    r"""The largest split-:math:`\hat R` that well-mixed chains exceed with probability ``false_alarm / n_tests``.
+
+    For ``M = 2 n_chains`` stationary split chains of ``n = n_draws // 2`` draws each
+    (Vehtari et al. 2021), :math:`\hat R^2 = (n-1)/n + \mathrm{var}(\bar x_m)/W`, and
+    the chain means are independent with variance :math:`W M / \mathrm{ESS}_W`
+    (:func:`within_chain_ess`), so :math:`(M-1)\,\mathrm{var}(\bar x_m)\,\mathrm{ESS}_W
+    / (M W) \sim \chi^2_{M-1}`. The critical value is therefore
+
+    .. math:: \hat R_{\rm crit} = \sqrt{\frac{n-1}{n} + \frac{M}{(M-1)\,(\mathrm{ESS}_W - M)}
+              \chi^2_{M-1}\big(1 - \alpha / m\big)}
+
+    (:math:`\mathrm{ESS}_W - M`: the within-chain variance :math:`W` about each chain's
+    own mean falls short of the variance by the factor :math:`1 - M/\mathrm{ESS}_W`)
+
+    for ``m = n_tests`` comparisons (Bonferroni: the chance that any of them is exceeded
+    by well-mixed chains is at most :math:`\alpha`). A fixed threshold such as 1.01
+    ignores both: with two chains and a hundred parameters, well-mixed chains exceed it
+    by chance.
+
+    Parameters
+    ----------
+    ess_within : ndarray of shape (k,)
+    n_chains, n_draws : int
+        Chains and draws per chain before splitting.
+    n_tests : int
+    false_alarm : float
+
+    Returns
+    -------
+    ndarray of shape (k,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> crit = rhat_critical(np.array([400.0, 4000.0]), n_chains=4, n_draws=1000, n_tests=200, false_alarm=0.01)
+    >>> [round(float(c), 4) for c in crit]  # more effective draws: a tighter critical value
+    [1.044, 1.0035]
+    """
+    from scipy import stats
+
+    M, n = 2 * int(n_chains), int(n_draws) // 2
+    quantile = stats.chi2.isf(false_alarm / max(int(n_tests), 1), M - 1)
+    ess = np.asarray(ess_within, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        # W, the variance within chains about their own means, is itself short of the
+        # variance by the factor 1 - M / ESS: hence ESS - M.
+        return np.sqrt((n - 1) / n + M * quantile / ((M - 1) * np.maximum(ess - M, 1.0)))
+
+
+def mixing(draws, n_tests, false_alarm):
+    """Rank-normalised split R-hat (bulk and tail) of each column of (chain, draw, k) and their critical values.
+
+    Bulk and tail (folded) R-hat are tested separately, each against
+    :func:`rhat_critical` with its own within-chain ESS; ``n_tests`` counts every such
+    test of the cross-check (two per parameter).
+
+    Returns
+    -------
+    dict of name -> ndarray of shape (k,)
+        ``r_hat`` (max of bulk and tail: arviz's rank-normalised split R-hat),
+        ``r_hat_bulk``, ``r_hat_tail``, ``r_hat_bulk_crit``, ``r_hat_tail_crit``,
+        ``ess_within_bulk``, ``ess_within_tail``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> draws = rng.normal(size=(4, 1000, 2))
+    >>> draws[1, :, 1] += 1.0  # the second parameter: one chain elsewhere
+    >>> m = mixing(draws, n_tests=4, false_alarm=0.01)
+    >>> (m["r_hat_bulk"] >= m["r_hat_bulk_crit"]).tolist()
+    [False, True]
+    """
+    n_chains, n_draws = np.shape(draws)[:2]
+    out = {}
+    for part, chains in zip(("bulk", "tail"), _split_z_scale(draws)):
+        ess = within_chain_ess(chains)
+        out[f"r_hat_{part}"] = _rhat_of(chains)
+        out[f"r_hat_{part}_crit"] = rhat_critical(ess, n_chains, n_draws, n_tests, false_alarm)
+        out[f"ess_within_{part}"] = ess
+    out["r_hat"] = np.fmax(out["r_hat_bulk"], out["r_hat_tail"])
+    return out
+
+
+#: Quantiles of every parameter's marginal posterior compared by :func:`crosscheck`.
+QUANTILES = (0.05, 0.5, 0.95)
+_Q_COLUMNS = tuple(f"z_q{round(100 * q):02d}" for q in QUANTILES)
+_Z_COLUMNS = ("z", "z_sd") + _Q_COLUMNS
 
 
 class CrossCheck:
@@ -232,55 +449,90 @@ class CrossCheck:
     failures : list of str
         Why it does not agree (empty when it does).
     parameters : pandas.DataFrame
-        One row per scalar parameter: ``parameter``, ``closed_mean``, ``closed_sd``,
-        ``mcmc_mean``, ``mcse``, ``z``, ``ess_bulk``, ``r_hat``.
+        One row per scalar parameter: ``parameter``, ``closed_mean``, ``closed_sd``
+        (the closed form's), ``mcmc_mean``, ``mcmc_sd``, ``mcse`` and ``mcse_sd`` (their
+        Monte Carlo standard errors), the z-scores ``z`` (mean), ``z_sd`` (standard
+        deviation) and ``z_q05``, ``z_q50``, ``z_q95`` (quantiles), ``ess_bulk``,
+        ``r_hat`` (arviz's rank-normalised split R-hat: the larger of
+        ``r_hat_bulk`` and ``r_hat_tail``) and the critical values ``r_hat_bulk_crit``,
+        ``r_hat_tail_crit``.
     predictive : pandas.DataFrame
         One row per (row, class): ``row``, ``class``, ``closed``, ``mcmc``, ``mcse``,
         ``z``, ``pareto_k`` (``z`` is NaN where ``pareto_k`` >= 1/2: not compared).
     n_skipped : int
-        Parameters without a finite closed-form mean/sd (no z-score).
+        Parameters without a finite closed-form mean/sd (no mean and sd z-scores; their
+        quantiles are compared).
+    n_sd_skipped : int
+        Parameters whose sd is not compared (a fourth moment too heavy-tailed for its MCSE).
     n_unreliable : int
         Predictive probabilities whose MCMC estimate is unreliable (no z-score).
+    n_tests : int
+        z-scores compared (the multiplicity behind the default ``z_max``).
     n_divergent : int
     max_abs_z, max_rhat, min_ess : float
     nuts : NUTSRun
     mcmc_inference_data, closed_form_inference_data : arviz.InferenceData
         The MCMC draws, and as many exact iid closed-form draws, with the same
         variables, dims and coords (e.g. for ``az.plot_forest([closed, mcmc])``).
-    z_max, rhat_max, min_ess_required : float
+    z_max : float
+        The critical |z| of the rule (given, or from ``false_alarm`` and ``n_tests``).
+    rhat_max : float or None
+        A fixed R-hat threshold when given; None: the per-parameter critical values.
+    min_ess_required, false_alarm : float
         The thresholds of the rule.
     """
 
-    def __init__(self, parameters, predictive, nuts, closed_idata, *, z_max, rhat_max, min_ess, n_skipped):
+    def __init__(self, parameters, predictive, nuts, closed_idata, *, z_max, rhat_max, min_ess, n_skipped,
+                 n_sd_skipped=0, false_alarm=0.01):
+        from scipy import stats
+
         self.parameters = parameters
         self.predictive = predictive
         self.nuts = nuts
         self.mcmc_inference_data = nuts.inference_data
         self._closed_idata = closed_idata
-        self.z_max = float(z_max)
-        self.rhat_max = float(rhat_max)
+        self.false_alarm = float(false_alarm)
+        self.rhat_max = None if rhat_max is None else float(rhat_max)
         self.min_ess_required = float(min_ess)
         self.n_skipped = int(n_skipped)
+        self.n_sd_skipped = int(n_sd_skipped)
         self.n_unreliable = int(np.sum(~np.isfinite(predictive["z"].to_numpy())))
         self.n_divergent = int(np.sum(nuts.diverging))
-        z = np.concatenate([parameters["z"].to_numpy(), predictive["z"].to_numpy()])
-        z = z[np.isfinite(z)]
+        z_params = parameters[list(_Z_COLUMNS)].to_numpy(dtype=np.float64)
+        z_pred = predictive["z"].to_numpy(dtype=np.float64)
+        z = np.concatenate([z_params.ravel(), z_pred])
+        z = z[~np.isnan(z)]
+        self.n_tests = int(z.size)
+        # Bonferroni: with m z-scores of a correct model (each about N(0, 1)), the chance
+        # that any reaches z_max is at most false_alarm.
+        self.z_max = float(z_max) if z_max is not None else float(stats.norm.isf(self.false_alarm / (2 * max(self.n_tests, 1))))
         self.max_abs_z = float(np.max(np.abs(z), initial=0.0))
         self.max_rhat = float(np.nanmax(parameters["r_hat"].to_numpy(), initial=1.0))
         self.min_ess = float(np.nanmin(parameters["ess_bulk"].to_numpy(), initial=np.inf))
         failures = []
-        bad = parameters[np.abs(parameters["z"]) >= z_max]
-        if len(bad):
-            failures.append(f"{len(bad)} parameter(s) with |z| >= {z_max:g}, worst {_worst(bad)}")
-        bad_pred = np.flatnonzero(np.abs(predictive["z"].to_numpy()) >= z_max)
+        for column, what in zip(_Z_COLUMNS, ("mean", "sd") + tuple(f"{q:g} quantile" for q in QUANTILES)):
+            bad = parameters[np.abs(parameters[column]) >= self.z_max]
+            if len(bad):
+                failures.append(f"{len(bad)} parameter {what}(s) with |z| >= {self.z_max:.3g}, worst {_worst(bad, column)}")
+        bad_pred = np.flatnonzero(np.abs(z_pred) >= self.z_max)
         if bad_pred.size:
-            worst = predictive.iloc[bad_pred[np.argmax(np.abs(predictive["z"].to_numpy()[bad_pred]))]]
+            worst = predictive.iloc[bad_pred[np.argmax(np.abs(z_pred[bad_pred]))]]
             failures.append(
-                f"{bad_pred.size} predictive probabilit(ies) with |z| >= {z_max:g}, worst row {int(worst['row'])} "
+                f"{bad_pred.size} predictive probabilit(ies) with |z| >= {self.z_max:.3g}, worst row {int(worst['row'])} "
                 f"class {worst['class']}: closed {worst['closed']:.4g} vs MCMC {worst['mcmc']:.4g} (z={worst['z']:.2f})"
             )
-        if self.max_rhat >= rhat_max:
-            failures.append(f"r_hat up to {self.max_rhat:.4f} (>= {rhat_max:g}): the chains have not mixed")
+        ratio = np.fmax(
+            parameters["r_hat_bulk"].to_numpy(dtype=np.float64) / parameters["r_hat_bulk_crit"].to_numpy(dtype=np.float64),
+            parameters["r_hat_tail"].to_numpy(dtype=np.float64) / parameters["r_hat_tail_crit"].to_numpy(dtype=np.float64),
+        )
+        not_mixed = np.flatnonzero(ratio >= 1)
+        if not_mixed.size:
+            row = parameters.iloc[not_mixed[np.argmax(ratio[not_mixed])]]
+            failures.append(
+                f"{not_mixed.size} parameter(s) with r_hat above its critical value, worst {row['parameter']}: "
+                f"bulk {row['r_hat_bulk']:.4f} (critical {row['r_hat_bulk_crit']:.4f}), tail {row['r_hat_tail']:.4f} "
+                f"(critical {row['r_hat_tail_crit']:.4f}): the chains have not mixed"
+            )
         if self.min_ess < min_ess:
             failures.append(f"bulk ESS down to {self.min_ess:.0f} (< {min_ess:g}): run longer")
         if self.n_divergent:
@@ -301,19 +553,32 @@ class CrossCheck:
     def _header(self):
         verdict = "AGREES" if self.agrees else "DISAGREES"
         n_chain, n_draw = self.nuts.diverging.shape
+        if self.rhat_max is None:
+            crit = self.parameters[["r_hat_bulk_crit", "r_hat_tail_crit"]].to_numpy(dtype=np.float64)
+            crit = crit[np.isfinite(crit)]
+            rhat_rule = (
+                f"critical {crit.min():.4f} to {crit.max():.4f} by within-chain ESS, false alarm {self.false_alarm:g}"
+                if crit.size
+                else "no critical value"
+            )
+        else:
+            rhat_rule = f"< {self.rhat_max:g}"
         lines = [
             f"bayesnb cross-check, closed form vs NUTS ({n_chain} chain(s) x {n_draw} draws): {verdict}",
-            f"  parameters: {len(self.parameters)} compared"
+            f"  parameters: {len(self.parameters)} compared (mean, sd, quantiles "
+            + ", ".join(f"{q:g}" for q in QUANTILES)
+            + ")"
             + (f", {self.n_skipped} without a finite closed-form mean/sd" if self.n_skipped else "")
+            + (f", {self.n_sd_skipped} sd(s) too heavy-tailed to compare" if self.n_sd_skipped else "")
             + f"; predictive probabilities: {len(self.predictive) - self.n_unreliable} compared"
             + (
                 f", {self.n_unreliable} not (Pareto k >= {PARETO_K_MAX:g}: carried by too few draws)"
                 if self.n_unreliable
                 else ""
             ),
-            f"  max |z| {self.max_abs_z:.2f} (rule < {self.z_max:g}), max r_hat {self.max_rhat:.4f} "
-            f"(< {self.rhat_max:g}), min ESS {self.min_ess:.0f} (>= {self.min_ess_required:g}), "
-            f"divergences {self.n_divergent}",
+            f"  max |z| {self.max_abs_z:.2f} (rule < {self.z_max:.3g} over {self.n_tests} z-scores), "
+            f"max r_hat {self.max_rhat:.4f} ({rhat_rule}), min ESS {self.min_ess:.0f} "
+            f"(>= {self.min_ess_required:g}), divergences {self.n_divergent}",
         ]
         lines += [f"  - {f}" for f in self.failures]
         return lines
@@ -322,12 +587,18 @@ class CrossCheck:
         """The report with the full tables (``max_rows`` limits each table)."""
         import pandas as pd
 
-        with pd.option_context("display.width", 120, "display.max_columns", 20, "display.float_format", "{:.4g}".format):
+        means = ["parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcse", "z", "ess_bulk", "r_hat"]
+        spread = ["parameter", "closed_sd", "mcmc_sd", "mcse_sd", "z_sd", *_Q_COLUMNS, "r_hat_bulk_crit",
+                  "r_hat_tail_crit"]
+        with pd.option_context("display.width", 200, "display.max_columns", 30, "display.float_format", "{:.4g}".format):
             params = self.parameters if max_rows is None else _largest_z(self.parameters, max_rows)
             pred = self.predictive if max_rows is None else _largest_z(self.predictive, max_rows)
+            order = " (largest |z| first)" if max_rows is not None else ""
             return "\n".join(
                 self._header()
-                + ["", "parameters" + (" (largest |z| first)" if max_rows is not None else "") + ":", params.to_string(index=False)]
+                + ["", f"parameters{order}:", params[means].to_string(index=False)]
+                + ["", f"spread (sd and quantiles) and the r_hat critical values{order}:",
+                   params[spread].to_string(index=False)]
                 + ["", "predictive class probabilities:", pred.to_string(index=False)]
             )
 
@@ -339,15 +610,28 @@ class CrossCheck:
 
 
 def _largest_z(table, n):
-    order = np.argsort(-np.nan_to_num(np.abs(table["z"].to_numpy()), nan=-1.0), kind="stable")
+    columns = [c for c in _Z_COLUMNS if c in table.columns]
+    size = np.nan_to_num(np.abs(table[columns].to_numpy(dtype=np.float64)), nan=-1.0).max(axis=1)
+    order = np.argsort(-size, kind="stable")
     return table.iloc[order[:n]]
 
 
-def _worst(bad):
-    row = bad.iloc[int(np.argmax(np.abs(bad["z"].to_numpy())))]
+def _worst(bad, column="z"):
+    row = bad.iloc[int(np.argmax(np.abs(bad[column].to_numpy())))]
+    if column == "z":
+        return (
+            f"{row['parameter']}: closed mean {row['closed_mean']:.4g} vs MCMC {row['mcmc_mean']:.4g} "
+            f"(MCSE {row['mcse']:.2g}, z={row['z']:.2f})"
+        )
+    if column == "z_sd":
+        return (
+            f"{row['parameter']}: closed sd {row['closed_sd']:.4g} vs MCMC {row['mcmc_sd']:.4g} "
+            f"(MCSE {row['mcse_sd']:.2g}, z={row['z_sd']:.2f})"
+        )
+    q = QUANTILES[_Q_COLUMNS.index(column)]
     return (
-        f"{row['parameter']}: closed {row['closed_mean']:.4g} ± {row['closed_sd']:.3g} vs MCMC "
-        f"{row['mcmc_mean']:.4g} (MCSE {row['mcse']:.2g}, z={row['z']:.2f})"
+        f"{row['parameter']}: MCMC mass below the closed form's {q:g} quantile differs from {q:g} "
+        f"(z={row[column]:.2f})"
     )
 
 
@@ -438,6 +722,16 @@ def _with_estimate(estimator, estimate):
     return copy.copy(estimator).set_params(estimate=estimate)
 
 
+#: NUTS chains by default, in :func:`crosscheck`, :func:`run_nuts` and ``bayesnb crosscheck``
+#: (Vehtari et al. 2021 recommend at least four: split R-hat then compares eight halves).
+NUM_CHAINS = 4
+#: Default family-wise probability that a correct model is reported as disagreeing by chance
+#: (each of the z-score and the R-hat families of tests).
+FALSE_ALARM = 0.01
+#: Exact closed-form draws whose quantiles are compared with the MCMC's.
+N_EXACT = 16_000
+
+
 def crosscheck(
     estimator,
     X,
@@ -446,24 +740,27 @@ def crosscheck(
     sample_weight=None,
     num_warmup=1000,
     num_samples=1000,
-    num_chains=2,
+    num_chains=NUM_CHAINS,
     random_state=None,
     form="rows",
     X_new=None,
     n_rows=5,
-    z_max=4.0,
-    rhat_max=1.01,
+    z_max=None,
+    rhat_max=None,
     min_ess=100,
+    false_alarm=FALSE_ALARM,
     chain_method="vectorized",
     progress_bar=None,
     nuts=None,
 ):
     """Compare a fitted estimator's closed-form posterior with NUTS on its numpyro model.
 
-    The closed-form side is the estimator's ``posterior_`` (and class posterior); the
-    MCMC side is NUTS on :func:`bayesnb.ppl.models.model_from_estimator` with the
-    estimator's prior, conditioned on ``(X, y)``. For the two to describe the same
-    posterior, ``X, y`` (and ``sample_weight``) must be the data the estimator was
+    The closed-form side is the estimator's ``posterior_`` (and class posterior), read
+    when this function is called: its moments, the quantiles of
+    ``N_EXACT`` exact iid draws from it, and the estimator's own predictive
+    probabilities. The MCMC side is NUTS on :func:`bayesnb.ppl.models.model_from_estimator`
+    with the estimator's prior, conditioned on ``(X, y)``. For the two to describe the
+    same posterior, ``X, y`` (and ``sample_weight``) must be the data the estimator was
     fitted on. See :mod:`bayesnb.ppl.mcmc` for the comparison and the ``agrees`` rule.
 
     Parameters
@@ -480,8 +777,18 @@ def crosscheck(
         Rows whose predictive class probabilities are compared (default: ``X``).
     n_rows : int
         How many of them (the first ``n_rows``).
-    z_max, rhat_max, min_ess : float
-        Thresholds of the ``agrees`` rule.
+    z_max : float or None
+        Critical |z|. None (default): :math:`\\Phi^{-1}(1 - \\alpha / 2m)` for the
+        ``m`` z-scores compared and :math:`\\alpha` = ``false_alarm`` (Bonferroni).
+    rhat_max : float or None
+        A fixed R-hat threshold. None (default): each parameter's bulk and tail R-hat
+        against :func:`rhat_critical` (its within-chain ESS, two tests per parameter,
+        ``false_alarm``).
+    min_ess : float
+        Smallest bulk ESS (below it the MCSE itself is unreliable).
+    false_alarm : float in (0, 1)
+        Family-wise probability that a correct, well-mixed run is reported as
+        disagreeing by chance (for the z-scores, and for the R-hats).
     chain_method : str
     progress_bar : bool or None
         None: shown when interactive (see :func:`run_nuts`).
@@ -496,9 +803,12 @@ def crosscheck(
     """
     import pandas as pd
 
+    from bayesnb.core import _fitted
     from bayesnb.ppl import export, models
 
     check_is_fitted(estimator, "stats_")
+    if not 0.0 < float(false_alarm) < 1.0:
+        raise ValueError(f"false_alarm must be in (0, 1), got {false_alarm!r}")
     if nuts is None:
         nuts = run_nuts(
             estimator,
@@ -517,44 +827,33 @@ def crosscheck(
         model, kwargs = models.model_from_estimator(estimator, X, y, form=nuts.form, sample_weight=sample_weight)
         if _model_fingerprint(model, kwargs) != nuts.fingerprint:
             raise ValueError("nuts= was run on a different model or different data than this cross-check")
+    # The closed form as the estimator holds it now: moments of its posterior_ (and class
+    # posterior), and exact iid draws of them for the quantiles.
     moments = models.posterior_moments(estimator)
+    seed = _derived_seed(random_state)
+    log_class, params = _fitted.draws(estimator, N_EXACT, jax.random.fold_in(seed, 1))
+    exact = export.parameter_draws(estimator, log_class, params)
     dims = models.variable_dims(estimator)
     coords = export.coords_of(estimator)
-    rows = []
-    n_skipped = 0
+    blocks = []
     for name, draws in nuts.samples.items():
         mean, sd = (np.asarray(m, dtype=np.float64) for m in moments[name])
         keep = export.scalar_mask(dims[name], mean)
         labels = np.array(export.scalar_labels(name, dims[name], coords, mean.shape), dtype=object).reshape(mean.shape)
-        flat = draws[..., keep]  # (chain, draw, k)
-        if flat.shape[-1] == 0:
-            continue
-        ess, rhat, mcse = _diagnostics(flat)
-        m, s = mean[keep], sd[keep]
-        sample_mean = flat.mean(axis=(0, 1))
-        finite = np.isfinite(m) & np.isfinite(s)
-        constant = finite & (s == 0)
-        n_skipped += int(np.sum(~finite))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            z = np.where(finite & ~constant, (sample_mean - m) / mcse, np.nan)
-        for i, label in enumerate(labels[keep]):
-            if constant[i]:
-                continue
-            rows.append(
-                {
-                    "parameter": label,
-                    "closed_mean": m[i],
-                    "closed_sd": s[i],
-                    "mcmc_mean": sample_mean[i],
-                    "mcse": mcse[i],
-                    "z": z[i],
-                    "ess_bulk": ess[i],
-                    "r_hat": rhat[i],
-                }
-            )
-    parameters = pd.DataFrame(
-        rows, columns=["parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcse", "z", "ess_bulk", "r_hat"]
-    )
+        # A parameter constant under the closed form (sd 0) is not a free scalar.
+        keep &= ~(np.isfinite(sd) & (sd == 0))
+        if np.any(keep):
+            blocks.append((labels[keep], mean[keep], sd[keep], draws[..., keep], np.asarray(exact[name])[:, keep]))
+    n_params = sum(b[0].size for b in blocks)
+    tables, n_skipped, n_sd_skipped = [], 0, 0
+    for labels, m, s, flat, iid in blocks:
+        table, skipped, sd_skipped = _compare_parameter_block(labels, m, s, flat, iid, 2 * n_params, false_alarm)
+        tables.append(table)
+        n_skipped += skipped
+        n_sd_skipped += sd_skipped
+    parameters = pd.concat(tables, ignore_index=True) if tables else pd.DataFrame(columns=_PARAMETER_COLUMNS)
+    if rhat_max is not None:
+        parameters["r_hat_bulk_crit"] = parameters["r_hat_tail_crit"] = float(rhat_max)
     X_rows = X if X_new is None else X_new
     X_rows = X_rows.iloc[:n_rows] if hasattr(X_rows, "iloc") else X_rows[:n_rows]
     closed, mcmc, mcse, z, pareto_k = _predictive(estimator, nuts, X_rows)
@@ -574,8 +873,71 @@ def crosscheck(
         return export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain)
 
     return CrossCheck(
-        parameters, predictive, nuts, closed_idata, z_max=z_max, rhat_max=rhat_max, min_ess=min_ess, n_skipped=n_skipped
+        parameters, predictive, nuts, closed_idata, z_max=z_max, rhat_max=rhat_max, min_ess=min_ess,
+        n_skipped=n_skipped, n_sd_skipped=n_sd_skipped, false_alarm=false_alarm,
     )
+
+
+_PARAMETER_COLUMNS = [
+    "parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcmc_sd", "mcse", "mcse_sd", *_Z_COLUMNS, "ess_bulk",
+    "r_hat", "r_hat_bulk", "r_hat_tail", "r_hat_bulk_crit", "r_hat_tail_crit",
+]
+
+
+def _compare_parameter_block(labels, mean, sd, flat, iid, n_rhat_tests, false_alarm):
+    r"""Mean, sd and quantiles of MCMC draws against the closed form, with their MCSEs.
+
+    Parameters
+    ----------
+    labels : ndarray of str, shape (k,)
+    mean, sd : ndarray of shape (k,)
+        Closed-form posterior moments (``inf`` where they do not exist).
+    flat : ndarray of shape (chain, draw, k)
+        MCMC draws.
+    iid : ndarray of shape (n_exact, k)
+        Exact closed-form draws.
+    n_rhat_tests, false_alarm
+        See :func:`mixing`.
+
+    Returns
+    -------
+    table : pandas.DataFrame
+    n_skipped : int
+        Parameters without a finite mean and sd.
+    n_sd_skipped : int
+        Parameters whose sd is not compared: the MCSE of an sd needs a finite fourth
+        moment; the Pareto shape :math:`\hat k` of the upper tail of the squared
+        deviations of the exact draws decides (:math:`\hat k < 1/2`).
+    """
+    import pandas as pd
+
+    ess, _, mcse = _diagnostics(flat)
+    sample_mean = flat.mean(axis=(0, 1))
+    sample_sd = flat.std(axis=(0, 1), ddof=1)
+    mcse_sd = _mcse_sd(flat)
+    finite = np.isfinite(mean) & np.isfinite(sd)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dev = iid - iid.mean(axis=0)
+        k4 = _pareto_k(np.log(dev * dev))
+        z = np.where(finite, (sample_mean - mean) / mcse, np.nan)
+        sd_ok = finite & (k4 < PARETO_K_MAX)
+        z_sd = np.where(sd_ok, (sample_sd - sd) / mcse_sd, np.nan)
+    table = {"parameter": labels, "closed_mean": mean, "closed_sd": sd, "mcmc_mean": sample_mean,
+             "mcmc_sd": sample_sd, "mcse": mcse, "mcse_sd": mcse_sd, "z": z, "z_sd": z_sd}
+    # A quantile through the probability integral transform: the MCMC mass below the
+    # closed form's q-quantile is q, up to the MCSE of that mass (a mean of indicators)
+    # and the error of the quantile of n_exact iid draws, q (1 - q) / n_exact in mass.
+    n_exact = iid.shape[0]
+    below = flat[..., None, :] <= np.quantile(iid, QUANTILES, axis=0)  # (chain, draw, n_q, k)
+    _, _, mcse_q = _diagnostics(below.reshape(below.shape[:2] + (-1,)).astype(np.float64))
+    mcse_q = mcse_q.reshape(len(QUANTILES), -1)
+    for i, (q, column) in enumerate(zip(QUANTILES, _Q_COLUMNS)):
+        mass = below[..., i, :].mean(axis=(0, 1))
+        table[column] = (mass - q) / np.sqrt(mcse_q[i] ** 2 + q * (1 - q) / n_exact)
+    table["ess_bulk"] = ess
+    table.update(mixing(flat, n_rhat_tests, false_alarm))
+    frame = pd.DataFrame({c: table[c] for c in _PARAMETER_COLUMNS})
+    return frame, int(np.sum(~finite)), int(np.sum(finite & ~sd_ok))
 
 
 def _derived_seed(random_state):

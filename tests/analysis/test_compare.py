@@ -221,14 +221,22 @@ def test_cross_validated_mode_pools_out_of_fold_predictions():
     splitter = StratifiedKFold(n_splits=4, shuffle=True, random_state=5)
     table = compare(CategoricalNB(min_categories=17), X, y, cv=splitter, n_bootstrap=100, as_frame=False)
     oof = {e: np.zeros((len(y), 10)) for e in ("mean", "mle")}
+    impossible = {e: np.zeros(len(y), dtype=bool) for e in oof}
     for train, test in splitter.split(X, y):
         clf = CategoricalNB(min_categories=17).fit(X[train], y[train])
         for e in oof:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 oof[e][test] = clf.set_params(estimate=e).predict_proba(X[test])
+                impossible[e][test] = np.all(np.isneginf(clf.predict_joint_log_proba(X[test])), axis=1)
+    assert impossible["mle"].any() and not impossible["mean"].any()
     for e in oof:
         ref = sklearn_metrics(y, oof[e], np.arange(10))
+        # Issue 15: a row impossible under every class has no class probabilities (predict's
+        # fallback to the class proportions is not scored): the log loss is infinite.
+        if impossible[e].any():
+            ref["log_loss"] = np.inf
+        assert table.row(e)["zero_likelihood_rows"] == impossible[e].sum()
         for m in METRICS:
             assert table.row(e)[m] == pytest.approx(ref[m], rel=1e-10, abs=1e-12), (e, m)
     assert table.attrs["mode"] == "cv" and table.attrs["n_folds"] == 4
@@ -262,8 +270,10 @@ def test_learning_curve_subsets_missing_a_class_still_predict_every_class():
     table = compare(
         MultinomialNB(), X_train, y_train, X_test, y_test, train_sizes=[3], n_repeats=2, n_bootstrap=0, as_frame=False
     )
-    # Three rows cannot hold ten classes; the posterior still covers all ten.
-    assert all(np.isfinite(r["log_loss"]) for r in table.records if r["available"])
+    # Three rows cannot hold ten classes; the posterior still covers all ten. (The MLE
+    # makes test rows impossible under every class: an infinite log loss, issue 15.)
+    assert all(np.isfinite(r["log_loss"]) == (r["zero_likelihood_rows"] == 0) for r in table.records if r["available"])
+    assert np.isfinite(table.row(3, "predictive")["log_loss"])
     assert table.row(3, "predictive")["available"]
 
 
