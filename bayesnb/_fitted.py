@@ -35,6 +35,7 @@ __all__ = [
     "simulate",
     "stacked_log_likelihood",
     "take_rows",
+    "temperature",
 ]
 
 
@@ -51,6 +52,16 @@ def blocks(estimator):
     if is_mixed(estimator):
         return [(name, est, idx) for name, est, idx in estimator.estimators_]
     return [("", estimator, None)]
+
+
+def temperature(estimator):
+    r"""The likelihood temperature :math:`T` of a fitted estimator (``temperature_``; 1 where it has none).
+
+    Class probabilities are :math:`\propto \pi_c\, p(x \mid \theta_c)^{1/T}`: the layers
+    that turn draws of the parameters into class probabilities or log-odds divide the
+    feature log-likelihood by it.
+    """
+    return float(getattr(estimator, "temperature_", 1.0))
 
 
 def class_log_draws(key, estimator, n, *, prior=False):

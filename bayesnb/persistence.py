@@ -110,6 +110,8 @@ _STATE = (
     "estimators_",
     "categories_",
     "_user_min_categories",
+    # temperature="loo" chose it from the training rows, which are not stored.
+    "temperature_",
 )
 
 

@@ -39,9 +39,11 @@ class _DiscreteNB(BaseNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
+            temperature=temperature,
         )
         self.alpha = alpha
         self.alpha_scope = alpha_scope
@@ -106,6 +108,13 @@ _COMMON_PARAMS = """
         concentration is below 1 (the mode is then not defined). May be changed after
         ``fit`` with ``set_params``: predictions of every estimate come from the same
         posterior.
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\\propto p(y \\mid D)\\, p(x \\mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 """
 
 _COMMON_ATTRS = """
@@ -259,6 +268,7 @@ class BernoulliNB(_DiscreteNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
             alpha=alpha,
@@ -268,6 +278,7 @@ class BernoulliNB(_DiscreteNB):
             fit_prior=fit_prior,
             estimate=estimate,
             missing=missing,
+            temperature=temperature,
         )
         self.binarize = binarize
 
@@ -376,6 +387,7 @@ class CategoricalNB(_DiscreteNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
             alpha=alpha,
@@ -385,6 +397,7 @@ class CategoricalNB(_DiscreteNB):
             fit_prior=fit_prior,
             estimate=estimate,
             missing=missing,
+            temperature=temperature,
         )
         self.min_categories = min_categories
 
