@@ -366,7 +366,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         in every column (see :class:`bayesnb.exceptions.ZeroLikelihoodWarning`). With a
         temperature :math:`T =` ``temperature_`` other than 1 the feature part is
         divided by :math:`T`: the tempered score
-        :math:`\log p(y=c \mid D) + \log p(x \mid y=c, D) / T`, which is no longer a
+        :math:`\\log p(y=c \\mid D) + \\log p(x \\mid y=c, D) / T`, which is no longer a
         normalised joint probability but whose normalisation over classes is
         ``predict_log_proba`` (see :doc:`/guide/tempering`).
 
