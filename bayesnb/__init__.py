@@ -17,6 +17,7 @@ from .estimators import (
     MixedNB,
     MultinomialNB,
     PoissonNB,
+    PolyaNB,
 )
 from .exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from .persistence import load
@@ -36,6 +37,7 @@ __all__ = [
     "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
+    "PolyaNB",
     "ZeroLikelihoodWarning",
     "__version__",
     "compare",

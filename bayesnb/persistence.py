@@ -98,6 +98,7 @@ _DERIVED = frozenset(
         "alpha_",
         "class_alpha_",
         "evidence_trace_",
+        "precision_",
     }
 )
 # Fitted attributes that are state: stored and restored as they are.

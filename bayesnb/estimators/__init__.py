@@ -8,6 +8,7 @@ from .gaussian import GaussianNB
 from .gaussian_bayes import GaussianBayesClassifier
 from .mixed import MixedNB
 from .poisson import PoissonNB
+from .polya import PolyaNB
 
 __all__ = [
     "BaseNB",
@@ -19,6 +20,7 @@ __all__ = [
     "MixedNB",
     "MultinomialNB",
     "PoissonNB",
+    "PolyaNB",
     "estimator_for",
 ]
 

@@ -11,7 +11,7 @@ name::
     True
 """
 
-from . import bernoulli, categorical, exponential, gaussian, gaussian_mv, multinomial, poisson
+from . import bernoulli, categorical, exponential, gaussian, gaussian_mv, multinomial, poisson, polya
 from .protocol import Family, get, names, register
 
 __all__ = [
@@ -25,5 +25,6 @@ __all__ = [
     "multinomial",
     "names",
     "poisson",
+    "polya",
     "register",
 ]
