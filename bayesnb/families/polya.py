@@ -295,9 +295,8 @@ def _simulate(key, params, y_index, stats):
 
 
 def default_prior(stats):
-    r"""The smoothed class means (Laplace, :math:`a = 1`) at precision :math:`F` (Dir(1) before data)."""
-    F = np.shape(stats.feature_count)[1]
-    return from_mean(smoothed_mean(stats, 1.0), float(F))
+    """The symmetric Dir(1) of every class's document distribution (PolyaNB learns its own)."""
+    return Polya(np.ones(np.shape(stats.feature_count)))
 
 
 def _log_likelihood(params, X, prior=None, mask=None):
