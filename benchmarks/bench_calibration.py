@@ -1,4 +1,4 @@
-"""Calibration of naive Bayes on real data: scikit-learn, every bayesnb estimate, tempered.
+"""Calibration of naive Bayes on real data: scikit-learn, every bayesnb estimate, tempered, Pólya.
 
 5-fold stratified cross-validation (the same folds for every model) on the SMS Spam
 Collection and 20 Newsgroups (word counts, from ``../shared/data``; 20NG subsampled with
@@ -107,6 +107,8 @@ def models(kind):
     out.append(("bayesnb predictive, temperature=loo", ours(temperature="loo")))
     if kind == "counts":
         out.append(("bayesnb predictive, alpha=evidence, temperature=loo", ours(alpha="evidence", temperature="loo")))
+        out.append(("bayesnb PolyaNB", bayesnb.PolyaNB()))
+        out.append(("bayesnb PolyaNB, temperature=loo", bayesnb.PolyaNB(temperature="loo")))
     return out
 
 

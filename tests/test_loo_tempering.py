@@ -237,8 +237,12 @@ def test_tempered_draws_intervals_log_odds_and_persistence():
 
 def test_temperature_on_every_estimator_of_the_namespace():
     counts, real, y = _data(9, n=24)
+    listed = {type(e).__name__ for e, _, _ in _cases(9)} | {"MixedNB", "PolyaNB"}
+    estimators = {n for n in bayesnb.__all__ if isinstance(getattr(bayesnb, n), type) and hasattr(getattr(bayesnb, n), "loo_terms")}
+    assert estimators <= listed, estimators - listed
     for est, X, yy in _cases(9) + [
         (bayesnb.MixedNB([("g", bayesnb.GaussianNB(), [0, 1, 2])]), real, y),
+        (bayesnb.PolyaNB(), counts, y),
     ]:
         assert est.get_params()["temperature"] == 1.0
         with warnings.catch_warnings():

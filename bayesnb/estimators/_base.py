@@ -368,7 +368,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         divided by :math:`T`: the tempered score
         :math:`\\log p(y=c \\mid D) + \\log p(x \\mid y=c, D) / T`, which is no longer a
         normalised joint probability but whose normalisation over classes is
-        ``predict_log_proba`` (see :doc:`/guide/tempering`).
+        ``predict_log_proba`` (see the tempering guide).
 
         Parameters
         ----------
