@@ -18,6 +18,79 @@ register_pytree(polya.Polya)
 register_pytree(polya.PolyaStats)
 
 
+def _padded(a, size, fill):
+    out = np.full(size, fill, dtype=np.float64)
+    out[: a.size] = a
+    return out
+
+
+def _objective_data(mean, stats):
+    """The arguments of ``polya.precision_objective``, the triples padded to powers of two.
+
+    Padding entries have weight 0 (class 0, word 0, count 1: a finite term times 0), so
+    the evidence is unchanged while the compiled evidence and its derivatives see one
+    shape per bucket instead of one per data set.
+    """
+    n_pairs = 1 << max(4, int(np.size(stats.pair_weight) - 1).bit_length())
+    n_lengths = 1 << max(4, int(np.size(stats.length_weight) - 1).bit_length())
+    return (
+        np.asarray(mean, dtype=np.float64),
+        _padded(np.asarray(stats.pair_class), n_pairs, 0),
+        _padded(np.asarray(stats.pair_feature), n_pairs, 0),
+        _padded(np.asarray(stats.pair_value), n_pairs, 1),
+        _padded(np.asarray(stats.pair_weight), n_pairs, 0),
+        _padded(np.asarray(stats.length_class), n_lengths, 0),
+        _padded(np.asarray(stats.length_value), n_lengths, 1),
+        _padded(np.asarray(stats.length_weight), n_lengths, 0),
+    )
+
+
+def _value_grad_curvature(u, data, layout):
+    import jax
+    import jax.numpy as jnp
+
+    value, grad = jax.value_and_grad(polya.precision_objective)(u, data, layout)
+    # The evidence is a sum of one term per class: its Hessian in u is diagonal, and the
+    # diagonal is the derivative of the gradient along a vector of ones.
+    _, curvature = jax.jvp(lambda v: jax.grad(polya.precision_objective)(v, data, layout), (u,), (jnp.ones_like(u),))
+    return value, grad[:, 0], curvature[:, 0]
+
+
+_COMPILED = {}
+
+
+def _polish(u, data, n_classes, steps=4):
+    """Newton steps on each class's log precision to working precision.
+
+    ``maximize`` stops once a step's predicted gain is below 1e-12 of the evidence, which
+    leaves :math:`\\log s_c` accurate to about 1e-6; the evidence is a sum of one term per
+    class, so its Hessian in ``u`` is diagonal and exact Newton steps converge
+    quadratically from there (rows given as weights and as repeats then agree to
+    rounding). A step that does not increase the evidence is not taken.
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from .._x64 import enable_x64
+
+    if "f" not in _COMPILED:
+        _COMPILED["f"] = jax.jit(_value_grad_curvature, static_argnames=("layout",))
+    f = _COMPILED["f"]
+    with enable_x64():
+        args = tuple(jnp.asarray(a, dtype=jnp.float64) for a in data)
+        u = jnp.asarray(u, dtype=jnp.float64)
+        value, g, h = f(u, args, (n_classes, 1))
+        for _ in range(steps):
+            # Only where the evidence is concave in that class's log precision (h < 0).
+            step = jnp.where(h < 0, -g / jnp.where(h < 0, h, -1.0), 0.0)
+            new = jnp.clip(u + step[:, None], np.log(empirical_bayes.LOWER), np.log(empirical_bayes.UPPER))
+            new_value, new_g, new_h = f(new, args, (n_classes, 1))
+            if not bool(new_value >= value):
+                break
+            u, value, g, h = new, new_value, new_g, new_h
+        return np.asarray(u)
+
+
 class PolyaNB(BaseNB):
     r"""Naive Bayes for bursty word counts: a Dirichlet-compound-multinomial per class.
 
@@ -122,14 +195,12 @@ class PolyaNB(BaseNB):
         mean = polya.smoothed_mean(self.stats_, self.alpha_)
         C = self.classes_.size
         if is_evidence(self.precision):
-            s = self.stats_
-            data = (mean, s.pair_class, s.pair_feature, s.pair_value, s.pair_weight, s.length_class, s.length_value,
-                    s.length_weight)
+            data = _objective_data(mean, self.stats_)
             # Start at the precision F (Dir(1) before data), on the scale of the vocabulary.
             u0 = np.full((C, 1), np.log(max(2.0, float(self.n_features_in_))))
             u, trace = empirical_bayes.maximize(polya.precision_objective, data, u0, (C, 1), names=("precision",))
             self.evidence_trace_["precision"] = trace
-            self.precision_ = np.exp(u[:, 0])
+            self.precision_ = np.exp(_polish(u, data, C)[:, 0])
         else:
             p = np.asarray(self.precision, dtype=np.float64) if not isinstance(self.precision, str) else np.nan
             p = np.broadcast_to(p, (C,)) if np.ndim(p) == 0 else p
