@@ -258,12 +258,26 @@ def joint(terms):
     return terms.class_log[idx] + terms.feature_log[idx]
 
 
-def log_loss(terms, temperature=1.0, *, eps=1e-15):
-    r"""Leave-one-out log loss: mean of :math:`-\log p(y_i \mid x_i, D_{-i})`, probabilities clipped at ``eps``."""
-    return float(-np.mean(np.maximum(conditional(terms, temperature), np.log(eps))))
+def log_loss(terms, temperature=1.0, *, eps=1e-15, weight=None):
+    r"""Leave-one-out log loss: the (weighted) mean of :math:`-\log p(y_i \mid x_i, D_{-i})`.
+
+    Parameters
+    ----------
+    terms : LooTerms
+    temperature : float >= 1
+    eps : float
+        Probabilities are clipped at ``eps``.
+    weight : ndarray of shape (n_samples,), optional
+        Row weights of the mean.
+
+    Returns
+    -------
+    float
+    """
+    return float(-np.average(np.maximum(conditional(terms, temperature), np.log(eps)), weights=weight))
 
 
-def choose_temperature(terms, bounds=TEMPERATURE_BOUNDS, *, eps=1e-15, xatol=1e-6):
+def choose_temperature(terms, bounds=TEMPERATURE_BOUNDS, *, eps=1e-15, xatol=1e-6, weight=None):
     r"""The temperature :math:`T` in ``bounds`` minimising the exact leave-one-out log loss.
 
     A bounded one-dimensional search (``scipy.optimize.minimize_scalar``, method
@@ -279,6 +293,8 @@ def choose_temperature(terms, bounds=TEMPERATURE_BOUNDS, *, eps=1e-15, xatol=1e-
         Clipping of the probabilities in the loss.
     xatol : float
         Tolerance on :math:`\log T`.
+    weight : ndarray of shape (n_samples,), optional
+        Row weights of the loss (see :func:`log_loss`).
 
     Returns
     -------
@@ -289,7 +305,7 @@ def choose_temperature(terms, bounds=TEMPERATURE_BOUNDS, *, eps=1e-15, xatol=1e-
     low, high = (float(b) for b in bounds)
     if not 1.0 <= low < high:
         raise ValueError(f"temperature bounds must satisfy 1 <= low < high, got {bounds!r}")
-    loss = lambda log_t: log_loss(terms, np.exp(log_t), eps=eps)  # noqa: E731
+    loss = lambda log_t: log_loss(terms, np.exp(log_t), eps=eps, weight=weight)  # noqa: E731
     res = minimize_scalar(loss, bounds=(np.log(low), np.log(high)), method="bounded", options={"xatol": xatol})
     best = float(np.exp(res.x))
     # The bounded search never evaluates the end points themselves.

@@ -302,9 +302,13 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         self.stats_ = new if not hasattr(self, "stats_") else merge(self.stats_, new)
         self._refresh()
         if _is_loo(self.temperature):
-            # The rows of this call, each left out of everything seen so far.
-            terms = self._loo_terms(X, y_index, np.ones(X.shape[0]) if w is None else np.asarray(w, np.float64))
-            self.temperature_ = _loo.choose_temperature(terms)
+            # The rows of this call, each left out of everything seen so far. A row of
+            # weight w counts as w copies (scikit-learn's convention): one copy (the whole
+            # row where w < 1) is left out, and its loss counts w times, so that weights
+            # and repeated rows choose the same T.
+            w = np.ones(X.shape[0]) if w is None else np.asarray(w, np.float64)
+            terms = self._loo_terms(X, y_index, np.minimum(w, 1.0))
+            self.temperature_ = _loo.choose_temperature(terms, weight=w) if w.sum() > 0 else 1.0
         return self
 
     def _refresh(self):
