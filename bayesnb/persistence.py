@@ -69,6 +69,7 @@ import os
 import tempfile
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -556,7 +557,7 @@ def _read(source):
                 arrays[name] = arr
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError) as err:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, zlib.error) as err:
         raise ModelFileError(f"the model file is truncated or corrupted and cannot be read: {err}") from None
     if metadata.get("checksum") != _checksum(metadata, arrays):
         raise ModelFileError(
