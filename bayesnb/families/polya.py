@@ -21,7 +21,7 @@ The concentration :math:`\alpha` is the family's only global parameter (the
 and the "posterior" is the same value (no global latent is updated by the data; the
 estimator learns :math:`\alpha` by maximising :func:`log_evidence`, the likelihood of
 :math:`\alpha`). So the predictive of a new document is exact, and the draws that
-:func:`sample` makes are of a new document's :math:`\theta \sim \mathrm{Dir}(\alpha_c)`
+``family.sample`` makes are of a new document's :math:`\theta \sim \mathrm{Dir}(\alpha_c)`
 (whose average multinomial likelihood is the predictive), not of posterior uncertainty.
 
 The statistics keep what the evidence needs exactly (Minka 2000's sufficient
