@@ -6,9 +6,10 @@ scikit-learn compatible estimators.
 
 from typing import TYPE_CHECKING
 
-from ._version import __version__
-from .comparison import compare
-from .estimators import (
+from bayesnb import _legacy
+from bayesnb._version import __version__
+from bayesnb.analysis.comparison import compare
+from bayesnb.estimators import (
     BernoulliNB,
     CategoricalNB,
     ExponentialNB,
@@ -19,11 +20,13 @@ from .estimators import (
     PoissonNB,
     PolyaNB,
 )
-from .exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
-from .persistence import load
+from bayesnb.exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
+from bayesnb.io.persistence import load
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__
-    from .evidence import BayesFactorSelector
+    from bayesnb.analysis.evidence import BayesFactorSelector
+
+_legacy.install()
 
 __all__ = [
     "BayesFactorSelector",
@@ -49,7 +52,11 @@ def __getattr__(name):
     # BayesFactorSelector is built on sklearn.feature_selection, whose import pulls in
     # scikit-learn's linear models and SVMs; `import bayesnb` does not pay for it.
     if name == "BayesFactorSelector":
-        from .evidence import BayesFactorSelector
+        from bayesnb.analysis.evidence import BayesFactorSelector
 
         return BayesFactorSelector
+    try:  # a module of the flat layout (bayesnb.uncertainty, ...): see bayesnb._legacy
+        return _legacy.module(name)
+    except AttributeError:
+        pass
     raise AttributeError(f"module 'bayesnb' has no attribute {name!r}")

@@ -57,14 +57,14 @@ def text_counts(texts, min_df=2):
 
 
 def load_sms():
-    from bayesnb.datasets import read_labelled_text
+    from bayesnb.io.datasets import read_labelled_text
 
     texts, labels = read_labelled_text(DATA / "sms_spam_collection" / "SMSSpamCollection")
     return text_counts(texts), np.asarray(labels)
 
 
 def load_20ng(n, seed=0):
-    from bayesnb.datasets import read_20newsgroups_bydate
+    from bayesnb.io.datasets import read_20newsgroups_bydate
 
     path = DATA / "20newsgroups_bydate" / "20news-bydate.tar.gz"
     a, ya = read_20newsgroups_bydate(path, subset="train")
@@ -77,7 +77,7 @@ def load_20ng(n, seed=0):
 
 
 def load_mushroom():
-    from bayesnb.datasets import read_categorical_table
+    from bayesnb.io.datasets import read_categorical_table
 
     X, y = read_categorical_table(DATA / "uci_mushroom" / "agaricus-lepiota.data", label_column=0)
     codes = np.stack([np.unique(col, return_inverse=True)[1] for col in X.T], axis=1)

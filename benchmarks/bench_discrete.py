@@ -76,7 +76,7 @@ def make_zipf_corpus(n_docs, n_words, n_classes=20, tokens_per_doc=175, exponent
 def load_20newsgroups(quick):
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from bayesnb.datasets import read_20newsgroups_bydate
+    from bayesnb.io.datasets import read_20newsgroups_bydate
 
     categories = ["alt.atheism", "comp.graphics", "sci.space", "talk.religion.misc"] if quick else None
     train_text, y_train = read_20newsgroups_bydate(NEWSGROUPS, subset="train", categories=categories)
@@ -390,7 +390,7 @@ def describe_machine():
     )
     print(f"JAX devices: {jax.devices()}")
     try:
-        from bayesnb._linear import num_threads
+        from bayesnb.core.kernels import num_threads
     except ImportError:  # an older bayesnb, e.g. to compare before/after
         print(f"bayesnb from {Path(bayesnb.__file__).parent} (single-threaded)")
     else:

@@ -116,10 +116,10 @@ def run(n, n_features=100, n_classes=10, repeat=5, seed=0, floors=True, memory=T
     with the plain version as ``floor``) and ``memory`` (``((sk_peak, sk_rss),
     (bn_peak, bn_rss))`` or None).
     """
+    from bench_discrete import measure_memory, time_pair
     from sklearn.naive_bayes import GaussianNB as SkGaussianNB
 
     from bayesnb.estimators.gaussian import GaussianNB
-    from bench_discrete import measure_memory, time_pair
 
     X, y = _data(n, n_features, n_classes, seed)
     emp = np.bincount(y, minlength=n_classes) / n

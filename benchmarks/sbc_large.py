@@ -1,6 +1,6 @@
 """Simulation-based calibration of every family at a budget larger than the test suite's.
 
-The test suite (tests/test_sbc.py) runs 200 simulations x 49 posterior draws per family,
+The test suite (tests/ppl/test_sbc.py) runs 200 simulations x 49 posterior draws per family,
 enough to catch an off-by-one count or a missing pseudo-count. This script runs
 ``--simulations`` (default 1,000) x ``--draws`` (default 199) for every estimator, at two
 data sizes (small data, where the prior matters most, and larger data), and prints the
@@ -40,7 +40,7 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
 
-    from bayesnb.sbc import simulation_based_calibration
+    from bayesnb.ppl.sbc import simulation_based_calibration
 
     if args.quick:
         args.simulations, args.draws, args.bins = 200, 49, 10

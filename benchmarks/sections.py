@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-import scipy.sparse as sp
-
 import bench_discrete
 import bench_gaussian
+import numpy as np
+import scipy.sparse as sp
 from suite import Row, memory, section, timed
 
 import bayesnb
@@ -119,7 +118,10 @@ def categorical(ctx):
 
 @section("gaussian_bayes", "GaussianBayesClassifier (shared / full covariance, 'mle') vs LDA / QDA")
 def gaussian_bayes(ctx):
-    from sklearn.discriminant_analysis import LinearDiscriminantAnalysis, QuadraticDiscriminantAnalysis
+    from sklearn.discriminant_analysis import (
+        LinearDiscriminantAnalysis,
+        QuadraticDiscriminantAnalysis,
+    )
 
     n = 20_000 if ctx.quick else 200_000
     X, y = bench_gaussian._data(n, 20, 5, seed=1)

@@ -6,7 +6,7 @@
   notes the two choices and their held-out accuracy, since a fast choice is only worth
   having if it is a good one.
 * ``crosscheck``: the NUTS cross-check of the closed-form posterior
-  (:func:`bayesnb.mcmc.crosscheck`), timed against the closed-form fit it checks. There
+  (:func:`bayesnb.ppl.mcmc.crosscheck`), timed against the closed-form fit it checks. There
   is no scikit-learn counterpart.
 """
 
@@ -14,9 +14,8 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 import bench_discrete
+import numpy as np
 from suite import Row, section, timed
 
 import bayesnb
@@ -52,10 +51,10 @@ def evidence(ctx):
     return [Row("evidence", name, "MultinomialNB", "choose alpha (evidence | CV)", t, None, note)]
 
 
-@section("crosscheck", "NUTS cross-check of the closed form (bayesnb.mcmc.crosscheck) vs the closed-form fit")
+@section("crosscheck", "NUTS cross-check of the closed form (bayesnb.ppl.mcmc.crosscheck) vs the closed-form fit")
 def crosscheck(ctx):
     try:
-        from bayesnb.mcmc import crosscheck as run_crosscheck
+        from bayesnb.ppl.mcmc import crosscheck as run_crosscheck
     except ImportError as err:  # pragma: no cover - depends on the branch
         ctx.notes.append(f"crosscheck: skipped ({err})")
         return []

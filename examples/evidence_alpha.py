@@ -12,7 +12,7 @@ from ``CountVectorizer``:
 
 For each: the chosen alpha, the wall-clock time to choose it and fit, and the test
 accuracy and log loss. ``--out DIR`` also saves ``DIR/evidence_curve.png``: the log
-evidence against alpha with the test log loss on a twin axis (:func:`bayesnb.evidence.plot_evidence_curve`).
+evidence against alpha with the test log loss on a twin axis (:func:`bayesnb.analysis.evidence.plot_evidence_curve`).
 
 Run::
 
@@ -49,7 +49,7 @@ def _parse(argv):
 
 
 def _load(path, quick, seed):
-    from bayesnb.datasets import read_20newsgroups_bydate
+    from bayesnb.io.datasets import read_20newsgroups_bydate
 
     categories = QUICK_CATEGORIES if quick else None
     train = read_20newsgroups_bydate(path, "train", categories=categories)
@@ -139,7 +139,7 @@ def main(argv=None):
     )
 
     if args.out is not None:
-        from bayesnb.evidence import plot_evidence_curve
+        from bayesnb.analysis.evidence import plot_evidence_curve
 
         alphas = np.geomspace(1e-3, 10.0, 25 if args.quick else 41)
         ax = plot_evidence_curve(MultinomialNB(), X_train, y_train, X_test, y_test, alphas=alphas)

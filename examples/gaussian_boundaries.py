@@ -92,7 +92,7 @@ def main(argv=None):
         if out is not None:
             from matplotlib.figure import Figure
 
-            from bayesnb import plots
+            from bayesnb.analysis import plots
 
             fig = Figure(figsize=(12, 10), layout="constrained")
             axes = fig.subplots(2, 2)

@@ -1,9 +1,9 @@
 """Closed form versus MCMC: check a fitted bayesnb model against NUTS on its numpyro model.
 
 Every bayesnb estimator is the conjugate closed form of a generative model that
-``bayesnb.models`` also writes as a numpyro program (class proportions, per-class
+``bayesnb.ppl.models`` also writes as a numpyro program (class proportions, per-class
 parameters in plates ``class`` and ``feature``, rows in plate ``data``).
-``bayesnb.mcmc.crosscheck`` runs numpyro's NUTS on that program with the estimator's own
+``bayesnb.ppl.mcmc.crosscheck`` runs numpyro's NUTS on that program with the estimator's own
 prior, on the same data, and compares every parameter's closed-form posterior mean and
 standard deviation with the MCMC mean, its Monte Carlo standard error and the z-score,
 plus r_hat, ESS and the posterior predictive class probabilities of a few rows.
@@ -72,8 +72,8 @@ def plate_diagram(estimator, X, y, out, name):
         return
     import numpyro
 
-    from bayesnb import models
-    from bayesnb._x64 import enable_x64
+    from bayesnb.core._x64 import enable_x64
+    from bayesnb.ppl import models
 
     model, kwargs = models.model_from_estimator(estimator, X, y)
     with enable_x64():
@@ -90,7 +90,7 @@ def check(name, estimator, X, y, out, nuts_args):
     import arviz as az
     import matplotlib.pyplot as plt
 
-    from bayesnb.mcmc import crosscheck
+    from bayesnb.ppl.mcmc import crosscheck
 
     estimator.fit(X, y)
     print(f"\n== {name}: {type(estimator).__name__}, {len(y)} rows x {X.shape[1]} features")

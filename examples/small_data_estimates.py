@@ -44,7 +44,7 @@ def problems(args):
     from sklearn.model_selection import train_test_split
 
     from bayesnb import BernoulliNB, MultinomialNB
-    from bayesnb.datasets import load_digits_counts
+    from bayesnb.io.datasets import load_digits_counts
 
     X, y = load_digits_counts()
     X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y, random_state=args.seed)
@@ -59,7 +59,7 @@ def problems(args):
         return
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from bayesnb.datasets import read_labelled_text
+    from bayesnb.io.datasets import read_labelled_text
 
     texts, labels = read_labelled_text(path)
     d_train, d_test, y_train, y_test = train_test_split(
@@ -76,7 +76,7 @@ def problems(args):
 def main(argv=None):
     args = parse_args(argv)
     from bayesnb import ZeroLikelihoodWarning, compare
-    from bayesnb.comparison import format_comparison
+    from bayesnb.analysis.comparison import format_comparison
 
     out = Path(args.out) if args.out else None
     if out is not None:
@@ -110,7 +110,7 @@ def main(argv=None):
         print("  " + "; ".join(verdict))
         print()
         if out is not None:
-            from bayesnb import plots
+            from bayesnb.analysis import plots
 
             for metric in ("log_loss", "accuracy"):
                 ax = plots.learning_curve(result, metric)

@@ -46,9 +46,9 @@ def main(argv=None):
     from sklearn.model_selection import train_test_split
 
     from bayesnb import MultinomialNB, compare
-    from bayesnb.comparison import format_comparison
-    from bayesnb.datasets import read_labelled_text
-    from bayesnb.uncertainty import decompose_uncertainty, rank_by_epistemic, top_features
+    from bayesnb.analysis.comparison import format_comparison
+    from bayesnb.analysis.uncertainty import decompose_uncertainty, rank_by_epistemic, top_features
+    from bayesnb.io.datasets import read_labelled_text
 
     texts, labels = read_labelled_text(path)
     docs = np.asarray(texts, dtype=object)
@@ -96,7 +96,7 @@ def main(argv=None):
     print(f"{above} of these {len(top.feature)} words raise p(spam) with posterior probability > 95% (interval above 0)")
 
     if args.out:
-        from bayesnb import plots
+        from bayesnb.analysis import plots
 
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)

@@ -20,7 +20,7 @@ from bayesnb import (
     MultinomialNB,
     PoissonNB,
 )
-from bayesnb.priors import Gamma, NormalInverseGamma
+from bayesnb.core.priors import Gamma, NormalInverseGamma
 
 # The families (and covariance structures) of the numpyro models.
 NAMES = ("multinomial", "bernoulli", "categorical", "poisson", "gaussian", "gaussian_full", "gaussian_shared",

@@ -1,6 +1,6 @@
 """scikit-learn estimator checks that PoissonNB fails for one stated reason.
 
-Shared by tests/test_poisson_nb.py and tests/test_sklearn_checks.py so that the list and
+Shared by tests/estimators/test_poisson_nb.py and tests/estimators/test_sklearn_checks.py so that the list and
 its justification live once.
 """
 
@@ -10,7 +10,7 @@ FRACTIONAL = (
 )
 # Fed as PoissonNB is really tagged (positive_only), these checks pass non-integer floats
 # and fail on the clear non-integer error; every one of them passes on an estimator fed
-# integer counts (tests/test_poisson_nb.py's _IntegerFedPoissonNB), which proves that the
+# integer counts (tests/estimators/test_poisson_nb.py's _IntegerFedPoissonNB), which proves that the
 # fractional input is the only reason.
 FAIL_ON_FRACTIONAL_X = (
     "check_all_zero_sample_weights_error",

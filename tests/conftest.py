@@ -76,7 +76,7 @@ def sms_counts(shared_data):
     """SMS Spam Collection word counts (CSR): first 1,672 messages train, the rest test."""
     from sklearn.feature_extraction.text import CountVectorizer
 
-    from bayesnb.datasets import read_labelled_text
+    from bayesnb.io.datasets import read_labelled_text
 
     texts, labels = read_labelled_text(shared_data / "sms_spam_collection" / "SMSSpamCollection")
     vec = CountVectorizer()
@@ -95,7 +95,7 @@ def sms_counts_dense(sms_counts):
 @pytest.fixture(scope="session")
 def news20_texts(shared_data):
     """20 Newsgroups bydate raw posts: ``{"train": (texts, labels), "test": (texts, labels)}``."""
-    from bayesnb.datasets import read_20newsgroups_bydate
+    from bayesnb.io.datasets import read_20newsgroups_bydate
 
     path = shared_data / "20newsgroups_bydate" / "20news-bydate.tar.gz"
     return {subset: read_20newsgroups_bydate(path, subset=subset) for subset in ("train", "test")}
@@ -130,7 +130,7 @@ def _categorical_split(path, label_column):
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import OrdinalEncoder
 
-    from bayesnb.datasets import read_categorical_table
+    from bayesnb.io.datasets import read_categorical_table
 
     X, y = read_categorical_table(path, label_column=label_column)
     enc = OrdinalEncoder(dtype=np.int64)

@@ -2,10 +2,10 @@
 
 * The import graph of ``bayesnb`` (every ``import`` statement, at module level or inside
   a function, except under ``if TYPE_CHECKING:``) is acyclic.
-* No module outside ``bayesnb/families/`` switches on a family's identity: no comparison
+* No module outside ``bayesnb/core/families/`` switches on a family's identity: no comparison
   (``is``, ``==``, ``in``, …) against a family module, a registered ``Family`` value or a
   registered family's name, and no table keyed by them. Layers reach families through
-  the protocol and the registry (``bayesnb.families.get``).
+  the protocol and the registry (``bayesnb.core.families.get``).
 
 Both checks are tested on planted violations too, so that they cannot pass vacuously.
 """
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from bayesnb import families
+from bayesnb.core import families
 
 PACKAGE = Path(__file__).resolve().parents[1] / "bayesnb"
 
@@ -237,7 +237,7 @@ def test_import_bayesnb_leaves_heavy_modules_to_first_use():
         "assert not loaded, loaded\n"
         "from bayesnb import BayesFactorSelector\n"
         "assert 'sklearn.feature_selection' in sys.modules\n"
-        "assert BayesFactorSelector.__module__ == 'bayesnb.evidence'\n"
+        "assert BayesFactorSelector.__module__ == 'bayesnb.analysis.evidence'\n"
         "print('ok')\n"
     )
     out = subprocess.run(

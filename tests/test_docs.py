@@ -321,19 +321,19 @@ def test_cross_reference_roles(rst):
     import griffe
 
     loader = griffe.GriffeLoader()
-    loader.load("bayesnb.priors")
+    loader.load("bayesnb.core.priors")
     collection = loader.modules_collection
-    obj = collection["bayesnb.priors.beta_from_alpha"]
+    obj = collection["bayesnb.core.priors.beta_from_alpha"]
     out = rst.to_markdown(
-        ":class:`~bayesnb.priors.Dirichlet`, :class:`Beta`, :func:`bayesnb._x64.x64`, :class:`ValueError`",
+        ":class:`~bayesnb.core.priors.Dirichlet`, :class:`Beta`, :func:`bayesnb.core._x64.x64`, :class:`ValueError`",
         obj,
         collection,
     )
     # Public targets become autorefs links (relative ones resolved from the module),
     # private and foreign ones code spans.
-    assert out == "[`Dirichlet`][bayesnb.priors.Dirichlet], [`Beta`][bayesnb.priors.Beta], `bayesnb._x64.x64()`, `ValueError`"
+    assert out == "[`Dirichlet`][bayesnb.core.priors.Dirichlet], [`Beta`][bayesnb.core.priors.Beta], `bayesnb.core._x64.x64()`, `ValueError`"
     # In a numpydoc "name : type" line the type stays plain text.
-    assert rst.to_markdown("prior : :class:`bayesnb.priors.Beta`", obj, collection) == "prior : bayesnb.priors.Beta"
+    assert rst.to_markdown("prior : :class:`bayesnb.core.priors.Beta`", obj, collection) == "prior : bayesnb.core.priors.Beta"
 
 
 
@@ -346,8 +346,8 @@ def test_choice_type_without_default_is_not_shown_with_one(rst):
     import griffe
 
     loader = griffe.GriffeLoader()
-    loader.load("bayesnb.class_prior")
-    obj = loader.modules_collection["bayesnb.class_prior.point_log"]  # kind has no default
+    loader.load("bayesnb.core.class_prior")
+    obj = loader.modules_collection["bayesnb.core.class_prior.point_log"]  # kind has no default
     line = 'kind : {"mle", "map", "mean", "predictive"}'
     assert rst.to_markdown(line, obj) == 'kind : one of {"mle", "map", "mean", "predictive"}'
     est = "estimate : {\"predictive\", \"mean\"}, default=\"predictive\""

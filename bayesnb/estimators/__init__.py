@@ -1,14 +1,14 @@
 """scikit-learn compatible estimators (a thin front over the pure core)."""
 
-from ..persistence import register_estimator as _register_estimator
-from ._base import BaseNB
-from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
-from .exponential import ExponentialNB
-from .gaussian import GaussianNB
-from .gaussian_bayes import GaussianBayesClassifier
-from .mixed import MixedNB
-from .poisson import PoissonNB
-from .polya import PolyaNB
+from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
+from bayesnb.estimators.exponential import ExponentialNB
+from bayesnb.estimators.gaussian import GaussianNB
+from bayesnb.estimators.gaussian_bayes import GaussianBayesClassifier
+from bayesnb.estimators.mixed import MixedNB
+from bayesnb.estimators.poisson import PoissonNB
+from bayesnb.estimators.polya import PolyaNB
+from bayesnb.io.persistence import register_estimator as _register_estimator
 
 __all__ = [
     "BaseNB",
@@ -60,8 +60,8 @@ def estimator_for(family, **params):
     >>> estimator_for("bernoulli", alpha=0.5, prior=None)
     BernoulliNB(alpha=0.5)
     """
-    from .. import families as _families
-    from ..persistence import _estimator_types
+    from bayesnb.core import families as _families
+    from bayesnb.io.persistence import _estimator_types
 
     wanted = _families.get(family)
     own, declared = [], []

@@ -2,8 +2,8 @@
 
 One base class owns fitting bookkeeping and every prediction method; a subclass names
 its family module and supplies three hooks (input checks, statistics, prior). No math
-lives here: it is in :mod:`bayesnb.families`, :mod:`bayesnb.class_prior` and
-:mod:`bayesnb._normalize`.
+lives here: it is in :mod:`bayesnb.core.families`, :mod:`bayesnb.core.class_prior` and
+:mod:`bayesnb.core._normalize`.
 """
 
 from __future__ import annotations
@@ -16,14 +16,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
-from .. import _fitted
-from .. import class_prior as _class_prior
-from .. import loo as _loo
-from .. import missing as _missing
-from .. import uncertainty as _uncertainty
-from .._normalize import log_normalize
-from .._random import key_from_random_state
-from .._validation import (
+from bayesnb.analysis import loo as _loo
+from bayesnb.analysis import uncertainty as _uncertainty
+from bayesnb.analysis.uncertainty import check_interval_args
+from bayesnb.core import _fitted
+from bayesnb.core import class_prior as _class_prior
+from bayesnb.core import missing as _missing
+from bayesnb.core._normalize import log_normalize
+from bayesnb.core._random import key_from_random_state
+from bayesnb.core._validation import (
     check_class_prior,
     check_classes,
     check_estimate,
@@ -31,13 +32,12 @@ from .._validation import (
     check_n_draws,
     check_sample_weight,
 )
-from ..empirical_bayes import class_alpha as learn_class_alpha
-from ..empirical_bayes import is_evidence
-from ..exceptions import ZeroLikelihoodWarning
-from ..priors import dirichlet_from_alpha
-from ..families._mask import MaskRefused, accepts_mask
-from ..stats import as_masked, is_masked, merge
-from ..uncertainty import check_interval_args
+from bayesnb.core.empirical_bayes import class_alpha as learn_class_alpha
+from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families._mask import MaskRefused, accepts_mask
+from bayesnb.core.priors import dirichlet_from_alpha
+from bayesnb.core.stats import as_masked, is_masked, merge
+from bayesnb.exceptions import ZeroLikelihoodWarning
 
 __all__ = ["BaseNB"]
 
@@ -45,7 +45,7 @@ __all__ = ["BaseNB"]
 class BaseNB(ClassifierMixin, BaseEstimator):
     """Base of the bayesnb estimators (not for direct use).
 
-    Subclasses set ``_family`` (a registered :class:`bayesnb.families.Family`) and implement
+    Subclasses set ``_family`` (a registered :class:`bayesnb.core.families.Family`) and implement
     ``_check_X(X, reset)``, ``_compute_stats(X, y_index, sample_weight, mask=None)`` and
     ``_make_prior()``.
     """
@@ -71,7 +71,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     @property
     def family_(self):
-        """Family: the conjugate family of the fitted feature model (see :mod:`bayesnb.families`)."""
+        """Family: the conjugate family of the fitted feature model (see :mod:`bayesnb.core.families`)."""
         check_is_fitted(self, "stats_")
         return self._family
 
@@ -115,7 +115,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         )
 
     # Draws, generated rows and log-likelihoods under draws are read off the fitted
-    # pytrees by bayesnb._fitted, the same code the PPL and analysis layers use.
+    # pytrees by bayesnb.core._fitted, the same code the PPL and analysis layers use.
     def _sample_features(self, key, n):
         return _fitted.feature_draws(key, self, n)
 
@@ -165,7 +165,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     # -------------------------------------------------------- missing values
     # missing="error" (the default) takes the ordinary path untouched; with
-    # missing="ignore", input with NaNs becomes a MaskedX (bayesnb.missing) whose data and
+    # missing="ignore", input with NaNs becomes a MaskedX (bayesnb.core.missing) whose data and
     # mask of unobserved entries go to the family's own stats / log_likelihood /
     # log_predictive (mask=...): no family is special-cased here.
     def _input(self, X, reset):
@@ -561,9 +561,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         prior held at ``prior_``): :math:`\log p(y=c \mid D_{-i})` and
         :math:`\log p(x_i \mid y=c, D_{-i})` under the current ``estimate`` (the exact
         predictive, or the plug-in of the point estimate of the downdated posterior).
-        :func:`bayesnb.loo.conditional` turns them into :math:`\log p(y_i \mid x_i,
-        D_{-i})` (tempered or not), :func:`bayesnb.loo.joint` into
-        :math:`\log p(x_i, y_i \mid D_{-i})`. See :mod:`bayesnb.loo`.
+        :func:`bayesnb.analysis.loo.conditional` turns them into :math:`\log p(y_i \mid x_i,
+        D_{-i})` (tempered or not), :func:`bayesnb.analysis.loo.joint` into
+        :math:`\log p(x_i, y_i \mid D_{-i})`. See :mod:`bayesnb.analysis.loo`.
 
         Parameters
         ----------
@@ -575,7 +575,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
         Returns
         -------
-        bayesnb.loo.LooTerms
+        bayesnb.analysis.loo.LooTerms
         """
         check_is_fitted(self, "stats_")
         _, Xv, y_index, w = self.sufficient_stats(X, y, sample_weight)
@@ -586,7 +586,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """Write this estimator (fitted or not) to ``path``; read it back with :func:`bayesnb.load`.
 
         No pickle: a ZIP/``.npz`` archive of arrays plus JSON metadata with the library
-        and format versions and a SHA-256 checksum (see :mod:`bayesnb.persistence`).
+        and format versions and a SHA-256 checksum (see :mod:`bayesnb.io.persistence`).
         The saved state is the parameters and the sufficient statistics; ``load``
         recomputes the posterior, so predictions are bit-identical after the round trip
         and ``partial_fit`` continues from the saved statistics.
@@ -612,7 +612,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         >>> bayesnb.load(buffer).predict_proba([[1, 0]]).tolist() == clf.predict_proba([[1, 0]]).tolist()
         True
         """
-        from ..persistence import save
+        from bayesnb.io.persistence import save
 
         save(self, path)
 
@@ -667,7 +667,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
         The key is split as in :meth:`sample_posterior`: the same ``random_state`` gives
         the same draws of the class proportions and (when they fit in one block, see
-        :mod:`bayesnb.uncertainty`) of the feature parameters.
+        :mod:`bayesnb.analysis.uncertainty`) of the feature parameters.
         """
         return _uncertainty.draw_source(self, X, n_draws, random_state)
 
@@ -699,7 +699,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         Each draw of :math:`(\pi, \theta)` from the posterior gives one vector of class
         probabilities per row; their spread is the epistemic uncertainty of the
         prediction. Vectorised over draws and bounded in memory (see
-        :func:`bayesnb.uncertainty.proba_draws`).
+        :func:`bayesnb.analysis.uncertainty.proba_draws`).
 
         Parameters
         ----------
@@ -717,7 +717,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """Credible interval of :math:`p(y=c \\mid x, \\theta, \\pi)` for every row and class.
 
         Computed from ``n_draws`` posterior draws, block of rows by block of rows (see
-        :func:`bayesnb.uncertainty.proba_interval`); the draws are those of
+        :func:`bayesnb.analysis.uncertainty.proba_interval`); the draws are those of
         :meth:`predict_proba_draws` with the same ``random_state``.
 
         Parameters
@@ -820,7 +820,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def to_inference_data(self, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1):
         """The posterior as an arviz ``InferenceData`` of exact iid draws.
 
-        See :func:`bayesnb.export.to_inference_data` for the groups, dims and coords.
+        See :func:`bayesnb.ppl.export.to_inference_data` for the groups, dims and coords.
 
         Parameters
         ----------
@@ -840,7 +840,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         arviz.InferenceData
         """
-        from ..export import to_inference_data
+        from bayesnb.ppl.export import to_inference_data
 
         return to_inference_data(self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains)
 

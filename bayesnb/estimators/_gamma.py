@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from .._validation import check_estimate
-from ..empirical_bayes import is_evidence, maximize_evidence
-from ..families import _gamma
-from ..priors import Gamma
-from ._base import BaseNB
+from bayesnb.core._validation import check_estimate
+from bayesnb.core.empirical_bayes import is_evidence, maximize_evidence
+from bayesnb.core.families import _gamma
+from bayesnb.core.priors import Gamma
+from bayesnb.estimators._base import BaseNB
 
 __all__ = ["GammaRateNB"]
 
@@ -20,7 +20,7 @@ class GammaRateNB(BaseNB):
     The prior comes from ``alpha`` (shape) and ``beta`` (rate), or a whole ``prior``;
     any of them may be ``"evidence"``: the shape and / or rate are then learned by
     maximising the closed-form evidence
-    (:func:`bayesnb.empirical_bayes.maximize_evidence` on the family's
+    (:func:`bayesnb.core.empirical_bayes.maximize_evidence` on the family's
     ``log_evidence``), starting from the values :meth:`_start_prior` gives. Subclasses
     set ``_family`` (whose module provides ``make_prior``) and ``_start_prior``.
     """
@@ -52,7 +52,7 @@ class GammaRateNB(BaseNB):
                     "prior='evidence' (or prior=None)"
                 )
             if not isinstance(self.prior, Gamma):
-                raise TypeError(f"prior must be a bayesnb.priors.Gamma or None, got {type(self.prior).__name__}")
+                raise TypeError(f"prior must be a bayesnb.core.priors.Gamma or None, got {type(self.prior).__name__}")
             return _gamma.make_prior(
                 self.prior.concentration, self.prior.rate, shape, names=("prior.concentration", "prior.rate")
             )

@@ -7,7 +7,8 @@ import scipy.sparse as sp
 from sklearn.preprocessing import binarize as _binarize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import (
+from bayesnb.core import empirical_bayes
+from bayesnb.core._validation import (
     binarize_csr,
     check_binary,
     check_category_codes,
@@ -17,11 +18,14 @@ from .._validation import (
     is_sparse_threshold,
     sparse_counts_input,
 )
-from .. import empirical_bayes
-from ..empirical_bayes import check_scope, is_evidence
-from ..families import bernoulli, categorical, multinomial
-from ..priors import beta_from_alpha, categorical_dirichlet_from_alpha, dirichlet_from_alpha
-from ._base import BaseNB
+from bayesnb.core.empirical_bayes import check_scope, is_evidence
+from bayesnb.core.families import bernoulli, categorical, multinomial
+from bayesnb.core.priors import (
+    beta_from_alpha,
+    categorical_dirichlet_from_alpha,
+    dirichlet_from_alpha,
+)
+from bayesnb.estimators._base import BaseNB
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
 
@@ -96,7 +100,7 @@ _COMMON_PARAMS = """
         Concentration :math:`\\beta` of the Dirichlet prior on the class proportions.
         ``"evidence"``: the symmetric :math:`\\beta` maximising the evidence of the labels
         (often at a bound, :math:`\\beta \\to \\infty` for even classes; see
-        :func:`bayesnb.empirical_bayes.class_alpha`), stored in ``class_alpha_``.
+        :func:`bayesnb.core.empirical_bayes.class_alpha`), stored in ``class_alpha_``.
     class_prior : array-like of shape (n_classes,), default=None
         Fixed class proportions; overrides the Dirichlet posterior on them.
     fit_prior : bool, default=True
@@ -112,7 +116,7 @@ _COMMON_PARAMS = """
         Likelihood tempering: class probabilities
         :math:`\\propto p(y \\mid D)\\, p(x \\mid y, D)^{1/T}` (1: the model as written).
         ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
-        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 """
@@ -126,14 +130,14 @@ _COMMON_ATTRS = """
         The class concentration in use (None when the class proportions are fixed).
     evidence_trace_ : dict of str to EvidenceTrace
         For every hyperparameter learned from the evidence (keys ``"alpha"``,
-        ``"class_alpha"``), the Newton iterates (:class:`bayesnb.empirical_bayes.EvidenceTrace`);
+        ``"class_alpha"``), the Newton iterates (:class:`bayesnb.core.empirical_bayes.EvidenceTrace`);
         empty when none is. Re-learned at every ``fit`` / ``partial_fit`` from all the
         statistics seen.
     classes_ : ndarray of shape (n_classes,)
     class_count_ : ndarray of shape (n_classes,)
         Weighted number of training rows per class.
-    stats_ : sufficient statistics pytree (see :mod:`bayesnb.stats`)
-    prior_ : the feature prior pytree (see :mod:`bayesnb.priors`)
+    stats_ : sufficient statistics pytree (see :mod:`bayesnb.core.stats`)
+    prior_ : the feature prior pytree (see :mod:`bayesnb.core.priors`)
     posterior_ : the feature posterior pytree (same type as ``prior_``)
     class_posterior_ : Dirichlet or None
         Posterior on the class proportions (None when they are fixed).
@@ -160,7 +164,7 @@ class MultinomialNB(_DiscreteNB):
     alpha : float, array-like of shape (n_features,) or (n_classes, n_features), or "evidence", default=1.0
         Dirichlet concentration of the feature distribution of each class (> 0).
         ``"evidence"``: learned by maximising the log evidence of the training data
-        (type-II maximum likelihood, :func:`bayesnb.empirical_bayes.multinomial_alpha`)
+        (type-II maximum likelihood, :func:`bayesnb.core.empirical_bayes.multinomial_alpha`)
         over the concentrations that ``alpha_scope`` ties; stored in ``alpha_``.
 """
         + _ALPHA_SCOPE
@@ -228,7 +232,7 @@ class BernoulliNB(_DiscreteNB):
         symmetric ``Beta(alpha, alpha)``; a tuple/list of two is ``(a, b)``, each a scalar
         or array. All values > 0. ``"evidence"`` learns a symmetric :math:`a = b`,
         ``("evidence", "evidence")`` learns :math:`a` and :math:`b`, by maximising the log
-        evidence of the training data (:func:`bayesnb.empirical_bayes.bernoulli_alpha`)
+        evidence of the training data (:func:`bayesnb.core.empirical_bayes.bernoulli_alpha`)
         over the values that ``alpha_scope`` ties; stored in ``alpha_``.
     binarize : float or None, default=0.0
         Threshold: values above it are 1, others 0. ``None``: the data must already be
@@ -340,14 +344,14 @@ class CategoricalNB(_DiscreteNB):
     ``estimate="mean"`` with ``class_prior`` set to the empirical class frequencies
     reproduces ``sklearn.naive_bayes.CategoricalNB(alpha=alpha)``. A code not seen at fit
     time gets the posterior share of one new, unobserved category (see
-    :mod:`bayesnb.families.categorical`) instead of an error.
+    :mod:`bayesnb.core.families.categorical`) instead of an error.
 
     Parameters
     ----------
     alpha : float, array-like of shape (n_features,) or (n_classes, n_features), or "evidence", default=1.0
         Symmetric Dirichlet concentration of each (class, feature) cell (> 0).
         ``"evidence"``: learned by maximising the log evidence of the training data
-        (:func:`bayesnb.empirical_bayes.categorical_alpha`) over the concentrations that
+        (:func:`bayesnb.core.empirical_bayes.categorical_alpha`) over the concentrations that
         ``alpha_scope`` ties; stored in ``alpha_``.
     min_categories : int or array-like of shape (n_features,), default=None
         Minimum number of categories per feature; the fitted number is

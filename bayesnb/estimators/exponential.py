@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..empirical_bayes import is_evidence
-from ..families import exponential
-from ._gamma import GammaRateNB
+from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families import exponential
+from bayesnb.estimators._gamma import GammaRateNB
 
 __all__ = ["ExponentialNB"]
 
@@ -29,7 +29,7 @@ class ExponentialNB(GammaRateNB):
     :math:`\lambda_{cj} \sim \mathrm{Gamma}(\alpha, \beta)` (shape :math:`\alpha`, rate
     :math:`\beta`), posterior :math:`\mathrm{Gamma}(\alpha + N_c, \beta + T_{cj})`.
     ``estimate="predictive"`` scores a row with the exact Lomax (Pareto II) posterior
-    predictive (see :mod:`bayesnb.families.exponential`).
+    predictive (see :mod:`bayesnb.core.families.exponential`).
 
     Parameters
     ----------
@@ -44,11 +44,11 @@ class ExponentialNB(GammaRateNB):
         unit of time. That prior depends on the training data (``log_evidence`` is
         then an empirical-Bayes quantity); for model comparison by evidence give
         ``beta`` (in the unit of ``X``) or ``prior``.
-    prior : bayesnb.priors.Gamma, default=None
+    prior : bayesnb.core.priors.Gamma, default=None
         The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
         (n_classes, n_features)); when given it replaces ``alpha``/``beta``.
         ``"evidence"`` learns a shared shape and rate by maximising the closed-form
-        evidence (:func:`bayesnb.empirical_bayes.maximize_evidence`); ``alpha="evidence"``
+        evidence (:func:`bayesnb.core.empirical_bayes.maximize_evidence`); ``alpha="evidence"``
         or ``beta="evidence"`` learns that one alone (the other held at its value, or at
         the data-scaled default for ``beta=None``). The trace is in
         ``evidence_trace_["prior"]``.
@@ -67,12 +67,12 @@ class ExponentialNB(GammaRateNB):
     missing : {"error", "ignore"}, default="error"
         What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
         value, left out of its row's statistics and likelihood (exact: each feature is
-        its own Gamma-exponential factor). See :mod:`bayesnb.missing`.
+        its own Gamma-exponential factor). See :mod:`bayesnb.core.missing`.
     temperature : float >= 1 or "loo", default=1.0
         Likelihood tempering: class probabilities
         :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
         ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
-        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 

@@ -8,10 +8,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_estimate
-from ..empirical_bayes import check_scope, gaussian_prior, is_evidence
-from ..families import gaussian
-from ._base import BaseNB
+from bayesnb.core._validation import check_estimate
+from bayesnb.core.empirical_bayes import check_scope, gaussian_prior, is_evidence
+from bayesnb.core.families import gaussian
+from bayesnb.estimators._base import BaseNB
 
 __all__ = ["GaussianNB"]
 
@@ -32,7 +32,7 @@ class GaussianNB(BaseNB):
 
     and the exact posterior predictive of a feature is Student-t with :math:`2a_n`
     degrees of freedom, location :math:`m_n` and squared scale
-    :math:`b_n(\kappa_n + 1)/(a_n\kappa_n)` (see :mod:`bayesnb.families.gaussian`).
+    :math:`b_n(\kappa_n + 1)/(a_n\kappa_n)` (see :mod:`bayesnb.core.families.gaussian`).
 
     ``estimate="mle"`` with ``var_smoothing=1e-9`` and ``class_prior`` set to the
     empirical class frequencies reproduces ``sklearn.naive_bayes.GaussianNB`` after
@@ -47,20 +47,20 @@ class GaussianNB(BaseNB):
     Parameters
     ----------
     prior : NormalInverseGamma, None or "evidence", default=None
-        :class:`bayesnb.priors.NormalInverseGamma` with ``loc``, ``kappa``,
+        :class:`bayesnb.core.priors.NormalInverseGamma` with ``loc``, ``kappa``,
         ``concentration``, ``rate`` each a scalar or an array broadcastable to
         (n_classes, n_features); ``kappa``, ``concentration``, ``rate`` finite and > 0.
         ``None``: the default prior scaled to the data,
         :math:`m_0 = \bar x_j`, :math:`\kappa_0 = 0.01`, :math:`a_0 = 1`,
         :math:`b_0 = 0.02\, v_j` (:math:`\bar x_j, v_j` the pooled weighted mean and
         variance of feature :math:`j`; prior mode of :math:`\sigma^2` = 1% of
-        :math:`v_j`), see :func:`bayesnb.families.gaussian.default_prior`. It is
+        :math:`v_j`), see :func:`bayesnb.core.families.gaussian.default_prior`. It is
         recomputed from all rows seen at every ``fit``/``partial_fit`` (empirical
         Bayes), so it rescales with each feature and ``log_evidence`` under it is not
         the evidence of a prior fixed in advance. ``"evidence"``: the default prior with
         :math:`\kappa_0` and :math:`b_0` (through a multiplier of the default
         :math:`b_0`) chosen to maximise the log evidence of the training data, for the
-        cells that ``prior_scope`` ties (:func:`bayesnb.empirical_bayes.gaussian_prior`);
+        cells that ``prior_scope`` ties (:func:`bayesnb.core.empirical_bayes.gaussian_prior`);
         the learned prior is ``prior_``.
     prior_scope : {"shared", "class", "feature"}, default="shared"
         With ``prior="evidence"``: one :math:`(\kappa_0, s)` for every cell (``b_0``
@@ -87,12 +87,12 @@ class GaussianNB(BaseNB):
         feature, left out of its row's statistics and likelihood (exact: each feature is
         its own Normal-Inverse-Gamma factor, updated with the rows that observe it; the
         default prior is scaled to each feature's observed values). See
-        :mod:`bayesnb.missing`.
+        :mod:`bayesnb.core.missing`.
     temperature : float >= 1 or "loo", default=1.0
         Likelihood tempering: class probabilities
         :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
         ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
-        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import missing as _missing
-from .._validation import check_estimate
-from ..empirical_bayes import gaussian_prior, is_evidence, maximize_evidence
-from ..families import gaussian, gaussian_mv
-from ..priors import NormalInverseGamma
-from ..families._mask import accepts_mask
-from ..stats import as_masked
-from ._base import BaseNB
+from bayesnb.core import missing as _missing
+from bayesnb.core._validation import check_estimate
+from bayesnb.core.empirical_bayes import gaussian_prior, is_evidence, maximize_evidence
+from bayesnb.core.families import gaussian, gaussian_mv
+from bayesnb.core.families._mask import accepts_mask
+from bayesnb.core.priors import NormalInverseGamma
+from bayesnb.core.stats import as_masked
+from bayesnb.estimators._base import BaseNB
 
 __all__ = ["GaussianBayesClassifier"]
 
@@ -31,12 +31,12 @@ class GaussianBayesClassifier(BaseNB):
     per class (``covariance="diag"``: Gaussian naive Bayes, quadratic boundaries with
     axis-aligned quadrics). "diag" is the model of
     :class:`bayesnb.estimators.gaussian.GaussianNB` and uses its family,
-    :mod:`bayesnb.families.gaussian` (an independent Normal-Inverse-Gamma prior per class
+    :mod:`bayesnb.core.families.gaussian` (an independent Normal-Inverse-Gamma prior per class
     and feature, Student-t predictive per feature; its "mle" has no variance floor).
     For "full" and "shared" the prior is
     :math:`\Sigma \sim \mathcal W^{-1}(\Psi_0, \nu_0)`,
     :math:`\mu_c \mid \Sigma \sim \mathcal N(m_{0c}, \Sigma/\kappa_{0c})`; the posterior
-    is again NIW (see :mod:`bayesnb.families.gaussian_mv` for the update) and the exact
+    is again NIW (see :mod:`bayesnb.core.families.gaussian_mv` for the update) and the exact
     posterior predictive of a new row of class :math:`c` is the multivariate Student-t
 
     .. math::
@@ -63,9 +63,9 @@ class GaussianBayesClassifier(BaseNB):
     covariance : {"full", "shared", "diag"}, default="full"
         One covariance per class, one for all classes, or a diagonal one per class.
     prior : NormalInverseWishart, NormalInverseGamma, "evidence" or None, default=None
-        For "diag": a :class:`bayesnb.priors.NormalInverseGamma` (see
+        For "diag": a :class:`bayesnb.core.priors.NormalInverseGamma` (see
         :class:`~bayesnb.estimators.gaussian.GaussianNB`), or ``None`` for that family's
-        default. For "full" / "shared": the NIW prior (:class:`bayesnb.priors.NormalInverseWishart`): ``loc``
+        default. For "full" / "shared": the NIW prior (:class:`bayesnb.core.priors.NormalInverseWishart`): ``loc``
         broadcastable to (n_classes, n_features), ``kappa`` > 0 broadcastable to
         (n_classes,), ``df`` > n_features - 1 (a scalar for "shared"; scalar or
         (n_classes,) for "full"), ``scale`` symmetric positive definite of shape
@@ -81,9 +81,9 @@ class GaussianBayesClassifier(BaseNB):
         default prior with :math:`\kappa_0` (one for every class), :math:`\nu_0` and a
         multiplier :math:`s` of :math:`\Psi_0` (so :math:`s\Psi_0`) chosen to maximise
         the log evidence of the training data
-        (:func:`bayesnb.empirical_bayes.maximize_evidence`); :math:`m_0` stays the
+        (:func:`bayesnb.core.empirical_bayes.maximize_evidence`); :math:`m_0` stays the
         pooled mean. For "diag", the Normal-Inverse-Gamma prior of
-        ``GaussianNB(prior="evidence")`` (:func:`bayesnb.empirical_bayes.gaussian_prior`).
+        ``GaussianNB(prior="evidence")`` (:func:`bayesnb.core.empirical_bayes.gaussian_prior`).
         The learned prior is ``prior_``, the iterates ``evidence_trace_["prior"]``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
@@ -96,7 +96,7 @@ class GaussianBayesClassifier(BaseNB):
         ``set_params``.
     missing : {"error", "ignore"}, default="error"
         What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
-        coordinate (see :mod:`bayesnb.missing`). "diag": exact, as ``GaussianNB`` (fit and
+        coordinate (see :mod:`bayesnb.core.missing`). "diag": exact, as ``GaussianNB`` (fit and
         predict). "full" / "shared": ``predict*`` marginalise the missing coordinates of
         each row (exact, for the plug-in Gaussian and the Student-t predictive alike);
         fitting on rows with NaNs is refused, since the Normal-Inverse-Wishart posterior
@@ -105,7 +105,7 @@ class GaussianBayesClassifier(BaseNB):
         Likelihood tempering: class probabilities
         :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
         ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
-        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 

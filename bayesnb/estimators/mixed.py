@@ -20,13 +20,13 @@ import scipy.sparse as sp
 from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import missing as _missing
-from .._validation import check_category_codes
-from ..persistence import register_pytree
-from ._base import BaseNB
-from .discrete import BernoulliNB, CategoricalNB, MultinomialNB
-from .gaussian import GaussianNB
-from .poisson import PoissonNB
+from bayesnb.core import missing as _missing
+from bayesnb.core._validation import check_category_codes
+from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
+from bayesnb.estimators.gaussian import GaussianNB
+from bayesnb.estimators.poisson import PoissonNB
+from bayesnb.io.persistence import register_pytree
 
 __all__ = ["MixedNB"]
 
@@ -171,13 +171,13 @@ class MixedNB(BaseNB):
         block (each block's own ``missing`` is replaced by this one): "error", a
         ``ValueError`` naming the column and block; "ignore", an unobserved feature, left
         out of the statistics and likelihood under each block family's rules (see
-        :mod:`bayesnb.missing`; e.g. exact for Gaussian, Bernoulli, categorical and
+        :mod:`bayesnb.core.missing`; e.g. exact for Gaussian, Bernoulli, categorical and
         Poisson blocks, refused at fit for a multinomial block).
     temperature : float >= 1 or "loo", default=1.0
         Likelihood tempering: class probabilities
         :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
         ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
-        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 

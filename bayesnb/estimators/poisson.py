@@ -6,10 +6,10 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .._validation import check_non_negative
-from ..empirical_bayes import is_evidence
-from ..families import poisson
-from ._gamma import GammaRateNB
+from bayesnb.core._validation import check_non_negative
+from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families import poisson
+from bayesnb.estimators._gamma import GammaRateNB
 
 __all__ = ["PoissonNB"]
 
@@ -35,7 +35,7 @@ class PoissonNB(GammaRateNB):
     :math:`\beta`), posterior :math:`\mathrm{Gamma}(\alpha + T_{cj}, \beta + N_c)`.
     Unlike :class:`~bayesnb.MultinomialNB` the total count of a row is informative: each
     feature has its own rate per class. ``estimate="predictive"`` scores a row with the
-    exact negative-binomial posterior predictive (see :mod:`bayesnb.families.poisson`);
+    exact negative-binomial posterior predictive (see :mod:`bayesnb.core.families.poisson`);
     every likelihood, predictive and the evidence include the :math:`-\sum_j\log x_j!`
     term, so they are probabilities of the observed count vectors.
 
@@ -57,12 +57,12 @@ class PoissonNB(GammaRateNB):
         ``alpha``/``beta`` to a prior you mean. ``"evidence"``: one rate for every cell,
         learned by maximising the log evidence (``alpha`` held, unless also
         ``"evidence"``).
-    prior : bayesnb.priors.Gamma, "evidence" or None, default=None
+    prior : bayesnb.core.priors.Gamma, "evidence" or None, default=None
         The prior as a ``Gamma(concentration, rate)`` pytree (arrays broadcastable to
         (n_classes, n_features)); when given it replaces ``alpha``/``beta``.
         ``"evidence"``: one Gamma shape and one rate shared by every (class, feature)
         cell, both learned by maximising the log evidence of the training data (type-II
-        maximum likelihood, :func:`bayesnb.empirical_bayes.maximize_evidence`; numeric
+        maximum likelihood, :func:`bayesnb.core.empirical_bayes.maximize_evidence`; numeric
         ``alpha``/``beta`` are the starting point). The learned prior is ``prior_``, the
         iterates ``evidence_trace_["prior"]``. A learned prior is chosen from the data, so
         ``log_evidence()`` under it is an empirical-Bayes quantity.
@@ -83,12 +83,12 @@ class PoissonNB(GammaRateNB):
         count, left out of its row's statistics and likelihood (exact: each feature is
         its own Gamma-Poisson factor, updated with the rows that observe it:
         :math:`\mathrm{Gamma}(\alpha + T_{cj}, \beta + N_{cj})`). See
-        :mod:`bayesnb.missing`.
+        :mod:`bayesnb.core.missing`.
     temperature : float >= 1 or "loo", default=1.0
         Likelihood tempering: class probabilities
         :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
         ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
-        rows (:func:`bayesnb.loo.choose_temperature`), stored in ``temperature_``. A
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 

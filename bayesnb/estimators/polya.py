@@ -5,12 +5,12 @@ from __future__ import annotations
 import numpy as np
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .. import empirical_bayes
-from .._validation import check_estimate, check_non_negative, sparse_counts_input
-from ..empirical_bayes import is_evidence
-from ..families import polya
-from ..persistence import register_pytree
-from ._base import BaseNB
+from bayesnb.core import empirical_bayes
+from bayesnb.core._validation import check_estimate, check_non_negative, sparse_counts_input
+from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families import polya
+from bayesnb.estimators._base import BaseNB
+from bayesnb.io.persistence import register_pytree
 
 __all__ = ["PolyaNB"]
 
@@ -71,7 +71,7 @@ def _polish(u, data, n_classes, steps=4):
     import jax
     import jax.numpy as jnp
 
-    from .._x64 import enable_x64
+    from bayesnb.core._x64 import enable_x64
 
     if "f" not in _COMPILED:
         _COMPILED["f"] = jax.jit(_value_grad_curvature, static_argnames=("layout",))
@@ -98,13 +98,13 @@ class PolyaNB(BaseNB):
     :math:`\theta_d \sim \mathrm{Dir}(\alpha_c)`, so a word seen once in a document is
     expected again (Madsen, Kauchak & Elkan 2005); with :math:`\theta_d` integrated out a
     document's class-conditional probability is the Dirichlet-multinomial
-    (:mod:`bayesnb.families.polya`). :math:`\alpha_c = s_c\, m_c`: the mean
+    (:mod:`bayesnb.core.families.polya`). :math:`\alpha_c = s_c\, m_c`: the mean
     :math:`m_c` is the class's word distribution smoothed by ``alpha`` pseudo-counts
     (:math:`(T_{cj} + a) / (T_c + F a)`, the posterior mean ``MultinomialNB`` uses), and
     the precision :math:`s_c` (small: bursty; :math:`s_c \to \infty`: the multinomial
     with the mean plug-in) is learned per class by maximising the evidence of the
     training documents (type-II maximum likelihood; Newton on :math:`\log s_c` with the
-    exact ``jax.grad`` gradient, :func:`bayesnb.empirical_bayes.maximize`).
+    exact ``jax.grad`` gradient, :func:`bayesnb.core.empirical_bayes.maximize`).
 
     :math:`\alpha` is the model's only global parameter: ``posterior_`` is ``prior_``,
     ``estimate="predictive"`` (the default) is the exact Dirichlet-multinomial, and

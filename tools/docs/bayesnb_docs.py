@@ -231,7 +231,7 @@ def matplotlib_figure(fig, caption=None, dpi=96):
 def command(*args):
     """Markdown for a ``bayesnb`` command run while the page is built: the line and its output.
 
-    Calls the command's entry point, :func:`bayesnb.cli.main`, in this process (what the
+    Calls the command's entry point, :func:`bayesnb.cli.command.main`, in this process (what the
     ``bayesnb`` script runs, without starting another interpreter) and captures what it
     prints.
 
@@ -253,7 +253,7 @@ def command(*args):
     import contextlib
     import io
 
-    from bayesnb.cli import main
+    from bayesnb.cli.command import main
 
     out, err = io.StringIO(), io.StringIO()
     columns = os.environ.get("COLUMNS")

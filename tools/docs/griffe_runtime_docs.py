@@ -1,6 +1,6 @@
 """Griffe extension: functions whose docstring is assembled at import time get it.
 
-bayesnb.models writes the docstrings of its per-row and statistics models from one
+bayesnb.ppl.models writes the docstrings of its per-row and statistics models from one
 template per form (``fn.__doc__ = ...`` in a decorator), so that the twelve functions
 share their parameter descriptions without copies. Static analysis sees no docstring
 there; this extension takes the runtime ``__doc__`` of every public function that has

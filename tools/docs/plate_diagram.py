@@ -14,7 +14,7 @@ proportions, a shared covariance), per-class parameters (the ``class`` plate), a
 observed sites of every row (the ``data`` plate). Each block of features (one for a
 single-family model, one per block of a MixedNB model) occupies its own columns, so
 that its ``feature`` plate is a box around its columns only. :func:`layout` returns the
-geometry; tests/test_plate_diagram.py checks that every node lies inside exactly the
+geometry; tests/ppl/test_plate_diagram.py checks that every node lies inside exactly the
 boxes of its plates.
 """
 
@@ -54,8 +54,8 @@ def family_model(name):
         MixedNB,
         MultinomialNB,
         PoissonNB,
-        models,
     )
+    from bayesnb.ppl import models
 
     rng = np.random.default_rng(0)
     y = np.array(["a", "b"] * 4)
@@ -83,7 +83,7 @@ def relations(model, kwargs):
     """numpyro's account of the model (:func:`numpyro.infer.inspect.get_model_relations`)."""
     from numpyro.infer.inspect import get_model_relations
 
-    from bayesnb._x64 import enable_x64
+    from bayesnb.core._x64 import enable_x64
 
     with enable_x64():
         return get_model_relations(model, model_kwargs=kwargs)
@@ -93,7 +93,7 @@ def dot_source(model, kwargs):
     """The DOT source of ``numpyro.render_model`` (needs the ``graphviz`` Python package, not ``dot``)."""
     import numpyro
 
-    from bayesnb._x64 import enable_x64
+    from bayesnb.core._x64 import enable_x64
 
     with enable_x64():
         return numpyro.render_model(model, model_kwargs=kwargs, render_distributions=True).source

@@ -1,0 +1,1000 @@
+r"""Compare the MLE, MAP, posterior-mean and full posterior-predictive answers of one model.
+
+:func:`compare` fits a bayesnb estimator once (per fold, per training subset) and scores
+every ``estimate`` of that one posterior on held-out rows: accuracy, log loss, Brier
+score, expected calibration error and macro-F1, with paired bootstrap intervals of each
+metric and of its difference from a reference estimate (the full posterior predictive by
+default), plus the model's log evidence. Three modes:
+
+* hold-out (``X_test``, ``y_test``): one fit on the training rows;
+* cross-validated (``cv=k``): pooled out-of-fold predictions of ``k`` stratified folds;
+* learning curve (``train_sizes=[...]``): random stratified training subsets of each size,
+  ``n_repeats`` times, all scored on the same test rows. Full Bayes matters most with
+  little data: the paired differences show at which sizes it does and does not.
+
+Metrics, for true labels :math:`y_i` and predicted probabilities :math:`p_{ic}`:
+
+* accuracy of :math:`\arg\max_c p_{ic}` (ties to the first class, as ``predict``);
+* log loss :math:`-\frac1n\sum_i \log p_{i y_i}`, probabilities clipped to
+  :math:`[\epsilon, 1-\epsilon]` (:math:`\epsilon` the float64 machine epsilon) as
+  scikit-learn's ``log_loss``, so a zero probability on the true class costs about 36
+  nats instead of infinity;
+* Brier score :math:`\frac1n\sum_i\sum_c (p_{ic} - [y_i = c])^2` (the multi-category
+  score of Brier (1950), between 0 and 2; scikit-learn's ``brier_score_loss`` halves it
+  for two classes unless ``scale_by_half=False``);
+* expected calibration error (Guo et al. 2017): the confidence :math:`\max_c p_{ic}` is
+  put in ``n_bins`` equal-width bins :math:`((b-1)/M, b/M]`, and
+  :math:`\mathrm{ECE} = \sum_b \frac{n_b}{n}\,|\mathrm{acc}_b - \mathrm{conf}_b|`;
+* macro-F1: the unweighted mean over every class of the estimator of
+  :math:`2\mathrm{TP}_c / (2\mathrm{TP}_c + \mathrm{FP}_c + \mathrm{FN}_c)` (0 for a class
+  neither present nor predicted), as scikit-learn's ``f1_score(average="macro")``.
+
+Bootstrap intervals resample the test rows (all estimates on the same resamples, so
+differences are paired) and are percentile intervals at ``level``.
+"""
+
+from __future__ import annotations
+
+import numbers
+from typing import NamedTuple
+
+import numpy as np
+
+from bayesnb.core._normalize import log_normalize
+from bayesnb.core._validation import ESTIMATES, check_estimate, check_level
+
+__all__ = [
+    "METRICS",
+    "ComparisonTable",
+    "compare",
+    "format_comparison",
+    "metric_values",
+    "reliability_bins",
+    "short_reason",
+]
+
+#: Metric columns of :func:`compare`, in order.
+METRICS = ("accuracy", "log_loss", "brier", "ece", "macro_f1")
+#: Whether a larger value of a metric is better.
+HIGHER_IS_BETTER = {"accuracy": True, "log_loss": False, "brier": False, "ece": False, "macro_f1": True}
+_TITLES = {"accuracy": "accuracy", "log_loss": "log loss", "brier": "Brier", "ece": "ECE", "macro_f1": "macro-F1"}
+
+# Bootstrap resamples are generated and scored this many (resamples x rows) entries at a time.
+_BOOTSTRAP_BLOCK = 1 << 21
+
+
+# ----------------------------------------------------------------------------- metrics
+
+
+class _RowTerms:
+    """Per-row quantities of one prediction; every metric is a weighted sum of them.
+
+    The quantities are the columns of one matrix, so that the metrics under many sets of
+    row weights (bootstrap resamples) are one matrix product followed by :meth:`reduce`.
+    """
+
+    def __init__(self, y_index, proba, n_bins):
+        proba = np.asarray(proba, dtype=np.float64)
+        n, n_classes = proba.shape
+        rows = np.arange(n)
+        pred = np.argmax(proba, axis=1)
+        eps = np.finfo(np.float64).eps
+        correct = (pred == y_index).astype(np.float64)
+        onehot = np.zeros((n, n_classes))
+        onehot[rows, y_index] = 1.0
+        predicted = np.zeros((n, n_classes))
+        predicted[rows, pred] = 1.0
+        conf = proba[rows, pred]
+        # Bins ((b - 1)/M, b/M]: a confidence of exactly b/M belongs to bin b.
+        bins = np.clip(np.ceil(conf * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+        gap = np.zeros((n, n_bins))
+        gap[rows, bins] = correct - conf
+        self.n_classes, self.n_bins = n_classes, n_bins
+        self.matrix = np.column_stack(
+            [
+                correct,
+                -np.log(np.clip(proba[rows, y_index], eps, 1 - eps)),  # log loss
+                ((proba - onehot) ** 2).sum(axis=1),  # Brier
+                gap,  # ECE: per-bin sums of (correct - confidence)
+                onehot * predicted,  # true positives per class
+                onehot + predicted,  # 2 TP + FP + FN per class
+            ]
+        )
+
+    def reduce(self, sums, total):
+        """Metrics from the weighted column sums ``sums`` (B, k) and the total weights (B,)."""
+        C, M = self.n_classes, self.n_bins
+        tp, denom = sums[:, 3 + M : 3 + M + C], sums[:, 3 + M + C :]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            f1 = np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 0.0)
+        return {
+            "accuracy": sums[:, 0] / total,
+            "log_loss": sums[:, 1] / total,
+            "brier": sums[:, 2] / total,
+            "ece": np.abs(sums[:, 3 : 3 + M]).sum(axis=1) / total,
+            "macro_f1": f1.mean(axis=1),
+        }
+
+    def evaluate(self, W):
+        """Every metric under row weights ``W`` (B, n): dict of (B,) arrays."""
+        return self.reduce(W @ self.matrix, W.sum(axis=1))
+
+
+def metric_values(y_true, proba, classes, *, n_bins=15):
+    """Accuracy, log loss, Brier score, ECE and macro-F1 of one set of probabilities.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+    proba : array-like of shape (n_samples, n_classes)
+        Columns in the order of ``classes``.
+    classes : array-like of shape (n_classes,)
+    n_bins : int
+        Confidence bins of the ECE.
+
+    Returns
+    -------
+    dict
+        ``{metric: float}`` for the names in :data:`METRICS`.
+
+    Examples
+    --------
+    >>> m = metric_values(["a", "b"], [[0.9, 0.1], [0.2, 0.8]], ["a", "b"])
+    >>> round(m["accuracy"], 3), round(m["brier"], 3)
+    (1.0, 0.05)
+    """
+    classes = np.asarray(classes)
+    y_index = _label_index(np.asarray(y_true), classes, "y_true")
+    proba = _check_proba(proba, len(y_index), classes.size)
+    terms = _RowTerms(y_index, proba, _check_bins(n_bins))
+    return {k: float(v[0]) for k, v in terms.evaluate(np.ones((1, len(y_index)))).items()}
+
+
+def reliability_bins(y_true, proba, classes, *, n_bins=15):
+    """Confidence bins of a reliability diagram (top-label calibration).
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+    proba : array-like of shape (n_samples, n_classes)
+        Columns in the order of ``classes``.
+    classes : array-like of shape (n_classes,)
+    n_bins : int
+
+    Returns
+    -------
+    count : ndarray of shape (n_bins,)
+        Rows whose confidence :math:`\\max_c p_{ic}` falls in each bin ((b-1)/M, b/M].
+    confidence, accuracy : ndarrays of shape (n_bins,)
+        Mean confidence and accuracy of each bin (NaN for an empty bin: nothing to plot).
+    ece : float
+
+    Examples
+    --------
+    >>> count, confidence, accuracy, ece = reliability_bins(
+    ...     ["a", "b", "a"], [[0.9, 0.1], [0.3, 0.7], [0.6, 0.4]], ["a", "b"], n_bins=5)
+    >>> count.tolist()
+    [0.0, 0.0, 1.0, 1.0, 1.0]
+    >>> round(ece, 4)
+    0.2667
+    """
+    classes = np.asarray(classes)
+    y_index = _label_index(np.asarray(y_true), classes, "y_true")
+    proba = _check_proba(proba, len(y_index), classes.size)
+    n_bins = _check_bins(n_bins)
+    rows = np.arange(len(y_index))
+    pred = np.argmax(proba, axis=1)
+    conf = proba[rows, pred]
+    bins = np.clip(np.ceil(conf * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+    count = np.bincount(bins, minlength=n_bins).astype(np.float64)
+    conf_sum = np.bincount(bins, weights=conf, minlength=n_bins)
+    acc_sum = np.bincount(bins, weights=(pred == y_index).astype(np.float64), minlength=n_bins)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        confidence = np.where(count > 0, conf_sum / np.where(count > 0, count, 1), np.nan)
+        accuracy = np.where(count > 0, acc_sum / np.where(count > 0, count, 1), np.nan)
+    ece = float(np.abs(acc_sum - conf_sum).sum() / len(y_index))
+    return count, confidence, accuracy, ece
+
+
+def _check_bins(n_bins):
+    if isinstance(n_bins, bool) or not isinstance(n_bins, numbers.Integral) or n_bins < 1:
+        raise ValueError(f"n_bins must be a positive integer, got {n_bins!r}")
+    return int(n_bins)
+
+
+def _check_proba(proba, n, n_classes):
+    proba = np.asarray(proba, dtype=np.float64)
+    if proba.shape != (n, n_classes):
+        raise ValueError(f"proba has shape {proba.shape}, expected ({n}, {n_classes})")
+    if not np.all(np.isfinite(proba)) or proba.min() < 0 or proba.max() > 1:
+        raise ValueError("proba must hold probabilities in [0, 1]")
+    return proba
+
+
+def _label_index(y, classes, name):
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-d, got shape {y.shape}")
+    index = np.searchsorted(classes, y)
+    bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
+    if bad.any():
+        raise ValueError(
+            f"{name} contains label {y[bad][0]!r}, which is not a class of the training data {classes.tolist()!r}"
+        )
+    return index
+
+
+# ------------------------------------------------------------------------- predictions
+
+
+class _Prediction(NamedTuple):
+    proba: np.ndarray | None  # (n, C); None when the estimate is undefined
+    zero_rows: int | None
+    reason: str | None
+
+
+def _predict_all(clf, X, estimates):
+    """Class probabilities of every estimate of one fitted posterior.
+
+    An estimate that is undefined for this posterior (e.g. the MAP with a concentration
+    below 1) is returned with its reason instead of raising. Rows with zero likelihood
+    under every class get the class proportions (as ``predict_proba``), and are counted
+    rather than warned about.
+    """
+    # Bad input is the caller's error, not an undefined estimate: checked once, raised.
+    clf.validate_input(X)
+    original = clf.estimate
+    out = {}
+    try:
+        for estimate in estimates:
+            clf.set_params(estimate=estimate)
+            try:
+                joint = clf.predict_joint_log_proba(X)
+                log_proba, dead = log_normalize(joint, clf.class_log_prior_)
+            except ValueError as exc:
+                out[estimate] = _Prediction(None, None, _first_sentence(str(exc)))
+                continue
+            out[estimate] = _Prediction(np.exp(log_proba), int(dead.sum()), None)
+    finally:
+        clf.set_params(estimate=original)
+    return out
+
+
+def _first_sentence(message):
+    message = " ".join(message.split())
+    return message or "error"
+
+
+def short_reason(message, width=60):
+    """The first clause of an error message (outside parentheses), for a table cell.
+
+    Parameters
+    ----------
+    message : str
+    width : int
+        Longest result; longer text is cut and ends with "...".
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> short_reason("estimate='map': undefined, concentration 0.5 < 1 (the mode is on the boundary)")
+    'undefined'
+    """
+    message = message.strip().splitlines()[0] if message.strip() else "error"
+    _, colon, rest = message.partition(": ")
+    text = rest if colon and rest else message
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += ch == "("
+        depth -= ch == ")"
+        if depth == 0 and (text.startswith(", ", i) or text.startswith(". ", i) or text.startswith("; ", i)):
+            text = text[:i]
+            break
+    if len(text) > width:
+        text = text[: width - 3].rstrip() + "..."
+    return text
+
+
+def _fit(template, X, y, classes):
+    """A fresh clone of ``template`` fitted on (X, y), with every class of ``classes``."""
+    from sklearn.base import clone
+
+    clf = clone(template)
+    # partial_fit with the full class list: a training subset missing a class still
+    # gives probabilities for every class, in the same columns.
+    clf.partial_fit(X, y, classes=classes)
+    return clf
+
+
+# ----------------------------------------------------------------------------- results
+
+
+class ComparisonTable:
+    """The result of :func:`compare` without pandas: records with a readable ``repr``.
+
+    Attributes
+    ----------
+    index_names : list of str
+        Names of the key columns (e.g. ``["estimate"]``, ``["train_size", "estimate"]``).
+    columns : list of str
+        Value columns, in order.
+    records : list of dict
+        One dict per row, keys ``index_names + columns``; missing values are None.
+    attrs : dict
+        Settings of the comparison (mode, level, reference, ...).
+
+    Parameters
+    ----------
+    index_names, columns, records, attrs
+        As the attributes below.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, compare
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
+    >>> y = np.repeat(["a", "b"], 40)
+    >>> table = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], n_bootstrap=100, as_frame=False)
+    >>> table.index_names, len(table)
+    (['estimate'], 4)
+    >>> table["estimate"]
+    ['mle', 'map', 'mean', 'predictive']
+    >>> table.row("predictive")["accuracy"] == table["accuracy"][3]
+    True
+    """
+
+    def __init__(self, index_names, columns, records, attrs):
+        self.index_names = list(index_names)
+        self.columns = list(columns)
+        self.records = list(records)
+        self.attrs = dict(attrs)
+
+    def __len__(self):
+        return len(self.records)
+
+    def __getitem__(self, column):
+        """Values of one column, as a list in row order."""
+        if column not in self.columns and column not in self.index_names:
+            raise KeyError(column)
+        return [r[column] for r in self.records]
+
+    def row(self, *key):
+        """The record whose index values are ``key``.
+
+        Parameters
+        ----------
+        *key
+            One value per index column, in the order of ``index_names``.
+
+        Returns
+        -------
+        dict
+
+        Raises
+        ------
+        KeyError
+            If no record has these index values.
+        """
+        for r in self.records:
+            if tuple(r[k] for k in self.index_names) == key:
+                return r
+        raise KeyError(key)
+
+    def to_frame(self):
+        """The same table as a pandas DataFrame (requires pandas).
+
+        Returns
+        -------
+        pandas.DataFrame
+            Indexed by ``index_names``; ``attrs`` hold the settings.
+        """
+        pd = _import_pandas()
+
+        frame = pd.DataFrame.from_records(self.records, columns=self.index_names + self.columns)
+        frame = frame.set_index(self.index_names)
+        frame.attrs.update(self.attrs)
+        return frame
+
+    def __repr__(self):
+        return format_comparison(self, style="text")
+
+
+def _as_result(index_names, columns, records, attrs, as_frame):
+    table = ComparisonTable(index_names, columns, records, attrs)
+    if as_frame is False:
+        return table
+    try:
+        _import_pandas()
+    except ImportError:
+        if as_frame is True:
+            raise ImportError("as_frame=True needs pandas (pip install pandas)") from None
+        return table
+    return table.to_frame()
+
+
+def _import_pandas():
+    # pandas is optional (a test extra, not a dependency): imported only here, when used.
+    import pandas
+
+    return pandas
+
+
+def _records_of(result):
+    """``(index_names, records, attrs)`` of a DataFrame or a ComparisonTable."""
+    if isinstance(result, ComparisonTable):
+        return result.index_names, result.records, result.attrs
+    frame = result.reset_index()
+    names = [n for n in result.index.names]
+    records = []
+    for rec in frame.to_dict(orient="records"):
+        records.append({k: (None if _is_missing(v) else v) for k, v in rec.items()})
+    return names, records, dict(result.attrs)
+
+
+def _is_missing(value):
+    try:
+        return value is None or (isinstance(value, float) and np.isnan(value))
+    except TypeError:  # pragma: no cover
+        return False
+
+
+def _fmt(value, digits=4):
+    if value is None:
+        return "n/a"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    return f"{value:.{digits}f}"
+
+
+def format_comparison(result, *, style="text", intervals=False, differences=False, values=True, metrics=METRICS):
+    """Render a :func:`compare` result as a plain-text or Markdown table.
+
+    Parameters
+    ----------
+    result : pandas.DataFrame or ComparisonTable
+    style : {"text", "markdown"}
+    intervals : bool
+        Show each metric's bootstrap interval next to it.
+    differences : bool
+        Add the paired difference from the reference estimate, with its interval.
+    values : bool
+        Show the metrics themselves (with ``differences=True`` and ``values=False`` the
+        table holds the differences only).
+    metrics : sequence of str
+
+    Returns
+    -------
+    str
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, compare
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
+    >>> y = np.repeat(["a", "b"], 40)
+    >>> table = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], n_bootstrap=100, as_frame=False)
+    >>> from bayesnb.analysis.comparison import format_comparison
+    >>> print(format_comparison(table, metrics=("accuracy",)).splitlines()[0])
+    estimate    accuracy  log evidence  zero-lik rows
+    >>> format_comparison(table, style="markdown", metrics=("accuracy",)).splitlines()[1]
+    '|---|---|---|---|'
+    """
+    if style not in ("text", "markdown"):
+        raise ValueError(f"style must be 'text' or 'markdown', got {style!r}")
+    names, records, attrs = _records_of(result)
+    if not values and not differences:
+        raise ValueError("nothing to show: values=False needs differences=True")
+    header = list(names)
+    if values:
+        header += [_TITLES.get(m, m) for m in metrics] + ["log evidence", "zero-lik rows"]
+    if differences:
+        header += [f"Δ {_TITLES[m]}" for m in metrics]
+    rows = []
+    for rec in records:
+        key = [str(rec[n]) for n in names]
+        if not rec.get("available", True):
+            reason = rec.get("reason") or "not available"
+            rows.append((key, f"n/a ({reason if style == 'markdown' else short_reason(reason)})"))
+            continue
+        cells = []
+        if values:
+            for m in metrics:
+                cell = _fmt(rec.get(m))
+                if intervals and rec.get(f"{m}_lo") is not None:
+                    cell += f" [{_fmt(rec[f'{m}_lo'])}, {_fmt(rec[f'{m}_hi'])}]"
+                cells.append(cell)
+            ev = rec.get("log_evidence")
+            cells.append("n/a" if ev is None else f"{ev:.2f}")
+            zero = rec.get("zero_likelihood_rows")
+            cells.append(_fmt(zero) if zero is None else str(int(zero)) if float(zero).is_integer() else f"{zero:.1f}")
+        if differences:
+            for m in metrics:
+                d = rec.get(f"{m}_diff")
+                cell = _fmt(d) if d is None else f"{d:+.4f}"
+                if d is not None and rec.get(f"{m}_diff_lo") is not None:
+                    cell += f" [{rec[f'{m}_diff_lo']:+.4f}, {rec[f'{m}_diff_hi']:+.4f}]"
+                cells.append(cell)
+        rows.append(key + cells)
+    if style == "markdown":
+        lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+        for row in rows:
+            if isinstance(row, tuple):
+                key, text = row
+                row = key + [text] + [""] * (len(header) - len(key) - 1)
+            lines.append("| " + " | ".join(row) + " |")
+        return "\n".join(lines)
+    widths = [len(h) for h in header]
+    for row in rows:
+        if isinstance(row, list):
+            widths = [max(w, len(c)) for w, c in zip(widths, row)]
+    n_keys = len(names)
+
+    def line(cells):
+        return "  ".join(c.ljust(w) if i < n_keys else c.rjust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    lines = [line(header), line(["-" * w for w in widths])]
+    for row in rows:
+        if isinstance(row, tuple):
+            key, text = row
+            lines.append("  ".join(k.ljust(w) for k, w in zip(key, widths)) + "  " + text)
+        else:
+            lines.append(line(row))
+    if attrs.get("mode"):
+        lines.append(_describe(attrs))
+    return "\n".join(lines)
+
+
+def _describe(attrs):
+    mode = attrs["mode"]
+    what = {
+        "holdout": f"hold-out: {attrs.get('n_train')} train / {attrs.get('n_test')} test rows",
+        "cv": f"{attrs.get('n_folds')}-fold cross-validation, pooled out-of-fold predictions of {attrs.get('n_test')} rows",
+        "learning_curve": f"learning curve: {attrs.get('n_repeats')} random training subsets per size, "
+        f"{attrs.get('n_test')} test rows",
+    }[mode]
+    if attrs.get("n_bootstrap"):
+        what += f"; {attrs['level']:.0%} paired bootstrap intervals ({attrs['n_bootstrap']} resamples)"
+    if attrs.get("reference"):
+        what += f"; differences vs {attrs['reference']!r}"
+    return what
+
+
+# ----------------------------------------------------------------------------- compare
+
+
+def _check_estimates(estimates, reference):
+    if isinstance(estimates, str):
+        estimates = (estimates,)
+    estimates = tuple(estimates)
+    if not estimates:
+        raise ValueError("estimates must name at least one estimate")
+    for e in estimates:
+        check_estimate(e)
+    if len(set(estimates)) != len(estimates):
+        raise ValueError(f"estimates contains duplicates: {estimates!r}")
+    if reference is not None and reference not in estimates:
+        raise ValueError(f"reference={reference!r} is not one of the compared estimates {estimates!r}")
+    return estimates
+
+
+def _is_bayesnb_estimator(est):
+    # A bayesnb estimator is recognised by its public fitted family (the ``family_``
+    # property every bayesnb estimator class defines), not by importing the estimators.
+    return isinstance(getattr(type(est), "family_", None), property)
+
+
+def _check_models(estimator):
+    if isinstance(estimator, dict):
+        if not estimator:
+            raise ValueError("estimator: the dict of models is empty")
+        models = dict(estimator)
+        named = True
+    else:
+        models = {type(estimator).__name__: estimator}
+        named = False
+    for name, est in models.items():
+        if not isinstance(name, str):
+            raise TypeError(f"model names must be strings, got {name!r}")
+        if not _is_bayesnb_estimator(est):
+            raise TypeError(f"compare needs bayesnb estimators, got {type(est).__name__} for {name!r}")
+    return models, named
+
+
+def _n_rows(X):
+    return X.shape[0] if hasattr(X, "shape") else len(X)
+
+
+def _rows(X, index):
+    from sklearn.utils import _safe_indexing
+
+    return _safe_indexing(X, index)
+
+
+def _train_sizes(train_sizes, n_train):
+    sizes = []
+    for s in np.atleast_1d(np.asarray(train_sizes, dtype=object)):
+        if isinstance(s, (bool, np.bool_)):
+            raise ValueError(f"train_sizes must be numbers, got {s!r}")
+        if isinstance(s, numbers.Integral):
+            size = int(s)
+        elif isinstance(s, numbers.Real) and 0 < s <= 1:
+            size = max(1, int(round(float(s) * n_train)))
+        else:
+            raise ValueError(f"train_sizes: {s!r} is neither a row count nor a fraction in (0, 1]")
+        if not 1 <= size <= n_train:
+            raise ValueError(f"train_sizes: {size} rows asked for, the training set has {n_train}")
+        sizes.append(size)
+    if not sizes:
+        raise ValueError("train_sizes is empty")
+    return sorted(set(sizes))
+
+
+def _subset(y, size, rng):
+    """Indices of a random training subset of ``size`` rows, stratified where possible."""
+    n = y.shape[0]
+    if size >= n:
+        return np.arange(n)
+    from sklearn.model_selection import train_test_split
+
+    try:
+        index, _ = train_test_split(
+            np.arange(n), train_size=size, stratify=y, random_state=int(rng.integers(2**31 - 1))
+        )
+    except ValueError:  # fewer rows than classes, or a class with one row
+        index = rng.choice(n, size=size, replace=False)
+    return np.sort(index)
+
+
+def _bootstrap_blocks(n, n_bootstrap, rng):
+    """Row weights of the bootstrap resamples, in blocks of shape (b, n).
+
+    A resample of n rows with replacement, as the count of each row: one bincount over
+    the drawn indices of every resample of the block, offset by resample.
+    """
+    per_block = max(1, _BOOTSTRAP_BLOCK // max(1, n))
+    done = 0
+    while done < n_bootstrap:
+        b = min(per_block, n_bootstrap - done)
+        index = rng.integers(0, n, size=(b, n)) + (np.arange(b) * n)[:, None]
+        yield np.bincount(index.ravel(), minlength=b * n).reshape(b, n).astype(np.float64)
+        done += b
+
+
+def compare(
+    estimator,
+    X_train,
+    y_train,
+    X_test=None,
+    y_test=None,
+    estimates=ESTIMATES,
+    *,
+    cv=None,
+    train_sizes=None,
+    n_repeats=5,
+    reference="predictive",
+    n_bootstrap=1000,
+    level=0.95,
+    n_bins=15,
+    random_state=0,
+    as_frame="auto",
+    refit=True,
+    progress=None,
+):
+    """Score every estimate (MLE, MAP, posterior mean, posterior predictive) of one model.
+
+    Parameters
+    ----------
+    estimator : bayesnb estimator, or dict of name -> estimator
+        Cloned and fitted here (once per fold / training subset); every estimate is
+        scored from that one posterior. A dict compares several models (e.g. priors),
+        whose log evidences are then comparable.
+    X_train, y_train : training rows and labels (the whole data set with ``cv``)
+    X_test, y_test : held-out rows and labels (hold-out and learning-curve modes)
+    estimates : sequence of {"mle", "map", "mean", "predictive"}
+    cv : int or scikit-learn splitter, optional
+        Cross-validated mode: ``k`` stratified shuffled folds (``random_state``), or any
+        object with ``split(X, y)``. Metrics are computed on the pooled out-of-fold
+        predictions; the log evidence is that of a fit on all rows.
+    train_sizes : sequence of int or float, optional
+        Learning-curve mode: training-subset sizes (row counts, or fractions in (0, 1]
+        of ``X_train``), each drawn ``n_repeats`` times (stratified where possible).
+        Metrics average over the repeats; the log evidence is their mean.
+    n_repeats : int
+    reference : str or None
+        Estimate whose metrics the others are compared with (paired differences).
+    n_bootstrap : int
+        Bootstrap resamples of the test rows (0: no intervals).
+    level : float in (0, 1)
+        Level of the percentile intervals.
+    n_bins : int
+        Confidence bins of the ECE.
+    random_state : int or None
+        Seeds the folds, subsets and resamples.
+    as_frame : {"auto", True, False}
+        Return a pandas DataFrame ("auto": when pandas is installed) or a
+        :class:`ComparisonTable`.
+    refit : bool, default True
+        False: score the estimator(s) as already fitted (hold-out mode only;
+        ``X_train`` and ``y_train`` are then ignored and may be None).
+    progress : callable, optional
+        Called as ``progress(done, total, message)`` after each fit.
+
+    Returns
+    -------
+    pandas.DataFrame or ComparisonTable
+        One row per (model, train_size, estimate) (keys present as needed), columns
+        ``accuracy, log_loss, brier, ece, macro_f1`` (point values), ``log_evidence``,
+        ``zero_likelihood_rows`` (test rows impossible under every class; their
+        probabilities are the class proportions), ``available`` and ``reason`` (why an
+        estimate is undefined, e.g. the MAP with ``alpha < 1``; its metrics are then
+        missing), ``<metric>_lo``/``<metric>_hi`` (bootstrap interval) and
+        ``<metric>_diff``, ``<metric>_diff_lo``, ``<metric>_diff_hi`` (the estimate minus
+        the reference, paired). ``attrs`` hold the settings.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, compare
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.poisson([[6, 1, 1]] * 40 + [[1, 1, 6]] * 40)
+    >>> y = np.repeat(["a", "b"], 40)
+    >>> table = compare(MultinomialNB(), X[::2], y[::2], X[1::2], y[1::2], n_bootstrap=200, as_frame=False)
+    >>> [r["estimate"] for r in table.records]
+    ['mle', 'map', 'mean', 'predictive']
+    >>> table.row("mean")["accuracy"] > 0.8
+    True
+    """
+    models, named = _check_models(estimator)
+    estimates = _check_estimates(estimates, reference)
+    level = check_level(level)
+    n_bins = _check_bins(n_bins)
+    if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, numbers.Integral) or n_bootstrap < 0:
+        raise ValueError(f"n_bootstrap must be an integer >= 0, got {n_bootstrap!r}")
+    if isinstance(n_repeats, bool) or not isinstance(n_repeats, numbers.Integral) or n_repeats < 1:
+        raise ValueError(f"n_repeats must be a positive integer, got {n_repeats!r}")
+    if as_frame not in ("auto", True, False):
+        raise ValueError(f"as_frame must be 'auto', True or False, got {as_frame!r}")
+    if cv is not None and train_sizes is not None:
+        raise ValueError("cv and train_sizes are two different modes: pass one of them")
+    if not refit:
+        return _compare_fitted(
+            models, named, X_test, y_test, estimates, cv, train_sizes, reference, n_bootstrap, level, n_bins,
+            random_state, as_frame,
+        )
+    y_train = np.asarray(y_train)
+    if y_train.ndim != 1:
+        raise ValueError(f"y_train must be 1-d, got shape {y_train.shape}")
+    if _n_rows(X_train) != y_train.shape[0]:
+        raise ValueError(f"X_train has {_n_rows(X_train)} rows but y_train has {y_train.shape[0]} labels")
+    if cv is not None:
+        if X_test is not None or y_test is not None:
+            raise ValueError("with cv, pass the whole data set as X_train, y_train and no test set")
+        mode = "cv"
+    else:
+        if X_test is None or y_test is None:
+            raise ValueError("X_test and y_test are required (or pass cv= for a cross-validated comparison)")
+        y_test = np.asarray(y_test)
+        if y_test.ndim != 1:
+            raise ValueError(f"y_test must be 1-d, got shape {y_test.shape}")
+        if _n_rows(X_test) != y_test.shape[0]:
+            raise ValueError(f"X_test has {_n_rows(X_test)} rows but y_test has {y_test.shape[0]} labels")
+        mode = "holdout" if train_sizes is None else "learning_curve"
+    classes = np.unique(y_train)
+    if classes.size < 2:
+        raise ValueError(f"need at least 2 classes in y_train, found {classes.size}")
+    rng = np.random.default_rng(random_state)
+
+    # groups: key -> list of per-repeat {estimate: _Prediction}; evidences: key -> list
+    groups, evidences = {}, {}
+    attrs = {"mode": mode, "level": level, "n_bootstrap": int(n_bootstrap), "reference": reference, "n_bins": n_bins}
+    if mode == "holdout":
+        y_eval = y_test
+        total = len(models)
+        for i, (name, template) in enumerate(models.items()):
+            clf = _fit(template, X_train, y_train, classes)
+            key = (name,) if named else ()
+            groups[key] = [_predict_all(clf, X_test, estimates)]
+            evidences[key] = [float(clf.log_evidence())]
+            if progress is not None:
+                progress(i + 1, total, f"fitted {name}")
+        attrs.update(n_train=int(y_train.shape[0]), n_test=int(y_test.shape[0]))
+        index_names = (["model"] if named else []) + ["estimate"]
+    elif mode == "cv":
+        splitter = _splitter(cv, rng)
+        folds = list(splitter.split(np.zeros((y_train.shape[0], 1)), y_train))
+        y_eval = y_train
+        total = len(models) * (len(folds) + 1)
+        done = 0
+        for name, template in models.items():
+            oof = {e: np.zeros((y_train.shape[0], classes.size)) for e in estimates}
+            zero = dict.fromkeys(estimates, 0)
+            reasons = {}
+            for train_idx, test_idx in folds:
+                clf = _fit(template, _rows(X_train, train_idx), y_train[train_idx], classes)
+                for e, pred in _predict_all(clf, _rows(X_train, test_idx), estimates).items():
+                    if pred.proba is None:
+                        reasons.setdefault(e, pred.reason)
+                    else:
+                        oof[e][test_idx] = pred.proba
+                        zero[e] += pred.zero_rows
+                done += 1
+                if progress is not None:
+                    progress(done, total, f"{name}: fold {done}")
+            covered = np.zeros(y_train.shape[0], dtype=bool)
+            for _, test_idx in folds:
+                covered[test_idx] = True
+            if not covered.all():
+                raise ValueError("cv: the folds' test sets must cover every row once")
+            key = (name,) if named else ()
+            groups[key] = [
+                {
+                    e: _Prediction(None, None, reasons[e]) if e in reasons else _Prediction(oof[e], zero[e], None)
+                    for e in estimates
+                }
+            ]
+            evidences[key] = [float(_fit(template, X_train, y_train, classes).log_evidence())]
+            done += 1
+            if progress is not None:
+                progress(done, total, f"{name}: fit on all rows")
+        attrs.update(n_folds=len(folds), n_test=int(y_train.shape[0]))
+        index_names = (["model"] if named else []) + ["estimate"]
+    else:
+        sizes = _train_sizes(train_sizes, y_train.shape[0])
+        y_eval = y_test
+        total = len(models) * sum(1 if s == y_train.shape[0] else n_repeats for s in sizes)
+        done = 0
+        for name, template in models.items():
+            for size in sizes:
+                runs, evs = [], []
+                for _ in range(1 if size == y_train.shape[0] else n_repeats):
+                    index = _subset(y_train, size, rng)
+                    clf = _fit(template, _rows(X_train, index), y_train[index], classes)
+                    runs.append(_predict_all(clf, X_test, estimates))
+                    evs.append(float(clf.log_evidence()))
+                    done += 1
+                    if progress is not None:
+                        progress(done, total, f"{name}: {size} training rows")
+                key = ((name,) if named else ()) + (size,)
+                groups[key] = runs
+                evidences[key] = evs
+        attrs.update(n_test=int(y_test.shape[0]), n_repeats=int(n_repeats), train_sizes=sizes)
+        index_names = (["model"] if named else []) + ["train_size", "estimate"]
+
+    y_index = _label_index(np.asarray(y_eval), classes, "y_test" if mode != "cv" else "y_train")
+    records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    columns = [c for c in records[0] if c not in index_names] if records else []
+    return _as_result(index_names, columns, records, attrs, as_frame)
+
+
+def _compare_fitted(
+    models, named, X_test, y_test, estimates, cv, train_sizes, reference, n_bootstrap, level, n_bins, random_state,
+    as_frame,
+):
+    from sklearn.utils.validation import check_is_fitted
+
+    if cv is not None or train_sizes is not None:
+        raise ValueError("refit=False scores fitted estimators on a test set: cv and train_sizes need refitting")
+    if X_test is None or y_test is None:
+        raise ValueError("X_test and y_test are required")
+    y_test = np.asarray(y_test)
+    if y_test.ndim != 1:
+        raise ValueError(f"y_test must be 1-d, got shape {y_test.shape}")
+    if _n_rows(X_test) != y_test.shape[0]:
+        raise ValueError(f"X_test has {_n_rows(X_test)} rows but y_test has {y_test.shape[0]} labels")
+    classes = None
+    groups, evidences = {}, {}
+    for name, clf in models.items():
+        check_is_fitted(clf, "stats_")
+        if classes is None:
+            classes = clf.classes_
+        elif not np.array_equal(classes, clf.classes_):
+            raise ValueError("the fitted models have different classes")
+        key = (name,) if named else ()
+        groups[key] = [_predict_all(clf, X_test, estimates)]
+        evidences[key] = [float(clf.log_evidence())]
+    rng = np.random.default_rng(random_state)
+    y_index = _label_index(y_test, classes, "y_test")
+    index_names = (["model"] if named else []) + ["estimate"]
+    records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    attrs = {
+        "mode": "holdout",
+        "level": level,
+        "n_bootstrap": int(n_bootstrap),
+        "reference": reference,
+        "n_bins": n_bins,
+        "n_train": int(sum(float(np.sum(m.class_count_)) for m in models.values()) / len(models)),
+        "n_test": int(y_test.shape[0]),
+    }
+    columns = [c for c in records[0] if c not in index_names]
+    return _as_result(index_names, columns, records, attrs, as_frame)
+
+
+def _splitter(cv, rng):
+    if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+        if cv < 2:
+            raise ValueError(f"cv must be at least 2 folds, got {cv}")
+        from sklearn.model_selection import StratifiedKFold
+
+        return StratifiedKFold(n_splits=int(cv), shuffle=True, random_state=int(rng.integers(2**31 - 1)))
+    if hasattr(cv, "split"):
+        return cv
+    raise ValueError(f"cv must be a number of folds or a splitter with split(X, y), got {cv!r}")
+
+
+def _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names):
+    """Point values, bootstrap intervals and paired differences of every group."""
+    n = y_index.shape[0]
+    # Per (group, estimate): the row terms of each repeat; None when undefined.
+    terms, reasons, zeros = {}, {}, {}
+    for key, runs in groups.items():
+        for e in estimates:
+            preds = [run[e] for run in runs]
+            missing = [p for p in preds if p.proba is None]
+            if missing:
+                terms[key, e] = None
+                reasons[key, e] = missing[0].reason
+                zeros[key, e] = None
+            else:
+                terms[key, e] = [_RowTerms(y_index, p.proba, n_bins) for p in preds]
+                counts = [p.zero_rows for p in preds]
+                zeros[key, e] = counts[0] if len(counts) == 1 else float(np.mean(counts))
+
+    def combine(key, e, per_run):
+        return {m: np.mean([r[m] for r in per_run], axis=0) for m in METRICS}
+
+    ones = np.ones((1, n))
+    point = {k: combine(*k, [t.evaluate(ones) for t in terms[k]]) if terms[k] is not None else None for k in terms}
+    defined = [k for k in terms if terms[k] is not None]
+    boot = {k: {m: [] for m in METRICS} for k in defined}
+    if n_bootstrap and defined:
+        # Every prediction's row terms side by side: one matrix product per block of
+        # resamples scores them all.
+        parts = [t for k in defined for t in terms[k]]
+        stacked = np.hstack([t.matrix for t in parts])
+        edges = np.cumsum([0] + [t.matrix.shape[1] for t in parts])
+        for W in _bootstrap_blocks(n, n_bootstrap, rng):
+            sums, total = W @ stacked, W.sum(axis=1)
+            results = [t.reduce(sums[:, a:b], total) for t, a, b in zip(parts, edges[:-1], edges[1:])]
+            i = 0
+            for k in defined:
+                values = combine(*k, results[i : i + len(terms[k])])
+                i += len(terms[k])
+                for m in METRICS:
+                    boot[k][m].append(values[m])
+        boot = {k: {m: np.concatenate(v) for m, v in d.items()} for k, d in boot.items()}
+    q = [(1 - level) / 2, (1 + level) / 2]
+
+    records = []
+    for key in groups:
+        for e in estimates:
+            k = (key, e)
+            rec = dict(zip(index_names, list(key) + [e]))
+            values = point[k]
+            for m in METRICS:
+                rec[m] = None if values is None else float(values[m][0])
+            ev = evidences[key]
+            rec["log_evidence"] = float(np.mean(ev))
+            rec["zero_likelihood_rows"] = zeros[k]
+            rec["available"] = values is not None
+            rec["reason"] = reasons.get(k)
+            for m in METRICS:
+                lo = hi = None
+                if values is not None and n_bootstrap:
+                    lo, hi = (float(v) for v in np.quantile(boot[k][m], q))
+                rec[f"{m}_lo"], rec[f"{m}_hi"] = lo, hi
+            ref = (key, reference) if reference is not None else None
+            for m in METRICS:
+                d = dlo = dhi = None
+                if ref is not None and values is not None and point.get(ref) is not None:
+                    d = float(values[m][0] - point[ref][m][0])
+                    if n_bootstrap:
+                        dlo, dhi = (float(v) for v in np.quantile(boot[k][m] - boot[ref][m], q))
+                rec[f"{m}_diff"], rec[f"{m}_diff_lo"], rec[f"{m}_diff_hi"] = d, dlo, dhi
+            records.append(rec)
+    return records

@@ -1,0 +1,854 @@
+r"""Posterior uncertainty of predictions.
+
+Every fitted bayesnb estimator has a posterior over its parameters
+:math:`(\pi, \theta)`. Each posterior draw gives one vector of class probabilities
+
+.. math:: p(y = c \mid x, \theta, \pi) = \frac{\pi_c\, p(x \mid \theta_c)}{\sum_k \pi_k\, p(x \mid \theta_k)}
+
+per row; their spread is the *epistemic* uncertainty of the prediction (what more training
+data would remove), while the entropy left inside each draw is the *aleatoric* part (what
+no amount of data removes under this model). This module computes, from exact iid
+posterior draws:
+
+* the draws themselves, vectorised and memory-bounded (:func:`proba_draws`, which
+  ``estimator.predict_proba_draws`` calls): the draws of the parameters are stacked along
+  the class axis so that one data product scores a whole block of draws, and rows and
+  draws are processed in blocks so that no temporary exceeds ``chunk_entries`` float64
+  entries (32 MiB by default) beyond the result;
+* credible intervals of :math:`p(y \mid x, \theta, \pi)`, equal-tailed or HDI
+  (:func:`credible_interval`, :func:`proba_interval`), computed block of rows by block of
+  rows without holding every draw of every row;
+* the entropy decomposition per row (:func:`decompose_uncertainty`): predictive entropy
+  :math:`H[\bar p]` with :math:`\bar p = E_\theta[p(y \mid x, \theta)]` (total), expected
+  entropy :math:`E_\theta H[p(y \mid x, \theta)]` (aleatoric) and their difference, the
+  mutual information :math:`I(y; \theta \mid x, D)` (epistemic, Houlsby et al. 2011;
+  Depeweg et al. 2018), accumulated over blocks of draws; and a ranking of rows by it
+  (:func:`rank_by_epistemic`);
+* posterior draws of each feature's contribution to the log-odds of a class
+  (:func:`feature_log_odds_draws`, :func:`top_features`), e.g. the words whose presence
+  most raises p(spam), with credible intervals.
+
+Note that :math:`\bar p` averages over :math:`p(\theta \mid D)`; ``predict_proba`` with
+``estimate="predictive"`` is the exact generative predictive
+:math:`p(y \mid x, D) \propto p(x, y \mid D)`, which also lets the row :math:`x` itself
+inform :math:`\theta`. The two agree as the posterior concentrates and differ slightly on
+small training sets.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, NamedTuple
+
+import jax
+import numpy as np
+
+from bayesnb.core._fitted import stacked_log_likelihood
+from bayesnb.core._normalize import log_normalize
+from bayesnb.core._validation import check_level, check_n_draws
+
+__all__ = [
+    "CHUNK_ENTRIES",
+    "DrawSource",
+    "EpistemicRanking",
+    "FeatureLogOdds",
+    "UncertaintyDecomposition",
+    "check_interval_args",
+    "credible_interval",
+    "decompose_uncertainty",
+    "draw_source",
+    "entropy_decomposition",
+    "expected_entropy",
+    "feature_log_odds_draws",
+    "mutual_information",
+    "predict_proba_draws",
+    "predict_proba_interval",
+    "predictive_entropy",
+    "proba_draws",
+    "proba_interval",
+    "TopFeatures",
+    "rank_by_epistemic",
+    "stacked_log_likelihood",
+    "top_features",
+]
+
+_METHODS = ("equal-tailed", "hdi")
+
+#: Default bound, in float64 entries, of every temporary of the draw engine (32 MiB):
+#: one block of parameter draws, one block of log-likelihoods, and (for intervals) the
+#: draws of one block of rows.
+CHUNK_ENTRIES = 1 << 22
+# Parameter draws are kept rather than drawn again while they total at most this many
+# times the bound.
+_KEEP_FACTOR = 4
+
+
+def check_interval_args(level, method):
+    """Validate a credible ``level`` in (0, 1) and an interval ``method``.
+
+    Parameters
+    ----------
+    level : float
+    method : str
+
+    Returns
+    -------
+    None
+
+    Raises
+    ------
+    ValueError
+        If ``level`` is not in (0, 1) or ``method`` is not "equal-tailed" or "hdi".
+    """
+    check_level(level)
+    if method not in _METHODS:
+        raise ValueError(f"unknown interval method {method!r}; expected 'equal-tailed' or 'hdi'")
+
+
+def credible_interval(draws, level=0.9, method="equal-tailed"):
+    """Credible interval of each quantity over the leading (draw) axis.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_draws, ...)
+        Posterior draws, e.g. of :math:`p(y \\mid x, \\theta)` with shape
+        (n_draws, n_samples, n_classes).
+    level : float in (0, 1)
+        Posterior mass inside the interval.
+    method : {"equal-tailed", "hdi"}
+        ``"equal-tailed"``: the ``(1 - level)/2`` and ``(1 + level)/2`` quantiles.
+        ``"hdi"``: the shortest interval holding ``ceil(level * n_draws)`` draws
+        (the highest-density interval of a unimodal marginal).
+
+    Returns
+    -------
+    lower, upper : ndarray of shape (...)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> lo, hi = credible_interval(np.linspace(0, 1, 101)[:, None], level=0.5)
+    >>> float(lo[0]), float(hi[0])
+    (0.25, 0.75)
+    """
+    check_interval_args(level, method)
+    level = float(level)
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim == 0 or draws.shape[0] == 0:
+        raise ValueError(f"credible_interval needs at least one draw along axis 0, got shape {draws.shape}")
+    if np.isnan(draws).any():
+        raise ValueError("credible_interval: the draws contain NaN")
+    if method == "equal-tailed":
+        lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        return lower, upper
+    else:  # "hdi"
+        n = draws.shape[0]
+        k = max(1, int(np.ceil(level * n)))
+        s = np.sort(draws, axis=0)
+        widths = s[k - 1 :] - s[: n - k + 1]
+        start = np.argmin(widths, axis=0)[None]
+        return (
+            np.take_along_axis(s, start, axis=0)[0],
+            np.take_along_axis(s, start + k - 1, axis=0)[0],
+        )
+
+
+# ----------------------------------------------------------------------------- the engine
+
+
+class DrawSource(NamedTuple):
+    """Everything the draw engine needs from a fitted estimator (see :func:`draw_source`).
+
+    Attributes
+    ----------
+    X : validated rows (ndarray, CSR matrix, or an estimator-specific container)
+    n_rows : int
+    log_class : ndarray of shape (n_draws, n_classes)
+        Posterior draws of :math:`\\log\\pi` (or the fixed log proportions, repeated).
+    key : jax.random key
+        Key of the feature-parameter draws.
+    sample : callable ``(key, n) -> params``
+        ``n`` iid posterior draws of the feature parameters, leading axis ``n``.
+    log_likelihood : callable ``(params, X_rows) -> ndarray (n, n_rows, n_classes)``
+        Plug-in log-likelihood of every row under every draw in ``params``.
+    take_rows : callable ``(X, start, stop) -> X_rows``
+    draw_size : int
+        float64 entries of one draw of the feature parameters (memory planning).
+    """
+
+    X: Any
+    n_rows: int
+    log_class: np.ndarray
+    key: Any
+    sample: Callable
+    log_likelihood: Callable
+    take_rows: Callable
+    draw_size: int
+
+
+def draw_size(posterior):
+    """float64 entries of one posterior draw: the entries of the posterior pytree's arrays."""
+    return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(posterior))))
+
+
+def draw_source(estimator, X, n_draws, random_state):
+    """Validated ``X`` and the posterior draws of a fitted estimator, for the functions of this module.
+
+    Read from the estimator's public pytrees through the family protocol (see
+    :mod:`bayesnb.core._fitted`). The key is split as ``estimator.sample_posterior`` splits
+    it: the same ``random_state`` gives the same draws of the class proportions and
+    (when they fit in one block) of the feature parameters.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like of shape (n_samples, n_features)
+        Checked and transformed as the estimator's own input.
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+
+    Returns
+    -------
+    DrawSource
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from bayesnb.core import _fitted
+    from bayesnb.core._random import key_from_random_state
+
+    check_is_fitted(estimator, "stats_")
+    n_draws = check_n_draws(n_draws)
+    # The estimator's own validation (its missing-value policy, binarisation, column blocks).
+    X = estimator.validate_input(X)
+    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    return DrawSource(
+        X=X,
+        n_rows=X.shape[0],
+        log_class=_fitted.class_log_draws(key_class, estimator, n_draws),
+        key=key_feat,
+        sample=lambda key, n: _fitted.feature_draws(key, estimator, n),
+        # Tempered as the estimator's own predictions (temperature_, 1 by default).
+        log_likelihood=lambda params, rows: _fitted.log_likelihood_draws(estimator, params, rows)
+        / _fitted.temperature(estimator),
+        take_rows=lambda rows, start, stop: _fitted.take_rows(estimator, rows, start, stop),
+        draw_size=draw_size(estimator.posterior_),
+    )
+
+
+def _chunk(chunk_entries):
+    if chunk_entries is None:
+        return CHUNK_ENTRIES
+    if isinstance(chunk_entries, bool) or not isinstance(chunk_entries, (int, np.integer)) or chunk_entries < 1:
+        raise ValueError(f"chunk_entries must be a positive integer, got {chunk_entries!r}")
+    return int(chunk_entries)
+
+
+class _ParamBlocks:
+    """The feature-parameter draws in blocks of equal size.
+
+    The block size depends only on the number of draws, the size of one draw and the
+    memory bound, never on the rows, so every computation from the same key sees the
+    same draws. When every draw fits in one block they are made by one call with the key
+    itself (the draws of ``estimator.sample_posterior`` with the same ``random_state``);
+    otherwise each block has its own key (``jax.random.split``). A short last block is
+    drawn at full size and cut, so the compiled samplers see one shape.
+
+    Sampling is the expensive step (JAX's Gamma sampler costs microseconds per variate
+    on a CPU), so blocks are kept once drawn while all of them together stay within
+    ``_KEEP_FACTOR`` times the bound; beyond that they are drawn again when needed.
+    """
+
+    def __init__(self, source, chunk):
+        self.source = source
+        n = source.log_class.shape[0]
+        self.n_draws = n
+        self.size = max(1, min(n, chunk // max(1, source.draw_size)))
+        self.count = -(-n // self.size)
+        self.keys = [source.key] if self.count == 1 else list(jax.random.split(source.key, self.count))
+        self.keep = n * source.draw_size <= _KEEP_FACTOR * chunk or self.count == 1
+        self._kept = {}
+
+    def bounds(self, b):
+        return b * self.size, min((b + 1) * self.size, self.n_draws)
+
+    def get(self, b):
+        if b in self._kept:
+            return self._kept[b]
+        params = jax.tree.map(np.asarray, self.source.sample(self.keys[b], self.size))
+        d0, d1 = self.bounds(b)
+        if d1 - d0 < self.size:
+            params = jax.tree.map(lambda a: a[: d1 - d0], params)
+        if self.keep:
+            self._kept[b] = params
+        return params
+
+
+def _row_bounds(n_rows, per_row, chunk):
+    step = max(1, chunk // max(1, per_row))
+    return [(r0, min(r0 + step, n_rows)) for r0 in range(0, n_rows, step)]
+
+
+def _proba_block(source, params, d0, d1, r0, r1):
+    """Class probabilities of rows r0:r1 under draws d0:d1, shape (d1 - d0, r1 - r0, C)."""
+    rows = source.take_rows(source.X, r0, r1)
+    log_class = source.log_class[d0:d1, None, :]
+    joint = source.log_likelihood(params, rows) + log_class
+    # A row impossible under every class for one draw (a zero probability in that draw)
+    # gets that draw's class proportions, as predict_proba does.
+    log_p, _ = log_normalize(joint, log_class)
+    return np.exp(log_p, out=log_p)
+
+
+def _iter_by_draws(source, chunk):
+    """Blocks ``(d0, d1, r0, r1, proba)``, draws outermost (each parameter block drawn once)."""
+    blocks = _ParamBlocks(source, chunk)
+    n_classes = source.log_class.shape[1]
+    for b in range(blocks.count):
+        params = blocks.get(b)
+        d0, d1 = blocks.bounds(b)
+        for r0, r1 in _row_bounds(source.n_rows, (d1 - d0) * n_classes, chunk):
+            yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1)
+
+
+def _iter_by_rows(source, chunk):
+    """Blocks ``(r0, r1, proba)`` holding every draw of a block of rows, shape (n_draws, rows, C).
+
+    Parameter blocks are kept when all draws fit in one, else drawn again for each block
+    of rows (bounded memory at the price of repeated sampling).
+    """
+    blocks = _ParamBlocks(source, chunk)
+    n_draws, n_classes = source.log_class.shape
+    for r0, r1 in _row_bounds(source.n_rows, n_draws * n_classes, chunk):
+        out = np.empty((n_draws, r1 - r0, n_classes))
+        for b in range(blocks.count):
+            d0, d1 = blocks.bounds(b)
+            # Within the rows of this block, the log-likelihood scratch is bounded too.
+            for s0, s1 in _row_bounds(r1 - r0, (d1 - d0) * n_classes, chunk):
+                out[d0:d1, s0:s1] = _proba_block(source, blocks.get(b), d0, d1, r0 + s0, r0 + s1)
+        yield r0, r1, out
+
+
+def proba_draws(source, *, chunk_entries=None):
+    r"""Posterior draws of :math:`p(y = c \mid x, \theta, \pi)` for every row.
+
+    Parameters
+    ----------
+    source : DrawSource
+        From a fitted estimator (see :func:`draw_source`).
+    chunk_entries : int, optional
+        Bound, in float64 entries, of every temporary (default :data:`CHUNK_ENTRIES`).
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_samples, n_classes)
+    """
+    chunk = _chunk(chunk_entries)
+    n_draws, n_classes = source.log_class.shape
+    out = np.empty((n_draws, source.n_rows, n_classes))
+    for d0, d1, r0, r1, p in _iter_by_draws(source, chunk):
+        out[d0:d1, r0:r1] = p
+    return out
+
+
+def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=None):
+    """Credible interval of :math:`p(y \\mid x, \\theta, \\pi)`, computed block of rows by block.
+
+    Parameters
+    ----------
+    source : DrawSource
+        From a fitted estimator (see :func:`draw_source`).
+    level : float in (0, 1)
+    method : {"equal-tailed", "hdi"}
+    chunk_entries : int, optional
+        Bound, in float64 entries, of every temporary (default :data:`CHUNK_ENTRIES`).
+
+    Returns
+    -------
+    lower, upper : ndarrays of shape (n_samples, n_classes)
+    """
+    check_interval_args(level, method)
+    chunk = _chunk(chunk_entries)
+    n_classes = source.log_class.shape[1]
+    lower = np.empty((source.n_rows, n_classes))
+    upper = np.empty((source.n_rows, n_classes))
+    for r0, r1, p in _iter_by_rows(source, chunk):
+        lower[r0:r1], upper[r0:r1] = credible_interval(p, level=level, method=method)
+    return lower, upper
+
+
+# ----------------------------------------------------------------- entropy decomposition
+
+
+def _entropy(p, axis=-1):
+    # 0 log 0 = 0; probabilities are exact zeros only where a class is impossible.
+    with np.errstate(divide="ignore", invalid="ignore"):
+        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
+    return terms.sum(axis=axis)
+
+
+def _check_draws(draws):
+    draws = np.asarray(draws, dtype=np.float64)
+    if draws.ndim != 3 or draws.shape[0] == 0:
+        raise ValueError(f"draws must have shape (n_draws, n_samples, n_classes) with n_draws >= 1, got {draws.shape}")
+    if not np.all(np.isfinite(draws)):
+        raise ValueError("draws contain NaN or infinity")
+    return draws
+
+
+def predictive_entropy(draws):
+    r"""Entropy of the mean class probabilities, :math:`H[E_\theta p(y \mid x, \theta)]`, in nats.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_draws, n_samples, n_classes)
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> draws = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])  # two confident draws that disagree
+    >>> round(float(predictive_entropy(draws)[0]), 4)  # log 2
+    0.6931
+    """
+    return _entropy(_check_draws(draws).mean(axis=0))
+
+
+def expected_entropy(draws):
+    r"""Mean entropy of the draws, :math:`E_\theta H[p(y \mid x, \theta)]` (aleatoric), in nats.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_draws, n_samples, n_classes)
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> draws = np.array([[[1.0, 0.0]], [[0.0, 1.0]]])
+    >>> float(expected_entropy(draws)[0])
+    0.0
+    """
+    return _entropy(_check_draws(draws)).mean(axis=0)
+
+
+def mutual_information(draws):
+    r"""Mutual information :math:`I(y; \theta \mid x, D)` (epistemic), in nats.
+
+    :math:`H[E_\theta p] - E_\theta H[p] \ge 0` (Jensen), clipped at zero against
+    round-off.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_draws, n_samples, n_classes)
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> agree = np.full((3, 1, 2), 0.5)  # every draw says 50/50: nothing to learn
+    >>> float(mutual_information(agree)[0])
+    0.0
+    """
+    return entropy_decomposition(draws).epistemic
+
+
+class UncertaintyDecomposition(NamedTuple):
+    """Per-row uncertainty of a prediction, in nats.
+
+    Attributes
+    ----------
+    total : ndarray of shape (n_samples,)
+        Predictive entropy :math:`H[\\bar p]`.
+    aleatoric : ndarray of shape (n_samples,)
+        Expected entropy :math:`E_\\theta H[p(y \\mid x, \\theta)]`.
+    epistemic : ndarray of shape (n_samples,)
+        Mutual information, ``total - aleatoric``.
+    mean_proba : ndarray of shape (n_samples, n_classes)
+        :math:`\\bar p = E_\\theta[p(y \\mid x, \\theta)]` over the draws.
+    """
+
+    total: np.ndarray
+    aleatoric: np.ndarray
+    epistemic: np.ndarray
+    mean_proba: np.ndarray
+
+
+def _decomposition(mean_proba, aleatoric):
+    total = _entropy(mean_proba)
+    return UncertaintyDecomposition(total, aleatoric, np.maximum(total - aleatoric, 0.0), mean_proba)
+
+
+def entropy_decomposition(draws):
+    """Total, aleatoric and epistemic uncertainty of each row from an array of draws.
+
+    Parameters
+    ----------
+    draws : array_like of shape (n_draws, n_samples, n_classes)
+
+    Returns
+    -------
+    UncertaintyDecomposition
+
+    Examples
+    --------
+    Two draws that disagree completely: each is certain (no aleatoric part), their mean
+    is not (all of it epistemic).
+
+    >>> import numpy as np
+    >>> u = entropy_decomposition(np.array([[[1.0, 0.0]], [[0.0, 1.0]]]))
+    >>> float(u.aleatoric[0]), round(float(u.epistemic[0]), 4)  # log 2
+    (0.0, 0.6931)
+    """
+    draws = _check_draws(draws)
+    return _decomposition(draws.mean(axis=0), _entropy(draws).mean(axis=0))
+
+
+def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chunk_entries=None):
+    """Entropy decomposition of each row's prediction from posterior draws.
+
+    Accumulated block of draws by block of draws: memory grows with the number of rows,
+    not with ``n_draws``.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+        Bound of every temporary, in float64 entries.
+
+    Returns
+    -------
+    UncertaintyDecomposition
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], [0, 0, 1, 1])
+    >>> u = decompose_uncertainty(clf, [[1, 0], [0, 1]], n_draws=200, random_state=0)
+    >>> bool(np.all(u.epistemic >= 0)), bool(np.allclose(u.total, u.aleatoric + u.epistemic))
+    (True, True)
+    """
+    source = draw_source(estimator, X, n_draws, random_state)
+    chunk = _chunk(chunk_entries)
+    n_draws, n_classes = source.log_class.shape
+    sum_p = np.zeros((source.n_rows, n_classes))
+    sum_h = np.zeros(source.n_rows)
+    for _, _, r0, r1, p in _iter_by_draws(source, chunk):
+        sum_p[r0:r1] += p.sum(axis=0)
+        sum_h[r0:r1] += _entropy(p).sum(axis=0)
+    return _decomposition(sum_p / n_draws, sum_h / n_draws)
+
+
+class EpistemicRanking(NamedTuple):
+    """Rows ordered by epistemic uncertainty, most uncertain first.
+
+    Attributes
+    ----------
+    index : int ndarray of shape (k,)
+        Row indices into ``X``.
+    epistemic, aleatoric, total : ndarrays of shape (k,)
+        The decomposition of those rows (nats).
+    """
+
+    index: np.ndarray
+    epistemic: np.ndarray
+    aleatoric: np.ndarray
+    total: np.ndarray
+
+
+def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None, chunk_entries=None):
+    """Rows of ``X`` ranked by epistemic uncertainty (mutual information), highest first.
+
+    These are the rows whose prediction more training data would change most: candidates
+    for labelling (active learning) or for a human look.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    top : int, optional
+        Keep the ``top`` highest rows (all rows by default).
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+
+    Returns
+    -------
+    EpistemicRanking
+
+    Examples
+    --------
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], [0, 0, 1, 1])
+    >>> r = rank_by_epistemic(clf, [[1, 0], [0, 1], [1, 1]], top=2, n_draws=200, random_state=0)
+    >>> r.index.shape, bool(r.epistemic[0] >= r.epistemic[1])
+    ((2,), True)
+    """
+    if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1):
+        raise ValueError(f"top must be a positive integer or None, got {top!r}")
+    u = decompose_uncertainty(estimator, X, n_draws=n_draws, random_state=random_state, chunk_entries=chunk_entries)
+    # Stable sort on the negated values: ties keep the order of the rows.
+    order = np.argsort(-u.epistemic, kind="stable")
+    if top is not None:
+        order = order[:top]
+    return EpistemicRanking(order, u.epistemic[order], u.aleatoric[order], u.total[order])
+
+
+# ------------------------------------------------------------ estimator-level entry points
+
+
+def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_entries=None):
+    """Posterior draws of the class probabilities of a fitted estimator (see :func:`proba_draws`).
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+        Bound of every temporary, in float64 entries (default :data:`CHUNK_ENTRIES`).
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_samples, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], [0, 0, 1, 1])
+    >>> draws = predict_proba_draws(clf, [[1, 0], [0, 1]], n_draws=300, random_state=0)
+    >>> draws.shape, bool(np.allclose(draws.sum(axis=-1), 1))
+    ((300, 2, 2), True)
+    """
+    return proba_draws(draw_source(estimator, X, n_draws, random_state), chunk_entries=chunk_entries)
+
+
+def predict_proba_interval(
+    estimator, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, chunk_entries=None
+):
+    """Credible interval of the class probabilities of a fitted estimator (see :func:`proba_interval`).
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    level : float in (0, 1)
+    n_draws : int
+    method : {"equal-tailed", "hdi"}
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+
+    Returns
+    -------
+    lower, upper : ndarrays of shape (n_samples, n_classes)
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import BernoulliNB
+    >>> clf = BernoulliNB().fit([[1, 0], [1, 1], [0, 1], [0, 1]], [0, 0, 1, 1])
+    >>> lower, upper = predict_proba_interval(clf, [[1, 0]], level=0.9, n_draws=500, random_state=0)
+    >>> bool(np.all(lower <= upper)), lower.shape
+    (True, (1, 2))
+    """
+    check_interval_args(level, method)
+    source = draw_source(estimator, X, n_draws, random_state)
+    return proba_interval(source, level, method, chunk_entries=chunk_entries)
+
+
+# ------------------------------------------------------------------- feature log-odds
+
+
+class FeatureLogOdds(NamedTuple):
+    """Posterior draws of each feature's contribution to the log-odds of a class.
+
+    Attributes
+    ----------
+    draws : ndarray of shape (n_draws, n_terms)
+    feature : int ndarray of shape (n_terms,)
+        Column of each term.
+    category : int ndarray of shape (n_terms,) or None
+        For categorical features, the category code of each term (one term per
+        (feature, category) pair); None otherwise.
+    unit : str
+        What one term measures (e.g. "one occurrence").
+    """
+
+    draws: np.ndarray
+    feature: np.ndarray
+    category: np.ndarray | None
+    unit: str
+
+
+def _contrast(values, target, versus):
+    """``values[:, target] - reference`` over the class axis 1 (see feature_log_odds_draws)."""
+    if versus is not None:
+        return values[:, target] - values[:, versus]
+    others = np.delete(values, target, axis=1)
+    return values[:, target] - others.mean(axis=1)
+
+
+def _class_index(estimator, label, what):
+    classes = list(estimator.classes_)
+    matches = [i for i, c in enumerate(classes) if c == label]
+    if not matches:
+        raise ValueError(f"{what}={label!r} is not a class of the estimator; classes are {classes!r}")
+    return matches[0]
+
+
+def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, random_state=None):
+    r"""Posterior draws of each feature's contribution to the log-odds of class ``target``.
+
+    In naive Bayes the log-odds of two classes is a sum of one term per feature. With
+    ``versus`` a class :math:`k`, the term of feature :math:`j` compares ``target``
+    :math:`c` with :math:`k`; by default (``versus=None``) it compares :math:`c` with the
+    average of the log-probabilities of every other class (for two classes, the other
+    class):
+
+    * multinomial: one occurrence of word :math:`j` adds
+      :math:`\log\theta_{cj} - \log\theta_{kj}`;
+    * Bernoulli: presence instead of absence adds
+      :math:`\log\frac{\theta_{cj}}{1-\theta_{cj}} - \log\frac{\theta_{kj}}{1-\theta_{kj}}`;
+    * Poisson: one more count adds :math:`\log\lambda_{cj} - \log\lambda_{kj}`;
+    * categorical: value :math:`v` of feature :math:`j` adds
+      :math:`\log\theta_{cjv} - \log\theta_{kjv}` (one term per category).
+
+    Each posterior draw of :math:`\theta` gives one draw of every term, so their
+    intervals are exact posterior credible intervals (up to Monte Carlo error).
+    A tempered estimator (``temperature_`` :math:`T > 1`) scores every term at
+    :math:`1/T` of its value, as its predictions do.
+
+    Parameters
+    ----------
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    target : a class label
+    versus : a class label, optional
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+
+    Returns
+    -------
+    FeatureLogOdds
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1]])
+    >>> clf = MultinomialNB().fit(X, ["spam", "spam", "ham", "ham"])
+    >>> odds = feature_log_odds_draws(clf, "spam", n_draws=400, random_state=0)
+    >>> odds.draws.shape, odds.unit
+    ((400, 3), 'one occurrence')
+    >>> bool(np.median(odds.draws[:, 0]) > 0 > np.median(odds.draws[:, 1]))
+    True
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    from bayesnb.core import _fitted
+
+    check_is_fitted(estimator, "stats_")
+    n_draws = check_n_draws(n_draws)
+    family = None if _fitted.is_mixed(estimator) else estimator.family_
+    if family is None or family.feature_log_odds is None:
+        raise TypeError(
+            "feature log-odds contributions need a family whose log-likelihood is a sum of "
+            "per-feature terms with one parameter each (MultinomialNB, BernoulliNB, "
+            f"CategoricalNB, PoissonNB); got {type(estimator).__name__}"
+        )
+    if len(estimator.classes_) < 2:
+        raise ValueError("log-odds need at least two classes")
+    c = _class_index(estimator, target, "target")
+    k = None if versus is None else _class_index(estimator, versus, "versus")
+    if k == c:
+        raise ValueError("versus must differ from target")
+    _, params = _fitted.draws(estimator, n_draws, random_state)
+    # The family's per-term contributions under each class, (n_draws, C, n_terms).
+    terms, feature, category, unit = family.feature_log_odds(params, estimator.prior_)
+    # A tempered estimator (temperature_ T) adds 1/T of each term to its log-odds.
+    terms = np.asarray(terms) / _fitted.temperature(estimator)
+    return FeatureLogOdds(_contrast(terms, c, k), np.asarray(feature), category, unit)
+
+
+class TopFeatures(NamedTuple):
+    """The terms that most raise the log-odds of a class, with credible intervals.
+
+    Attributes
+    ----------
+    feature : int ndarray of shape (n,)
+    category : int ndarray of shape (n,) or None
+    median, lower, upper : ndarrays of shape (n,)
+        Posterior median and credible interval of each term (nats).
+    level : float
+    unit : str
+    """
+
+    feature: np.ndarray
+    category: np.ndarray | None
+    median: np.ndarray
+    lower: np.ndarray
+    upper: np.ndarray
+    level: float
+    unit: str
+
+
+def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=1000, random_state=None):
+    """The ``n`` terms with the highest posterior median contribution to the log-odds of ``target``.
+
+    See :func:`feature_log_odds_draws` for the terms.
+
+    Parameters
+    ----------
+    estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB or PoissonNB
+    target : a class label
+    n : int
+        Number of terms returned.
+    level : float in (0, 1)
+        Level of the equal-tailed credible intervals.
+    versus : a class label, optional
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+
+    Returns
+    -------
+    TopFeatures
+        Sorted by decreasing median.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB
+    >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1]])
+    >>> clf = MultinomialNB().fit(X, ["spam", "spam", "ham", "ham"])
+    >>> top = top_features(clf, "spam", n=1, n_draws=500, random_state=0)
+    >>> int(top.feature[0]), bool(top.lower[0] < top.median[0] < top.upper[0])
+    (0, True)
+    """
+    check_level(level)
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"n must be a positive integer, got {n!r}")
+    odds = feature_log_odds_draws(estimator, target, versus=versus, n_draws=n_draws, random_state=random_state)
+    median = np.median(odds.draws, axis=0)
+    order = np.argsort(-median, kind="stable")[:n]
+    lower, upper = credible_interval(odds.draws[:, order], level=level)
+    return TopFeatures(
+        odds.feature[order],
+        None if odds.category is None else odds.category[order],
+        median[order],
+        lower,
+        upper,
+        float(level),
+        odds.unit,
+    )

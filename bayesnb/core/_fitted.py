@@ -1,0 +1,201 @@
+r"""A fitted estimator seen through its public pytrees, for the PPL and analysis layers.
+
+:mod:`bayesnb.ppl.models`, :mod:`bayesnb.ppl.export`, :mod:`bayesnb.ppl.sbc`, :mod:`bayesnb.ppl.mcmc` and
+:mod:`bayesnb.analysis.uncertainty` accept fitted estimators but do not import
+:mod:`bayesnb.estimators`: they read ``family_``, ``prior_``, ``posterior_``,
+``stats_``, ``class_dirichlet_`` / ``class_posterior_`` / ``class_prior_``,
+``classes_``, ``n_features_in_`` and, for a :class:`~bayesnb.MixedNB`, the public
+``estimators_`` (``(name, fitted block estimator, columns)``), and go through the
+family protocol. The functions here are those readings, once.
+
+The random streams are the estimators' own: a key is split into (class proportions,
+feature parameters), and the feature key of a mixed model into one key per block, in
+the order of ``estimators_``, so that the same ``random_state`` gives the same draws as
+``estimator.sample_posterior``.
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import numpy as np
+
+from bayesnb.core import class_prior as _class_prior
+from bayesnb.core import missing as _missing
+from bayesnb.core._random import key_from_random_state
+
+__all__ = [
+    "blocks",
+    "class_log_draws",
+    "draws",
+    "feature_draws",
+    "is_mixed",
+    "log_likelihood_draws",
+    "simulate",
+    "stacked_log_likelihood",
+    "take_rows",
+    "temperature",
+]
+
+
+def is_mixed(estimator):
+    """Whether ``estimator`` is a product of blocks of columns (it has public ``estimators_``)."""
+    return getattr(estimator, "estimators_", None) is not None
+
+
+def blocks(estimator):
+    """``[(name, fitted estimator of the block, columns)]``: the blocks of columns of a fitted estimator.
+
+    A one-family estimator is one block named ``""`` over all columns (``columns`` None).
+    """
+    if is_mixed(estimator):
+        return [(name, est, idx) for name, est, idx in estimator.estimators_]
+    return [("", estimator, None)]
+
+
+def temperature(estimator):
+    r"""The likelihood temperature :math:`T` of a fitted estimator (``temperature_``; 1 where it has none).
+
+    Class probabilities are :math:`\propto \pi_c\, p(x \mid \theta_c)^{1/T}`: the layers
+    that turn draws of the parameters into class probabilities or log-odds divide the
+    feature log-likelihood by it.
+    """
+    return float(getattr(estimator, "temperature_", 1.0))
+
+
+def class_log_draws(key, estimator, n, *, prior=False):
+    """``n`` draws of the log class proportions, shape (n, n_classes).
+
+    From the class posterior (``class_posterior_``), or from ``class_dirichlet_`` with
+    ``prior=True``; fixed proportions (``class_prior_``) are the same in every draw.
+    """
+    dist = estimator.class_dirichlet_ if prior else estimator.class_posterior_
+    if dist is None:
+        with np.errstate(divide="ignore"):
+            return np.broadcast_to(np.log(estimator.class_prior_), (n, np.asarray(estimator.classes_).size))
+    return np.asarray(_class_prior.sample_log(key, dist, n))
+
+
+def feature_draws(key, estimator, n, *, prior=False):
+    """``n`` iid draws of the feature parameters: ``family_.sample`` of ``posterior_`` (or ``prior_``).
+
+    Returns
+    -------
+    params : the family's parameter pytree with leading axis ``n`` (a dict of them by
+        block name for a mixed model)
+    """
+    if not is_mixed(estimator):
+        return estimator.family_.sample(key, estimator.prior_ if prior else estimator.posterior_, n)
+    parts = blocks(estimator)
+    keys = jax.random.split(key, len(parts))
+    return {name: feature_draws(k, est, n, prior=prior) for k, (name, est, _) in zip(keys, parts)}
+
+
+def draws(estimator, n, random_state, *, prior=False):
+    """``n`` iid draws of (log class proportions, feature parameters), as NumPy arrays.
+
+    The key of ``random_state`` is split into a class key and a feature key, as
+    ``estimator.sample_posterior`` splits it.
+
+    Returns
+    -------
+    log_class : ndarray of shape (n, n_classes)
+    params : the family's parameter pytree with leading axis ``n`` (dict by block for a mixed model)
+    """
+    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    params = feature_draws(key_feat, estimator, n, prior=prior)
+    return class_log_draws(key_class, estimator, n, prior=prior), jax.tree.map(np.asarray, params)
+
+
+def simulate(key, estimator, params, y_index):
+    """Feature rows given parameters and class indices: each block's ``family_.simulate``.
+
+    A column in no block of a mixed model (``remainder="drop"``) is NaN.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_features_in_)
+    """
+    if not is_mixed(estimator):
+        return np.asarray(estimator.family_.simulate(key, params, y_index, estimator.stats_))
+    parts = blocks(estimator)
+    keys = jax.random.split(key, len(parts))
+    X = np.full((np.shape(y_index)[0], estimator.n_features_in_), np.nan)
+    for k, (name, est, idx) in zip(keys, parts):
+        X[:, idx] = simulate(k, est, params[name], y_index)
+    return X
+
+
+class _Rows(NamedTuple):
+    """A block of rows of a mixed model's validated input: one piece per block of columns."""
+
+    parts: list
+    shape: tuple
+
+
+def take_rows(estimator, X, start, stop):
+    """Rows ``start:stop`` of validated input (one piece per block for a mixed model)."""
+    if is_mixed(estimator):
+        parts = [take_rows(est, part, start, stop) for (_, est, _), part in zip(blocks(estimator), X.parts)]
+        return _Rows(parts, (len(range(*slice(start, stop).indices(X.shape[0]))), X.shape[1]))
+    if isinstance(X, _missing.MaskedX):
+        return X.rows(start, stop)
+    return X[start:stop]
+
+
+def log_likelihood_draws(estimator, params, X):
+    """Plug-in log-likelihood of validated rows under a block of draws, shape (n_draws, n_rows, n_classes).
+
+    ``family_.log_likelihood(params, X, prior_)`` with the draws stacked as classes; rows
+    with unobserved entries (``missing="ignore"``) are scored on their observed entries
+    (the family's ``log_likelihood`` with the mask); a mixed model sums its blocks.
+    """
+    if is_mixed(estimator):
+        return sum(
+            log_likelihood_draws(est, params[name], part) for (name, est, _), part in zip(blocks(estimator), X.parts)
+        )
+    family, prior = estimator.family_, estimator.prior_
+    if isinstance(X, _missing.MaskedX):
+        # Rows with unobserved entries: the family's likelihood of the observed ones, per draw.
+        n = jax.tree.leaves(params)[0].shape[0]
+        return np.stack(
+            [family.log_likelihood(jax.tree.map(lambda a: a[d], params), X.X, prior, mask=X.mask) for d in range(n)]
+        )
+    n_classes = np.asarray(estimator.classes_).size
+    if family.model is not None:
+        # Parameters shared by the classes (a shared covariance) get their class axis.
+        params = family.model(prior).per_class(params, n_classes)
+    return stacked_log_likelihood(lambda p, rows: family.log_likelihood(p, rows, prior), params, X, n_classes)
+
+
+def stacked_log_likelihood(log_likelihood, params, X, n_classes):
+    r"""Log-likelihood of every row under every draw, by one call with draws stacked as classes.
+
+    A naive Bayes log-likelihood treats its class axis as a batch: the parameters of
+    ``n`` draws of ``C`` classes, reshaped from (n, C, ...) to (n C, ...), are scored in
+    one call (for the linear families one sparse or dense product with an
+    (n C, n_features) matrix) instead of ``n`` calls.
+
+    Parameters
+    ----------
+    log_likelihood : callable ``(params, X) -> (n_rows, n_classes')``
+    params : pytree whose leaves have shape (n, n_classes, ...)
+    X : rows
+    n_classes : int
+
+    Returns
+    -------
+    ndarray of shape (n, n_rows, n_classes)
+    """
+    leaves = jax.tree.leaves(params)
+    n = int(np.shape(leaves[0])[0])
+    for leaf in leaves:
+        if np.shape(leaf)[:2] != (n, n_classes):
+            raise ValueError(
+                f"posterior draws must have shape (n_draws, n_classes, ...) = ({n}, {n_classes}, ...), "
+                f"got {np.shape(leaf)}"
+            )
+    folded = jax.tree.map(lambda a: np.reshape(np.asarray(a), (n * n_classes,) + np.shape(a)[2:]), params)
+    ll = np.asarray(log_likelihood(folded, X), dtype=np.float64)
+    return ll.reshape(ll.shape[0], n, n_classes).transpose(1, 0, 2)

@@ -1,0 +1,250 @@
+"""Input checks shared by every entry point.
+
+Each check names the problem in its message; nothing is silently coerced.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import scipy.sparse as sp
+
+__all__ = [
+    "ESTIMATES",
+    "check_estimate",
+    "check_non_negative",
+    "check_binary",
+    "check_category_codes",
+    "check_category_table",
+    "check_sample_weight",
+    "check_class_prior",
+    "check_labels",
+    "check_classes",
+    "check_n_draws",
+    "check_level",
+    "sparse_counts_input",
+    "is_sparse_threshold",
+    "binarize_csr",
+]
+
+ESTIMATES = ("mle", "map", "mean", "predictive")
+
+# Categories are stored densely per (class, feature) up to the largest code, so a code is
+# also a table size; beyond this it is almost surely an identifier, not a category code.
+_MAX_CATEGORY_CODE = 2**20 - 1
+
+
+def check_estimate(estimate):
+    """Return ``estimate`` if it is one of :data:`ESTIMATES`, else raise ``ValueError``."""
+    if not isinstance(estimate, str) or estimate not in ESTIMATES:
+        raise ValueError(f"unknown estimate {estimate!r}; expected one of {', '.join(map(repr, ESTIMATES))}")
+    return estimate
+
+
+def _values(X):
+    return X.data if sp.issparse(X) else np.asarray(X)
+
+
+def check_non_negative(X, who):
+    """Raise ``ValueError`` if ``X`` has a negative entry (counts must be >= 0)."""
+    v = _values(X)
+    if v.size and v.min() < 0:
+        raise ValueError(f"Negative values in data passed to {who}: counts must be >= 0 (min {v.min():g})")
+    return X
+
+
+def check_binary(X, who):
+    """Raise ``ValueError`` unless every entry of ``X`` is 0 or 1."""
+    v = _values(X)
+    bad = (v != 0) & (v != 1)
+    if bad.any():
+        raise ValueError(
+            f"{who} with binarize=None needs binary (0/1) data; found value {v[bad][0]!r}. "
+            "Pass a threshold as binarize= to binarise it."
+        )
+    return X
+
+
+def check_category_codes(X, who):
+    """Return ``X`` as int64 category codes; raise unless entries are non-negative integers."""
+    if sp.issparse(X):
+        raise TypeError(f"{who} needs a dense array of category codes, got a sparse matrix")
+    X = np.asarray(X)
+    if X.dtype.kind == "f":
+        if X.size and not np.all(X == np.floor(X)):
+            raise ValueError(f"{who} needs integer category codes; found non-integer value {X[X != np.floor(X)][0]!r}")
+    elif X.dtype.kind not in "iub":
+        raise TypeError(f"{who} needs integer category codes, got dtype {X.dtype}")
+    if X.size and X.min() < 0:
+        raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
+    if X.size and X.dtype.kind == "u" and X.max() > np.iinfo(np.int64).max:
+        raise ValueError(f"{who}: category code {int(X.max())} does not fit in int64")
+    return X.astype(np.int64, copy=False)
+
+
+def check_category_table(n_categories, who):
+    """Refuse category codes that would make the per-(class, feature) table huge at fit time."""
+    if n_categories.size and n_categories.max() > _MAX_CATEGORY_CODE + 1:
+        raise ValueError(
+            f"{who}: category code {int(n_categories.max()) - 1} is too large to fit; codes must "
+            f"be 0 .. K-1 with K <= {_MAX_CATEGORY_CODE + 1} (encode categories with OrdinalEncoder)"
+        )
+    return n_categories
+
+
+def check_sample_weight(sample_weight, n_samples):
+    """Return float64 weights of shape (n_samples,), checking length, finiteness and sign."""
+    if sample_weight is None:
+        return None
+    try:
+        w = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError) as err:
+        raise TypeError(f"sample_weight must be numeric: {err}") from None
+    if w.ndim == 0:
+        w = np.full(n_samples, float(w))
+    if w.shape != (n_samples,):
+        raise ValueError(f"sample_weight has shape {w.shape}, expected ({n_samples},)")
+    if not np.all(np.isfinite(w)):
+        raise ValueError("sample_weight contains NaN or infinity")
+    if np.any(w < 0):
+        raise ValueError("Negative values in sample_weight: weights must be >= 0")
+    if n_samples and not w.any():
+        raise ValueError("sample_weight is zero for every row: no row carries weight")
+    return w
+
+
+def check_class_prior(class_prior, n_classes):
+    """Return ``class_prior`` as float64 of shape (n_classes,), non-negative and summing to one."""
+    p = np.asarray(class_prior, dtype=np.float64)
+    if p.shape != (n_classes,):
+        raise ValueError(f"class_prior has shape {p.shape}; the number of classes is {n_classes}")
+    if not np.all(np.isfinite(p)) or np.any(p < 0):
+        raise ValueError("class_prior must be finite and non-negative")
+    if not np.isclose(p.sum(), 1.0, rtol=0, atol=1e-8):
+        raise ValueError(f"class_prior must sum to one, sums to {p.sum():.10g}")
+    return p
+
+
+def check_labels(y, name="y"):
+    """Raise unless the labels ``y`` are free of missing values and of one orderable kind.
+
+    Class labels are sorted (``classes_``), so a missing label (``None``, ``NaN``) or a
+    mix of strings and numbers in an object array is refused here, naming the first
+    offending position, instead of failing inside ``numpy.unique``.
+    """
+    y = np.asarray(y)
+    if y.dtype.kind == "O":
+        items = y.ravel().tolist()
+        for i, v in enumerate(items):
+            if v is None or (isinstance(v, float) and v != v):
+                raise ValueError(f"{name} contains a missing label ({v!r}) at position {i}")
+        text = [isinstance(v, (str, bytes)) for v in items]
+        if any(text) and not all(text):
+            i = text.index(not text[0])
+            raise TypeError(
+                f"{name} mixes string and non-string labels ({items[0]!r} and {items[i]!r} at "
+                f"position {i}), which cannot be ordered into classes_; convert them to one type"
+            )
+    elif y.dtype.kind in "fc" and np.isnan(y).any():
+        raise ValueError(f"{name} contains NaN at position {int(np.flatnonzero(np.isnan(y))[0])}")
+    return y
+
+
+def check_classes(classes):
+    """``classes`` of ``partial_fit`` as the sorted unique labels (1-d, non-empty, no NaN)."""
+    arr = np.asarray(classes)
+    if arr.ndim != 1:
+        raise ValueError(f"classes must be a 1-d array of class labels, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError("classes is empty: pass every class label on the first call to partial_fit")
+    check_labels(arr, "classes")
+    return np.unique(arr)
+
+
+def check_n_draws(n, name="n_draws"):
+    """Return ``n`` as a positive int."""
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
+        raise ValueError(f"{name} must be a positive integer, got {n!r}")
+    return int(n)
+
+
+def check_level(level):
+    """Return a credible level strictly between 0 and 1."""
+    if not (isinstance(level, (float, int, np.floating)) and 0 < level < 1):
+        raise ValueError(f"level must be in (0, 1), got {level!r}")
+    return float(level)
+
+
+def sparse_counts_input(X):
+    """How the count estimators pass a CSR matrix to ``validate_data`` without copying it.
+
+    scikit-learn's ``validate_data(..., dtype=np.float64)`` converts a sparse matrix with
+    ``astype``: a float64 copy of every value and a copy of the index arrays.
+
+    * Integer or boolean values (``CountVectorizer``'s int64 counts) are kept as they
+      are: every consumer converts them where it reads them, a block of rows at a time
+      (:func:`bayesnb.core.stats.count_stats`, :func:`bayesnb.core.kernels.matmul`), and they are
+      finite, so the NaN/inf pass is skipped.
+    * Other non-float64 values (float32) are converted alone, sharing the index arrays.
+    * Anything else is left to ``validate_data(dtype=np.float64)``.
+
+    Returns
+    -------
+    X : the input, or a CSR matrix sharing its index arrays
+    dtype : None or np.float64, the ``dtype`` argument for ``validate_data``
+    integral : bool, True when the values are integers or booleans
+    """
+    if not (sp.issparse(X) and X.format == "csr"):
+        return X, np.float64, False
+    if X.dtype.kind in "iub":
+        return X, None, True
+    if X.dtype != np.float64 and X.dtype.kind == "f":
+        X = type(X)((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape, copy=False)
+    return X, np.float64, False
+
+
+def binarize_csr(X, threshold, *, overwrite=False):
+    """Values above ``threshold`` become 1, the others are dropped (the CSR form of 0).
+
+    The same result as ``sklearn.preprocessing.binarize`` followed by
+    ``eliminate_zeros()``, without its copy of the whole matrix: the 0/1 values are
+    written into a new boolean values array (or into ``X.data`` itself, as float64, when
+    ``overwrite``) and the index arrays are shared unless some stored values fall to
+    zero.
+
+    Parameters
+    ----------
+    X : CSR matrix of real (or integer) values
+    threshold : float
+        Finite and >= 0 (callers route anything else to scikit-learn's ``binarize``,
+        whose errors then apply).
+    overwrite : bool
+        ``X.data`` (float64) belongs to the caller and may be overwritten.
+    """
+    from bayesnb.core.kernels import row_counts
+
+    data = X.data
+    overwrite = overwrite and data.dtype == np.float64
+    on = np.greater(data, threshold, out=data if overwrite else None)
+    if overwrite:
+        kept = data.all()
+        values = data
+    else:
+        # 0/1 as booleans: a byte per entry instead of eight. Every consumer reads them
+        # as the numbers 0 and 1 (the statistics count them, the products convert a
+        # block of rows at a time; see bayesnb.core.kernels.matmul).
+        kept = on.all()
+        values = on
+    if kept:
+        return type(X)((values, X.indices, X.indptr), shape=X.shape, copy=False)
+    mask = values.astype(bool) if overwrite else on
+    counts = row_counts(mask, X.indptr)
+    indptr = np.concatenate([[0], np.cumsum(counts)]).astype(X.indptr.dtype, copy=False)
+    indices = X.indices[mask]
+    return type(X)((np.ones(indices.size, dtype=values.dtype), indices, indptr), shape=X.shape, copy=False)
+
+
+def is_sparse_threshold(threshold):
+    """Whether ``threshold`` is a finite real >= 0, the thresholds ``binarize_csr`` takes."""
+    return isinstance(threshold, numbers.Real) and bool(np.isfinite(threshold)) and threshold >= 0

@@ -1,0 +1,95 @@
+r"""Dirichlet posterior on the class proportions :math:`\pi`.
+
+With :math:`\pi \sim \mathrm{Dir}(\beta)` and weighted class counts :math:`N_c`, the
+posterior is :math:`\mathrm{Dir}(\beta + N)` and the posterior predictive of the next
+label is :math:`p(y = c \mid D) = (N_c + \beta_c) / (N + \sum_k \beta_k)`, the posterior
+mean. (It does not factor over classes: the Dirichlet lives on the simplex.)
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+import numpy as np
+
+from bayesnb.core.families import _dirichlet
+from bayesnb.core.families._rows import generator
+from bayesnb.core.priors import Dirichlet
+
+__all__ = ["posterior", "point_log", "log_evidence", "sample_log", "sample_labels"]
+
+
+def posterior(prior, class_count):
+    """Conjugate update :math:`\\mathrm{Dir}(\\beta + N)`.
+
+    Parameters
+    ----------
+    prior : Dirichlet
+        Concentration of shape (n_classes,).
+    class_count : ndarray of shape (n_classes,)
+
+    Returns
+    -------
+    Dirichlet
+    """
+    return Dirichlet(np.asarray(prior.concentration) + np.asarray(class_count))
+
+
+def point_log(prior, class_count, kind):
+    r"""Log class proportions for one estimate.
+
+    Parameters
+    ----------
+    prior : Dirichlet
+    class_count : ndarray of shape (n_classes,)
+    kind : {"mle", "map", "mean", "predictive"}
+        ``"mle"``: :math:`N_c / N`; ``"map"``:
+        :math:`(N_c + \beta_c - 1) / (N + \sum\beta - C)` (requires every
+        :math:`\beta_c + N_c \ge 1`); ``"mean"`` and ``"predictive"`` (equal here):
+        :math:`(N_c + \beta_c) / (N + \sum\beta)`.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+    """
+    if kind == "mle":
+        return np.asarray(_dirichlet.mle_log(class_count))
+    post = posterior(prior, class_count).concentration
+    if kind == "map":
+        return np.asarray(_dirichlet.mode_log(post))
+    if kind in ("mean", "predictive"):
+        return np.asarray(_dirichlet.mean_log(post))
+    raise ValueError(f"unknown estimate {kind!r}")
+
+
+def log_evidence(prior, class_count):
+    r""":math:`\log p(y_{1:n}) = \log B(\beta + N) - \log B(\beta)` for the label sequence."""
+    return float(_dirichlet.log_evidence(prior.concentration, class_count))
+
+
+def sample_log(key, post, n):
+    """``n`` iid draws of :math:`\\log\\pi` from the posterior, shape (n, n_classes)."""
+    return jnp.asarray(_dirichlet.sample_log(key, post.concentration, n))
+
+
+def sample_labels(key, log_probs, n):
+    r"""``n`` class indices, :math:`y_i \sim \mathrm{Cat}(\pi)` (or :math:`\mathrm{Cat}(\pi_i)`).
+
+    Drawn by inversion of the cumulative proportions with numpy's generator seeded from
+    ``key`` (see :mod:`bayesnb.core.families._rows`).
+
+    Parameters
+    ----------
+    key : jax.random key
+    log_probs : array of shape (n_classes,) or (n, n_classes)
+        :math:`\log\pi`, one vector for every row or one per row (``-inf`` for a
+        class of probability zero, which is never drawn).
+    n : int
+
+    Returns
+    -------
+    int64 ndarray of shape (n,)
+    """
+    probs = np.broadcast_to(np.exp(np.asarray(log_probs, dtype=np.float64)), (int(n), np.shape(log_probs)[-1]))
+    cdf = np.cumsum(probs, axis=-1)
+    u = generator(key).random(int(n)) * cdf[:, -1]
+    return (cdf <= u[:, None]).sum(axis=-1).astype(np.int64)

@@ -1,0 +1,250 @@
+r"""Dirichlet math shared by every discrete family and by the class proportions.
+
+Each function works over the *last* axis of ``concentration`` (the simplex) and
+broadcasts over the leading batch axes, e.g. ``(n_classes, n_features)`` cells of a
+Dirichlet over a feature's categories, ``(n_classes,)`` Dirichlets over the vocabulary,
+or a Beta written as a Dirichlet over two outcomes. An optional boolean ``mask`` marks
+the valid simplex coordinates of padded (ragged) simplices; masked-out coordinates carry
+no mass.
+
+Everything here is pure JAX run in float64 (see :mod:`bayesnb.core._x64`).
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.special import logsumexp
+
+from bayesnb.core._special import log_rising_factorial
+from bayesnb.core._x64 import x64
+
+__all__ = [
+    "log_evidence",
+    "log_evidence_cells",
+    "pooled_log_bayes_factor",
+    "mean_log",
+    "mode_log",
+    "mle_log",
+    "sample_log",
+]
+
+
+def _masked(a, mask, fill):
+    return a if mask is None else jnp.where(mask, a, fill)
+
+
+@x64
+@jax.jit
+def log_evidence_cells(prior_concentration, counts, mask=None):
+    r"""Log marginal likelihood of each batch cell (one Dirichlet each), not summed.
+
+    .. math::
+
+        \log p(D_{\text{cell}}) = \log B(a + T) - \log B(a)
+            = \sum_k \log\frac{\Gamma(a_k + T_k)}{\Gamma(a_k)}
+              - \log\frac{\Gamma(A + N)}{\Gamma(A)},
+
+    written with log rising factorials, which keep full precision when
+    :math:`A = \sum_k a_k` is large. This is the one implementation of the Dirichlet
+    evidence: :func:`log_evidence` sums it, the per-feature Bayes factors
+    (:func:`pooled_log_bayes_factor`) and the empirical-Bayes optimiser
+    (:mod:`bayesnb.core.empirical_bayes`, which differentiates it) use it.
+
+    Parameters
+    ----------
+    prior_concentration : array of shape (..., K)
+    counts : array of shape (..., K)
+        Weighted counts :math:`T` (any non-negative reals).
+    mask : bool array broadcastable to (..., K), optional
+
+    Returns
+    -------
+    float64 jax.Array of the broadcast batch shape ``(...)``, differentiable in
+    ``prior_concentration``.
+    """
+    a = _masked(jnp.asarray(prior_concentration, dtype=jnp.float64), mask, 1.0)
+    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
+    a, t = jnp.broadcast_arrays(a, t)
+    valid = 1.0 if mask is None else jnp.broadcast_to(mask, a.shape)
+    per_coord = jnp.sum(log_rising_factorial(a, t), axis=-1)
+    return per_coord - log_rising_factorial(jnp.sum(a * valid, axis=-1), jnp.sum(t, axis=-1))
+
+
+@x64
+@jax.jit
+def log_evidence(prior_concentration, counts, mask=None):
+    r"""Log marginal likelihood of the observation sequence behind a conjugate update.
+
+    For a sequence of categorical draws with counts :math:`T` under a
+    :math:`\mathrm{Dir}(a)` prior,
+
+    .. math::
+
+        \log p(D) = \log B(a + T) - \log B(a)
+                  = \sum_k \log\frac{\Gamma(a_k + T_k)}{\Gamma(a_k)}
+                    - \log\frac{\Gamma(A + N)}{\Gamma(A)},
+
+    summed over every batch cell (:func:`log_evidence_cells`).
+
+    Parameters
+    ----------
+    prior_concentration : array of shape (..., K)
+    counts : array of shape (..., K)
+        Weighted counts :math:`T` (any non-negative reals).
+    mask : bool array broadcastable to (..., K), optional
+
+    Returns
+    -------
+    float64 scalar (jax.Array), differentiable in ``prior_concentration``.
+    """
+    return jnp.sum(log_evidence_cells(prior_concentration, counts, mask))
+
+
+def pooled_log_bayes_factor(concentration, counts, mask=None):
+    r"""Per-feature log Bayes factor: one Dirichlet per class against one shared by the classes.
+
+    For every feature :math:`j` (axis 1), model :math:`M_1` gives each class its own
+    :math:`\theta_{cj} \sim \mathrm{Dir}(a_j)` and model :math:`M_0` one
+    :math:`\theta_j \sim \mathrm{Dir}(a_j)` shared by all classes (the feature's
+    distribution does not depend on the class):
+
+    .. math::
+
+        \log \mathrm{BF}_j = \sum_c \big[\log B(a_j + T_{cj}) - \log B(a_j)\big]
+            - \big[\log B(a_j + \textstyle\sum_c T_{cj}) - \log B(a_j)\big].
+
+    Parameters
+    ----------
+    concentration : array of shape (n_classes, n_features, K)
+        Prior concentrations; every class must carry the same ones (``M_0`` needs one
+        prior per feature).
+    counts : array of shape (n_classes, n_features, K)
+    mask : bool array broadcastable to (n_features, K), optional
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+
+    Raises
+    ------
+    ValueError
+        If the prior differs between classes.
+    """
+    a = np.asarray(concentration, dtype=np.float64)
+    t = np.asarray(counts, dtype=np.float64)
+    a = np.broadcast_to(a, np.broadcast_shapes(a.shape, t.shape))
+    if not np.array_equal(a, np.broadcast_to(a[:1], a.shape)):
+        raise ValueError(
+            "the relevance Bayes factor compares class-specific parameters with one "
+            "parameter shared by all classes, which needs one prior per feature shared by "
+            "the classes; this prior differs between classes (e.g. alpha of shape "
+            "(n_classes, n_features) or alpha_scope='class')"
+        )
+    separate = np.asarray(log_evidence_cells(a, t, mask)).sum(axis=0)
+    shared = np.asarray(log_evidence_cells(a[0], t.sum(axis=0), mask))
+    return separate - shared
+
+
+def _log_share(t, mask):
+    r"""Accurate :math:`\log(t_k / \sum_i t_i)` over the last axis (``-inf`` where masked).
+
+    ``log t_k - log Σt`` rounds each term at the scale of ``log Σt``; for a share close to
+    one (e.g. :math:`1 - \theta` of a rare binary feature) the result is tiny and that
+    rounding is all relative error, which then adds up over many features. Shares above
+    one half are computed as ``log1p(-rest / Σt)`` instead, with ``rest`` the other
+    coordinate itself for a two-outcome simplex (a Beta), and ``Σt - t_k`` otherwise.
+    """
+    t = _masked(t, mask, 0.0)
+    total = jnp.sum(t, axis=-1, keepdims=True)
+    rest = t[..., ::-1] if t.shape[-1] == 2 else total - t
+    safe_total = jnp.where(total > 0, total, 1.0)
+    direct = jnp.log(t) - jnp.log(safe_total)
+    complement = jnp.log1p(-rest / safe_total)
+    return jnp.where(t > rest, complement, direct)
+
+
+@x64
+@jax.jit
+def mean_log(concentration, mask=None):
+    r"""Log posterior mean :math:`\log(a_k / \sum_k a_k)` (masked coordinates get ``-inf``)."""
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    return _masked(_log_share(a, mask), mask, -jnp.inf)
+
+
+@x64
+@jax.jit
+def mle_log(counts, mask=None):
+    r"""Log maximum-likelihood probabilities :math:`\log T_k - \log \sum_k T_k`.
+
+    Cells with no observations at all have no maximum-likelihood estimate (0/0); they get
+    the uniform distribution over their valid coordinates, which is the limit of the
+    posterior mean under :math:`\mathrm{Dir}(\epsilon)` as :math:`\epsilon \to 0`, so the
+    MLE is that limit everywhere. Zero counts in an observed cell give ``-inf``.
+    """
+    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
+    total = jnp.sum(t, axis=-1, keepdims=True)
+    k = jnp.sum(jnp.ones_like(t) if mask is None else jnp.broadcast_to(mask, t.shape), axis=-1, keepdims=True)
+    out = jnp.where(total > 0, _log_share(t, mask), -jnp.log(k))
+    return _masked(out, mask, -jnp.inf)
+
+
+def mode_log(concentration, mask=None):
+    r"""Log posterior mode :math:`\log(a_k - 1) - \log \sum_k (a_k - 1)`.
+
+    The mode exists in the interior or on a face of the simplex only when every
+    concentration is at least 1; a concentration below 1 makes the density unbounded at
+    the boundary, so there is no maximum and a :class:`ValueError` says so. Concentrations
+    equal to 1 put that coordinate at zero probability (``-inf``). A cell whose
+    concentrations are all exactly 1 is flat, so every point is a mode; it gets the
+    uniform distribution (the limit of the modes of :math:`\mathrm{Dir}(1 + \epsilon)`).
+
+    Raises
+    ------
+    ValueError
+        If any valid concentration is below 1.
+    """
+    a = np.asarray(concentration, dtype=np.float64)
+    valid = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
+    below = valid & (a < 1.0)
+    if below.any():
+        where = tuple(int(i) for i in np.argwhere(below)[0])
+        raise ValueError(
+            "estimate='map' is undefined here: a posterior concentration is "
+            f"{a[where]:.4g} < 1 (at index {where}), so the Dirichlet/Beta density is "
+            "unbounded at the boundary of the simplex and has no mode. Use prior "
+            "concentrations >= 1 (alpha >= 1, class_alpha >= 1) or estimate='mean' / "
+            "'predictive'."
+        )
+    return mle_log(a - 1.0, mask)
+
+
+@x64
+@partial(jax.jit, static_argnames="n")
+def sample_log(key, concentration, n, mask=None):
+    r"""Exact iid draws from :math:`\mathrm{Dir}(a)`, returned as log probabilities.
+
+    Sampled in log space (normalised log-Gamma variates) so that small concentrations
+    do not underflow to exact zeros.
+
+    Parameters
+    ----------
+    key : jax.random key
+    concentration : array of shape (..., K)
+    n : int
+        Number of draws.
+    mask : bool array broadcastable to (..., K), optional
+
+    Returns
+    -------
+    array of shape (n, ..., K)
+        Log probabilities; masked coordinates are ``-inf``.
+    """
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    a = _masked(a, mask, 1.0)
+    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
+    g = _masked(g, mask, -jnp.inf)
+    return g - logsumexp(g, axis=-1, keepdims=True)

@@ -1,0 +1,91 @@
+r"""What the families with Gamma-distributed rates share (Poisson, exponential).
+
+Both keep a rate :math:`\lambda_{cj}` per (class, feature) with a
+:math:`\mathrm{Gamma}(\alpha, \beta)` prior (shape, *rate*; numpyro's
+``Gamma(concentration, rate)``) and a Gamma posterior :math:`\mathrm{Gamma}(a, b)`; they
+differ in the likelihood and so in which statistic updates which field. The prior's
+validation, the posterior mode and mean of :math:`\log\lambda` and exact draws of
+:math:`\log\lambda` live here once.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from bayesnb.core._x64 import x64
+from bayesnb.core.priors import Gamma, positive_array
+
+__all__ = ["make_prior", "log_mode", "log_mean", "sample_log_rate"]
+
+
+def make_prior(concentration, rate, shape, names=("concentration", "rate")):
+    """Validated Gamma prior broadcast to ``shape``.
+
+    Parameters
+    ----------
+    concentration, rate : float or array_like
+        Gamma shape :math:`\\alpha > 0` and rate :math:`\\beta > 0`, finite, each
+        broadcastable to ``shape``.
+    shape : tuple of int
+        ``(n_classes, n_features)``.
+    names : pair of str
+        Names used in error messages (the estimators pass ``("alpha", "beta")``).
+
+    Returns
+    -------
+    Gamma
+        Arrays of shape ``shape``.
+
+    Raises
+    ------
+    TypeError
+        If a value is not numeric.
+    ValueError
+        If a value is non-finite, not positive, or of a shape that does not broadcast.
+    """
+    return Gamma(
+        positive_array(concentration, f"{names[0]} (Gamma concentration)", shape),
+        positive_array(rate, f"{names[1]} (Gamma rate)", shape),
+    )
+
+
+def log_mode(dist):
+    r""":math:`\log((a - 1) / b)`, the log of the posterior mode of each rate.
+
+    Raises
+    ------
+    ValueError
+        Where a shape :math:`a < 1`: the density is then unbounded at 0 and has no mode.
+    """
+    a = np.asarray(dist.concentration, dtype=np.float64)
+    b = np.asarray(dist.rate, dtype=np.float64)
+    below = a < 1.0
+    if below.any():
+        where = tuple(int(i) for i in np.argwhere(below)[0])
+        raise ValueError(
+            "estimate='map' is undefined here: a posterior Gamma shape is "
+            f"{a[where]:.4g} < 1 (at class/feature index {where}), so the posterior "
+            "density of that rate is unbounded at 0 and has no mode. Use a prior "
+            "concentration alpha >= 1, or estimate='mean' / 'predictive'."
+        )
+    with np.errstate(divide="ignore"):
+        return np.log(a - 1.0) - np.log(b)
+
+
+def log_mean(dist):
+    r""":math:`\log(a / b)`, the log of the mean of each rate."""
+    return np.log(np.asarray(dist.concentration, dtype=np.float64)) - np.log(np.asarray(dist.rate, dtype=np.float64))
+
+
+@x64
+def sample_log_rate(key, dist, n):
+    r"""``n`` iid draws of :math:`\log\lambda`, shape (n,) + the shape of ``dist``.
+
+    :math:`\log\lambda = \log G - \log b` with :math:`G \sim \mathrm{Gamma}(a, 1)` drawn
+    in log space (``jax.random.loggamma``, float64), so small shapes do not underflow.
+    """
+    a = jnp.asarray(dist.concentration, dtype=jnp.float64)
+    b = jnp.asarray(dist.rate, dtype=jnp.float64)
+    return jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64) - jnp.log(b)

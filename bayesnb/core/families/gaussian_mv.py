@@ -1,0 +1,1075 @@
+r"""Multivariate Gaussian family: per-class ("full") or one shared covariance, NIW prior.
+
+Class-conditional model :math:`x \mid y=c \sim \mathcal N(\mu_c, \Sigma_c)` with either a
+covariance per class (quadratic decision boundaries, QDA) or one covariance
+:math:`\Sigma_c = \Sigma` for every class (linear boundaries, LDA). The prior is the
+Normal-Inverse-Wishart :math:`\mathrm{NIW}(m_0, \kappa_0, \nu_0, \Psi_0)`:
+
+.. math::
+
+    \Sigma \sim \mathcal W^{-1}(\Psi_0, \nu_0), \qquad
+    \mu \mid \Sigma \sim \mathcal N(m_0, \Sigma / \kappa_0).
+
+Which of the two models a prior or posterior describes is read from its shape: a
+:class:`~bayesnb.core.priors.NormalInverseWishart` whose ``scale`` has shape
+(n_classes, F, F) is per class ("full"); one whose ``scale`` has shape (F, F) (and a
+scalar ``df``) is shared, with one :math:`\mu_c \mid \Sigma \sim \mathcal N(m_{0c},
+\Sigma/\kappa_{0c})` per class. Likewise a :class:`GaussianParams` holds one shared
+covariance when ``scale_tril.ndim == loc.ndim`` ((F, F) next to (C, F)).
+
+With weighted statistics :math:`N_c, \bar x_c, S_c` (:class:`bayesnb.core.stats.ScatterStats`),
+write :math:`\kappa_{nc} = \kappa_{0c} + N_c`,
+:math:`m_{nc} = (\kappa_{0c} m_{0c} + N_c \bar x_c)/\kappa_{nc}` and
+
+.. math::
+
+    B_c = S_c + \frac{\kappa_{0c} N_c}{\kappa_{nc}} (\bar x_c - m_{0c})(\bar x_c - m_{0c})^\top.
+
+*Full*: :math:`\nu_{nc} = \nu_{0c} + N_c`, :math:`\Psi_{nc} = \Psi_{0c} + B_c`.
+*Shared*: :math:`\nu_n = \nu_0 + \sum_c N_c`, :math:`\Psi_n = \Psi_0 + \sum_c B_c`, and
+:math:`\mu_c \mid \Sigma, D \sim \mathcal N(m_{nc}, \Sigma/\kappa_{nc})` independently.
+
+In both cases the exact posterior predictive of a new row of class :math:`c` is the
+multivariate Student-t with :math:`d = \nu_n - F + 1` degrees of freedom, location
+:math:`m_{nc}` and shape matrix :math:`\Psi_n (\kappa_{nc} + 1) / (\kappa_{nc}\, d)`.
+
+All linear algebra goes through Cholesky factors (``jax.scipy.linalg``): log
+determinants are sums of log diagonals, quadratic forms are squared norms of triangular
+solves; no matrix is inverted (the precision matrices that :func:`quadratic_form`
+returns are its output, formed by Cholesky solves). Everything runs in float64
+(:mod:`bayesnb.core._x64`).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from jax.scipy.linalg import cho_solve, solve_triangular
+
+from bayesnb.core._special import log_rising_factorial
+from bayesnb.core._x64 import x64
+from bayesnb.core.families import _mask, _rows
+from bayesnb.core.families.protocol import Family, register
+from bayesnb.core.priors import NormalInverseWishart, real_array
+from bayesnb.core.stats import dense_mask, scatter_stats
+
+__all__ = [
+    "family",
+    "GaussianParams",
+    "is_shared",
+    "default_prior",
+    "check_prior",
+    "posterior",
+    "point",
+    "log_likelihood",
+    "log_predictive",
+    "log_evidence",
+    "sample",
+    "simulate",
+    "covariance",
+    "diagonal_params",
+    "quadratic_form",
+    "linear_form",
+]
+
+# Rows are processed in blocks so that the (n_classes, rows, n_features) arrays of
+# centred and whitened rows stay below about this many float64 entries (2 MiB each, in
+# cache): measured on a 2-core CPU with 5 classes x 20 features, 2^18 entries per block
+# ran 4x faster than 2^20 and 20x faster than 2^22.
+_BLOCK_ENTRIES = 1 << 18
+
+# A covariance whose smallest eigenvalue is at most ``F * eps`` times its largest is
+# numerically singular: numpy.linalg.matrix_rank's default criterion.
+_EPS = np.finfo(np.float64).eps
+
+# Weakly-informative default prior (Fraley & Raftery 2007; mclust's ``defaultPrior``).
+_DEFAULT_KAPPA = 0.01
+_DEFAULT_FLOOR = 1e-9
+
+
+class GaussianParams(NamedTuple):
+    """Plug-in (or sampled) parameters of the class-conditional Gaussians.
+
+    Attributes
+    ----------
+    loc : ndarray of shape (..., n_classes, n_features)
+        Class means :math:`\\mu_c`.
+    scale_tril : ndarray of shape (..., n_classes, n_features, n_features) or (..., n_features, n_features)
+        Lower Cholesky factor :math:`L` of the covariance, :math:`\\Sigma = L L^\\top`
+        (numpyro's name); one per class ("full") or one shared by every class.
+    """
+
+    loc: np.ndarray
+    scale_tril: np.ndarray
+
+
+def is_shared(niw):
+    """True when the NIW prior/posterior ``niw`` has one covariance shared by every class."""
+    return np.ndim(niw.scale) == 2
+
+
+def _params_shared(params):
+    return np.ndim(params.scale_tril) == np.ndim(params.loc)
+
+
+# ----------------------------------------------------------------------------- priors
+
+
+def _pooled_moments(stats):
+    """Weighted overall mean and biased variances of the rows behind ``stats``."""
+    n_c = np.asarray(stats.class_count, dtype=np.float64)
+    means = np.asarray(stats.mean, dtype=np.float64)
+    n = n_c.sum()
+    if n <= 0:
+        raise ValueError("the default prior is scaled to the data, and no row carries weight")
+    mean = (n_c[:, None] * means).sum(axis=0) / n
+    between = (n_c[:, None] * (means - mean) ** 2).sum(axis=0)
+    within = np.einsum("cjj->j", np.asarray(stats.scatter, dtype=np.float64))
+    return mean, (within + between) / n
+
+
+def default_prior(stats, shared):
+    r"""Weakly-informative NIW prior scaled to the pooled data (empirical Bayes).
+
+    Follows Fraley & Raftery (2007), the default prior of mclust, with a diagonal scale:
+
+    .. math::
+
+        m_0 = \bar x, \quad \kappa_0 = 0.01, \quad \nu_0 = F + 2, \quad
+        \Psi_0 = \mathrm{diag}\big(v / C^{2/F} + 10^{-9} \max_j v_j\big)
+
+    where :math:`\bar x` and :math:`v` are the weighted mean and (biased) variance of each
+    feature over all rows of all classes, and :math:`C` the number of classes. With
+    :math:`\nu_0 = F + 2` (the smallest integer degrees of freedom for which
+    :math:`E[\Sigma]` exists) the prior mean of each covariance is
+    :math:`\Psi_0 / (\nu_0 - F - 1) = \Psi_0`: the overall variance shrunk to the volume
+    of one of :math:`C` classes, with no prior correlation. The tiny floor keeps
+    :math:`\Psi_0` positive definite when a feature is constant (scale 1 if every
+    feature is). :math:`\kappa_0 = 0.01` lets the class means follow the data.
+
+    The prior is a function of the pooled statistics alone, so ``fit``, chained
+    ``partial_fit`` and merged shards all give the same prior; but because it is chosen
+    from the data, the log evidence under it is an empirical-Bayes quantity (the
+    chain rule of predictives holds only for a prior fixed before seeing the data).
+
+    Parameters
+    ----------
+    stats : ScatterStats
+    shared : bool
+        One covariance for every class (scale of shape (F, F), scalar df) or one per
+        class (scale of shape (C, F, F), df of shape (C,)).
+
+    Returns
+    -------
+    NormalInverseWishart
+    """
+    n_classes, n_features = np.shape(stats.mean)
+    mean, var = _pooled_moments(stats)
+    top = var.max(initial=0.0)
+    diag = var / n_classes ** (2.0 / n_features) + _DEFAULT_FLOOR * (top if top > 0 else 1.0)
+    scale = np.diag(diag)
+    df = float(n_features + 2)
+    loc = np.broadcast_to(mean, (n_classes, n_features)).copy()
+    kappa = np.full(n_classes, _DEFAULT_KAPPA)
+    if shared:
+        return NormalInverseWishart(loc, kappa, np.asarray(df), scale)
+    return NormalInverseWishart(
+        loc, kappa, np.full(n_classes, df), np.broadcast_to(scale, (n_classes, n_features, n_features)).copy()
+    )
+
+
+def _as_float_array(value, name):
+    return real_array(value, f"prior.{name}")
+
+
+def _broadcast(arr, shape, name, what):
+    try:
+        return np.broadcast_to(arr, shape).copy()
+    except ValueError:
+        raise ValueError(f"prior.{name} has shape {arr.shape}, which does not broadcast to {shape} ({what})") from None
+
+
+def _check_positive_definite(scale, name, label):
+    """Raise unless every (F, F) matrix in ``scale`` is symmetric and positive definite."""
+    mats = scale.reshape((-1,) + scale.shape[-2:])
+    for c, m in enumerate(mats):
+        where = f" of {label} {c}" if scale.ndim == 3 else ""
+        top = np.abs(m).max(initial=0.0)
+        if np.abs(m - m.T).max(initial=0.0) > 1e-10 * top:
+            raise ValueError(f"{name}{where} is not symmetric")
+        eig = np.linalg.eigvalsh(m)
+        if eig[-1] <= 0 or eig[0] <= m.shape[0] * _EPS * eig[-1]:
+            raise ValueError(
+                f"{name}{where} is not positive definite (eigenvalues from {eig[0]:.3g} to {eig[-1]:.3g})"
+            )
+
+
+def check_prior(prior, n_classes, n_features, shared):
+    r"""Validate an NIW prior and broadcast it to the canonical shapes.
+
+    Parameters
+    ----------
+    prior : NormalInverseWishart
+        ``loc`` broadcastable to (C, F); ``kappa`` (> 0) broadcastable to (C,); ``df``
+        a scalar (> F - 1), or for per-class covariances broadcastable to (C,);
+        ``scale`` symmetric positive definite, (F, F) (shared, or the same for every
+        class) or (C, F, F) (per class, "full" only).
+    n_classes, n_features : int
+    shared : bool
+
+    Returns
+    -------
+    NormalInverseWishart
+        ``loc`` (C, F), ``kappa`` (C,), and ``df`` () with ``scale`` (F, F) when
+        ``shared``, else ``df`` (C,) with ``scale`` (C, F, F). The scale is symmetrised
+        (round-off asymmetry up to 1e-10 of its largest entry is accepted).
+
+    Raises
+    ------
+    TypeError
+        ``prior`` is not a NormalInverseWishart, or a field is not numeric.
+    ValueError
+        A field has the wrong shape, is not finite, or is out of range.
+    """
+    if not isinstance(prior, NormalInverseWishart):
+        raise TypeError(
+            f"prior must be a bayesnb.core.priors.NormalInverseWishart or None, got {type(prior).__name__}"
+        )
+    C, F = n_classes, n_features
+    loc = _broadcast(_as_float_array(prior.loc, "loc"), (C, F), "loc", "n_classes, n_features")
+    kappa = _broadcast(_as_float_array(prior.kappa, "kappa"), (C,), "kappa", "n_classes")
+    if np.any(kappa <= 0):
+        raise ValueError(f"prior.kappa must be > 0, got min {kappa.min():g}")
+    df = _as_float_array(prior.df, "df")
+    scale = _as_float_array(prior.scale, "scale")
+    if shared:
+        if df.size != 1:
+            raise ValueError(
+                f"prior.df has shape {df.shape}; covariance='shared' has one inverse-Wishart, so df must be a scalar"
+            )
+        df = df.reshape(())
+        if scale.shape != (F, F):
+            raise ValueError(
+                f"prior.scale has shape {scale.shape}; covariance='shared' needs one ({F}, {F}) matrix"
+            )
+    else:
+        df = _broadcast(df, (C,), "df", "n_classes")
+        if scale.shape not in ((F, F), (C, F, F)):
+            raise ValueError(f"prior.scale has shape {scale.shape}; expected ({F}, {F}) or ({C}, {F}, {F})")
+        scale = np.broadcast_to(scale, (C, F, F)).copy()
+    if np.any(df <= F - 1):
+        raise ValueError(f"prior.df must be > n_features - 1 = {F - 1}, got min {df.min():g}")
+    _check_positive_definite(scale, "prior.scale", "class")
+    scale = 0.5 * (scale + np.swapaxes(scale, -1, -2))
+    return NormalInverseWishart(loc, kappa, df, scale)
+
+
+# ----------------------------------------------------------------------------- posterior
+
+
+def _class_scatter(prior, stats):
+    """:math:`\\kappa_n`, :math:`m_n` and :math:`B_c` (scatter plus prior-mean term) per class."""
+    n = np.asarray(stats.class_count, dtype=np.float64)
+    xbar = np.asarray(stats.mean, dtype=np.float64)
+    k0 = np.asarray(prior.kappa, dtype=np.float64)
+    m0 = np.asarray(prior.loc, dtype=np.float64)
+    kn = k0 + n
+    mn = (k0[:, None] * m0 + n[:, None] * xbar) / kn[:, None]
+    d = xbar - m0
+    b = np.asarray(stats.scatter, dtype=np.float64) + (k0 * n / kn)[:, None, None] * (d[:, :, None] * d[:, None, :])
+    return kn, mn, b
+
+
+def posterior(prior, stats):
+    r"""Conjugate NIW update, per class or shared (read from the prior's shape).
+
+    Parameters
+    ----------
+    prior : NormalInverseWishart
+        Canonical shapes (see :func:`check_prior`).
+    stats : ScatterStats
+
+    Returns
+    -------
+    NormalInverseWishart
+        ``loc`` :math:`m_n` (C, F), ``kappa`` :math:`\kappa_n` (C,), ``df``
+        :math:`\nu_n` and ``scale`` :math:`\Psi_n` ((C,) and (C, F, F) per class, () and
+        (F, F) shared).
+    """
+    kn, mn, b = _class_scatter(prior, stats)
+    n = np.asarray(stats.class_count, dtype=np.float64)
+    if is_shared(prior):
+        df = np.asarray(prior.df, dtype=np.float64) + n.sum()
+        scale = np.asarray(prior.scale, dtype=np.float64) + b.sum(axis=0)
+    else:
+        df = np.asarray(prior.df, dtype=np.float64) + n
+        scale = np.asarray(prior.scale, dtype=np.float64) + b
+    return NormalInverseWishart(mn, kn, df, scale)
+
+
+@x64
+def _cholesky(a):
+    return np.asarray(jnp.linalg.cholesky(jnp.asarray(a, dtype=jnp.float64)))
+
+
+def _check_nonsingular(cov, what):
+    mats = cov.reshape((-1,) + cov.shape[-2:])
+    for c, m in enumerate(mats):
+        eig = np.linalg.eigvalsh(m)
+        if eig[-1] <= 0 or eig[0] <= m.shape[0] * _EPS * eig[-1]:
+            where = f" of class index {c}" if cov.ndim == 3 else " (shared by all classes)"
+            raise ValueError(
+                f"estimate='mle' is undefined: the maximum-likelihood covariance{where} is singular "
+                f"(eigenvalues from {eig[0]:.3g} to {eig[-1]:.3g}; {what}). This happens with fewer "
+                "rows than features or with constant / collinear features. Use estimate='map', "
+                "'mean' or 'predictive', where the inverse-Wishart prior regularises the covariance."
+            )
+
+
+def point(prior, stats, kind):
+    r"""Point estimate of the means and covariances.
+
+    ``"mle"``
+        :math:`\mu_c = \bar x_c`; full :math:`\Sigma_c = S_c / N_c`, shared
+        :math:`\Sigma = \sum_c S_c / \sum_c N_c` (the biased maximum-likelihood
+        estimates, not the :math:`n - 1` versions). Undefined (``ValueError``) for a
+        class without rows or a singular covariance.
+    ``"map"``
+        The joint mode of the NIW posterior in :math:`(\mu, \Sigma)`:
+        :math:`\mu_c = m_{nc}`; full :math:`\Sigma_c = \Psi_{nc} / (\nu_{nc} + F + 2)`;
+        shared :math:`\Sigma = \Psi_n / (\nu_n + F + 1 + C)` (the shared density carries
+        one factor :math:`|\Sigma|^{-1/2}` per class mean). Not the mode of the marginal
+        of :math:`\Sigma`, which is :math:`\Psi_n / (\nu_n + F + 1)`.
+    ``"mean"``
+        Posterior means :math:`\mu_c = m_{nc}`,
+        :math:`E[\Sigma] = \Psi_n / (\nu_n - F - 1)`; requires :math:`\nu_n > F + 1`.
+
+    Parameters
+    ----------
+    prior : NormalInverseWishart
+    stats : ScatterStats
+    kind : {"mle", "map", "mean"}
+
+    Returns
+    -------
+    GaussianParams
+        ``loc`` (C, F); ``scale_tril`` (C, F, F), or (F, F) when shared.
+    """
+    shared = is_shared(prior)
+    n_classes, n_features = np.shape(stats.mean)
+    if kind == "mle":
+        n = np.asarray(stats.class_count, dtype=np.float64)
+        empty = np.flatnonzero(n <= 0)
+        if empty.size:
+            raise ValueError(
+                f"estimate='mle' is undefined: class index {int(empty[0])} has no training rows, so its "
+                "mean and covariance have no maximum-likelihood estimate. Use estimate='map', 'mean' "
+                "or 'predictive'."
+            )
+        scatter = np.asarray(stats.scatter, dtype=np.float64)
+        if shared:
+            cov = scatter.sum(axis=0) / n.sum()
+            what = f"{n.sum():g} weighted rows in all, {n_features} features"
+        else:
+            cov = scatter / n[:, None, None]
+            what = "weighted rows per class " + ", ".join(f"{v:g}" for v in n) + f"; {n_features} features"
+        _check_nonsingular(cov, what)
+        return GaussianParams(np.asarray(stats.mean, dtype=np.float64).copy(), _cholesky(cov))
+    post = posterior(prior, stats)
+    df = np.asarray(post.df, dtype=np.float64)
+    scale = np.asarray(post.scale, dtype=np.float64)
+    if kind == "map":
+        denom = df + n_features + (1 + n_classes if shared else 2)
+    elif kind == "mean":
+        if np.any(df <= n_features + 1):
+            raise ValueError(
+                f"estimate='mean' is undefined: the posterior mean of the covariance needs df > n_features + 1 "
+                f"= {n_features + 1}, but the posterior df is {df.min():g}. Use a prior with larger df, more "
+                "data, or estimate='map' / 'predictive'."
+            )
+        denom = df - n_features - 1
+    else:
+        raise ValueError(f"unknown point estimate {kind!r}")
+    cov = scale / np.reshape(denom, np.shape(denom) + (1, 1))
+    return GaussianParams(np.asarray(post.loc, dtype=np.float64).copy(), _cholesky(cov))
+
+
+# ----------------------------------------------------------------------------- densities
+
+
+def _row_block(n, n_classes, n_features):
+    """Rows per call: a power of two (few distinct compiled shapes), within the memory cap."""
+    cap = max(8, _BLOCK_ENTRIES // max(1, n_classes * n_features))
+    cap = 1 << (cap.bit_length() - 1)
+    return min(cap, max(8, 1 << max(0, (n - 1).bit_length())))
+
+
+def _whiten(tril, rows):
+    r""":math:`L^{-1} r` for every row ``r`` of ``rows`` (..., m, F).
+
+    :math:`L^{-1}` is formed once per factor (a triangular solve against the identity,
+    F x F) and applied to the rows as one matrix product, :math:`Z = R L^{-\top}`: on
+    CPU, XLA's matrix product runs many times faster than its row-by-row triangular
+    solve, and the inverse of a triangular factor is as accurate as the solve (both are
+    backward stable; the error of either is bounded by the condition number of ``L``).
+    """
+    eye = jnp.broadcast_to(jnp.eye(tril.shape[-1], dtype=tril.dtype), tril.shape)
+    inv = jax.lax.linalg.triangular_solve(tril, eye, left_side=True, lower=True)
+    return jnp.matmul(rows, jnp.swapaxes(inv, -1, -2))
+
+
+@jax.jit
+def _mahalanobis_kernel(tril, loc, X, centre):
+    if tril.ndim == 2:
+        # One covariance: whiten the rows once and the means once, then subtract. Both
+        # are centred at a point among the means first, so the subtraction cancels only
+        # as much as the data's spread around the classes, not their offset from 0.
+        z = _whiten(tril, X - centre)[:, None, :] - _whiten(tril, loc - centre)[None, :, :]
+    else:
+        centred = X[None, :, :] - loc[:, None, :]  # (C, rows, F)
+        z = jnp.swapaxes(_whiten(tril, centred), 0, 1)
+    squared = jnp.sum(z * z, axis=-1)
+    # log of the squared norm without overflow, for rows so far out that it exceeds
+    # the float64 range: |z|^2 = s^2 |z / s|^2 with s = max_j |z_j|.
+    s = jnp.max(jnp.abs(z), axis=-1)
+    unit = jnp.sum((z / jnp.where(s > 0, s, 1.0)[..., None]) ** 2, axis=-1)
+    return squared, 2.0 * jnp.log(s) + jnp.log(unit)
+
+
+@x64
+def _mahalanobis(tril, loc, X, log=False):
+    r"""Squared Mahalanobis norms :math:`\|L_c^{-1}(x_i - \mu_c)\|^2`, shape (n_samples, n_classes).
+
+    ``tril`` is (C, F, F) or one shared (F, F) factor; ``loc`` is (C, F). Rows go through
+    one compiled kernel in zero-padded blocks whose size is a power of two, so XLA
+    compiles a handful of shapes per (C, F) instead of one per number of rows. With
+    ``log=True`` the logarithm of the norms is returned instead, finite where the norm
+    itself overflows (``-inf`` at the centre).
+    """
+    X = np.asarray(X, dtype=np.float64)
+    loc = jnp.asarray(loc, dtype=jnp.float64)
+    tril = jnp.asarray(tril, dtype=jnp.float64)
+    n_classes, n_features = loc.shape
+    n = X.shape[0]
+    centre = jnp.mean(loc, axis=0)
+    block = _row_block(n, n_classes, n_features)
+    out = np.empty((n, n_classes))
+    for start in range(0, n, block):
+        rows = X[start : start + block]
+        m = rows.shape[0]
+        if m < block:
+            rows = np.concatenate([rows, np.zeros((block - m, n_features))])
+        squared, log_squared = _mahalanobis_kernel(tril, loc, jnp.asarray(rows), centre)
+        out[start : start + m] = np.asarray(log_squared if log else squared)[:m]
+    return out
+
+
+@x64
+def _log_diag_sum(tril):
+    """:math:`\\sum_j \\log L_{jj}`, i.e. half the log determinant, over the last two axes."""
+    return np.asarray(jnp.sum(jnp.log(jnp.diagonal(jnp.asarray(tril), axis1=-2, axis2=-1)), axis=-1))
+
+
+def log_likelihood(params, X):
+    r"""Gaussian log density of every row under every class.
+
+    .. math::
+
+        \log\mathcal N(x \mid \mu_c, \Sigma_c) = -\tfrac12\big(F\log 2\pi
+            + 2\sum_j \log L_{c,jj} + \|L_c^{-1}(x - \mu_c)\|^2\big)
+
+    Parameters
+    ----------
+    params : GaussianParams
+        ``loc`` (C, F), ``scale_tril`` (C, F, F) or shared (F, F).
+    X : ndarray of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    loc = np.asarray(params.loc, dtype=np.float64)
+    tril = np.asarray(params.scale_tril, dtype=np.float64)
+    n_features = loc.shape[-1]
+    maha = _mahalanobis(tril, loc, X)
+    half_logdet = np.broadcast_to(_log_diag_sum(tril), (loc.shape[0],))
+    return -0.5 * (n_features * np.log(2 * np.pi) + maha) - half_logdet
+
+
+def log_predictive(post, X):
+    r"""Exact posterior predictive: the multivariate Student-t of each class.
+
+    With :math:`d_c = \nu_{nc} - F + 1`, :math:`\Lambda_c = \Psi_{nc}(\kappa_{nc} + 1) /
+    (\kappa_{nc} d_c)` (for the shared model :math:`\nu_n, \Psi_n` are common) and
+    :math:`\Psi_{nc} = L_c L_c^\top`,
+
+    .. math::
+
+        \log p(x \mid y=c, D) = \log\Gamma\big(\tfrac{d_c+F}{2}\big)
+            - \log\Gamma\big(\tfrac{d_c}{2}\big) - \tfrac F2 \log(d_c\pi)
+            - \tfrac12\log|\Lambda_c|
+            - \tfrac{d_c+F}{2}\,\mathrm{log1p}\Big(\frac{\kappa_{nc}}{\kappa_{nc}+1}
+              \|L_c^{-1}(x - m_{nc})\|^2\Big),
+
+    using :math:`(x-m)^\top\Lambda^{-1}(x-m)/d = \kappa\,\|L^{-1}(x-m)\|^2/(\kappa+1)`.
+
+    Parameters
+    ----------
+    post : NormalInverseWishart
+        Posterior (per-class or shared shapes).
+    X : ndarray of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    loc = np.asarray(post.loc, dtype=np.float64)
+    kappa = np.asarray(post.kappa, dtype=np.float64)
+    n_classes, n_features = loc.shape
+    df = np.broadcast_to(np.asarray(post.df, dtype=np.float64), (n_classes,))
+    tril = _cholesky(post.scale)
+    log_maha = _mahalanobis(tril, loc, X, log=True)
+    d = df - n_features + 1
+    shape_factor = (kappa + 1) / (kappa * d)
+    half_logdet = np.broadcast_to(_log_diag_sum(tril), (n_classes,)) + 0.5 * n_features * np.log(shape_factor)
+    const = _t_const(d, n_features) - half_logdet
+    # log1p(q) as logaddexp(0, log q): exact for small q, finite for rows so far out
+    # that q overflows (the t density decays only polynomially there).
+    with np.errstate(divide="ignore"):
+        log_q = log_maha + np.log(kappa / (kappa + 1))
+    return const - 0.5 * (d + n_features) * np.logaddexp(0.0, log_q)
+
+
+@x64
+def _t_const(d, n_features):
+    # log Γ((d+F)/2) - log Γ(d/2) as a log rising factorial: no cancellation of two
+    # large lgamma values when d (about the number of training rows) is large.
+    d = jnp.asarray(d, dtype=jnp.float64)
+    return np.asarray(log_rising_factorial(0.5 * d, 0.5 * n_features) - 0.5 * n_features * jnp.log(d * jnp.pi))
+
+
+def log_evidence(prior, stats):
+    r"""Log marginal likelihood of the rows given their labels.
+
+    Per class ("full"), summed over classes:
+
+    .. math::
+
+        \log p(X_c) = -\frac{N_c F}{2}\log\pi + \frac F2 \log\frac{\kappa_{0c}}{\kappa_{nc}}
+            + \frac{\nu_{0c}}{2}\log|\Psi_{0c}| - \frac{\nu_{nc}}{2}\log|\Psi_{nc}|
+            + \log\Gamma_F\big(\tfrac{\nu_{nc}}2\big) - \log\Gamma_F\big(\tfrac{\nu_{0c}}2\big).
+
+    Shared: integrating each :math:`\mu_c` out leaves
+    :math:`(2\pi)^{-N_c F/2}(\kappa_{0c}/\kappa_{nc})^{F/2}|\Sigma|^{-N_c/2}
+    \exp(-\tfrac12\mathrm{tr}\,\Sigma^{-1}B_c)` per class; multiplied by the
+    inverse-Wishart density and integrated over :math:`\Sigma` this is
+
+    .. math::
+
+        \log p(X \mid y) = -\frac{N F}{2}\log\pi
+            + \frac F2 \sum_c \log\frac{\kappa_{0c}}{\kappa_{nc}}
+            + \frac{\nu_0}{2}\log|\Psi_0| - \frac{\nu_n}{2}\log|\Psi_n|
+            + \log\Gamma_F\big(\tfrac{\nu_n}2\big) - \log\Gamma_F\big(\tfrac{\nu_0}2\big),
+
+    :math:`N = \sum_c N_c` (the powers of 2 cancel because :math:`\nu_n - \nu_0 = N`).
+    The multivariate-gamma ratio :math:`\log\Gamma_F(\nu_n/2) - \log\Gamma_F(\nu_0/2)` is evaluated as
+    :math:`\sum_{j<F}\log\Gamma(a_j + N/2) - \log\Gamma(a_j)`,
+    :math:`a_j = (\nu_0 - j)/2`, with full-precision log rising factorials.
+
+    Returns
+    -------
+    float
+        The registered ``family.log_evidence`` is the traceable form of this function
+        (a 0-d float64 JAX array, under ``jax.jit`` and ``jax.grad`` in every
+        hyperparameter, in the library's float64 scope :mod:`bayesnb.core._x64`).
+    """
+    return float(_evidence(prior, stats))
+
+
+def _evidence(prior, stats):
+    # One compiled kernel per shape; a gradient in ``scale`` is meaningful along
+    # symmetric directions (the Cholesky factor reads one triangle).
+    return _log_evidence_jit(tuple(prior), (stats.class_count, stats.mean, stats.scatter))
+
+
+@x64
+@jax.jit
+def _log_evidence_jit(prior, stats):
+    # The update of _class_scatter / posterior, in jax.numpy so that it traces.
+    loc, k0, df0, scale0 = (jnp.asarray(f, dtype=jnp.float64) for f in prior)
+    n, xbar, scatter = (jnp.asarray(f, dtype=jnp.float64) for f in stats)
+    n_features = xbar.shape[1]
+    shared = scale0.ndim == 2
+    kn = k0 + n
+    d = xbar - loc
+    b = scatter + (k0 * n / kn)[:, None, None] * (d[:, :, None] * d[:, None, :])
+    n_group = n.sum() if shared else n
+    scalen = scale0 + (b.sum(axis=0) if shared else b)
+    dfn = df0 + n_group
+
+    def half_logdet(a):
+        tril = jnp.linalg.cholesky(a)
+        return jnp.sum(jnp.log(jnp.diagonal(tril, axis1=-2, axis2=-1)), axis=-1)
+
+    j = jnp.arange(n_features, dtype=jnp.float64)
+    mvgamma = jnp.sum(log_rising_factorial(0.5 * (df0[..., None] - j), 0.5 * n_group[..., None]), axis=-1)
+    return (
+        -0.5 * n.sum() * n_features * np.log(np.pi)
+        + 0.5 * n_features * jnp.sum(jnp.log(k0) - jnp.log(kn))
+        + jnp.sum(df0 * half_logdet(scale0) - dfn * half_logdet(scalen))
+        + jnp.sum(mvgamma)
+    )
+
+
+# ----------------------------------------------------------------------------- sampling
+
+
+# Standard variates are drawn by kernels of one fixed size, and posterior draws are
+# assembled in blocks of a fixed number of draws: jax.random.gamma's rejection sampler
+# takes seconds to compile on CPU, and eager calls would recompile it for every new
+# request shape. Blocks use keys ``fold_in(key, block_index)``.
+_VARIATE_BLOCK = 1 << 14
+_DRAW_BLOCK = 256
+
+
+@jax.jit
+def _gamma_kernel(key, concentration):
+    return jax.random.gamma(key, concentration, dtype=jnp.float64)
+
+
+@jax.jit
+def _normal_kernel(key):
+    return jax.random.normal(key, (_VARIATE_BLOCK,), dtype=jnp.float64)
+
+
+def _standard_gamma(key, concentration):
+    """iid Gamma(concentration, 1) variates of the shape of ``concentration``."""
+    flat = np.asarray(concentration, dtype=np.float64).ravel()
+    out = np.empty(flat.size)
+    for i, start in enumerate(range(0, flat.size, _VARIATE_BLOCK)):
+        part = flat[start : start + _VARIATE_BLOCK]
+        padded = np.ones(_VARIATE_BLOCK)
+        padded[: part.size] = part
+        out[start : start + part.size] = np.asarray(_gamma_kernel(jax.random.fold_in(key, i), jnp.asarray(padded)))[: part.size]
+    return out.reshape(np.shape(concentration))
+
+
+def _standard_normal(key, shape):
+    size = int(np.prod(shape))
+    out = np.empty(size)
+    for i, start in enumerate(range(0, size, _VARIATE_BLOCK)):
+        m = min(_VARIATE_BLOCK, size - start)
+        out[start : start + m] = np.asarray(_normal_kernel(jax.random.fold_in(key, i)))[:m]
+    return out.reshape(shape)
+
+
+@jax.jit
+def _draw_kernel(bartlett, z, scale_tril, loc, kappa):
+    r"""Cholesky factors of :math:`\mathcal W^{-1}(\Psi, \nu)` draws and the means given them.
+
+    Bartlett, written for the inverse: if :math:`U` is upper triangular with
+    :math:`U_{ii}^2 \sim \chi^2(\nu - F + 1 + i)` (:math:`i = 0..F-1`) and standard
+    normal entries above the diagonal, then :math:`U U^\top \sim \mathcal W(I, \nu)` (the
+    usual lower Bartlett factor with rows and columns reversed). With
+    :math:`\Psi = L L^\top`, :math:`\Sigma^{-1} = L^{-\top} U U^\top L^{-1} \sim
+    \mathcal W(\Psi^{-1}, \nu)`, so
+
+    .. math:: \Sigma = (L U^{-\top})(L U^{-\top})^\top,
+
+    and :math:`L U^{-\top} = (U^{-1} L^\top)^\top` is lower triangular with a positive
+    diagonal: the Cholesky factor of :math:`\Sigma`, from one triangular solve. Then
+    :math:`\mu_c = m_c + L_{\Sigma_c} z_c / \sqrt{\kappa_c}`.
+
+    Shapes: ``bartlett`` (B, *batch, F, F) with batch () (shared) or (C,); ``z``
+    (B, C, F); ``scale_tril`` (*batch, F, F); ``loc`` (C, F); ``kappa`` (C,).
+    """
+    Lt = jnp.broadcast_to(jnp.swapaxes(scale_tril, -1, -2), bartlett.shape)
+    tril = jnp.swapaxes(solve_triangular(bartlett, Lt, lower=False), -1, -2)
+    per_class = tril if tril.ndim == 4 else tril[:, None, :, :]
+    noise = jnp.einsum("bcij,bcj->bci", per_class, z)
+    return loc + noise / jnp.sqrt(kappa)[:, None], tril
+
+
+@x64
+def _sample(key, loc, kappa, df, scale, n):
+    loc = np.asarray(loc, dtype=np.float64)
+    kappa = np.asarray(kappa, dtype=np.float64)
+    scale = np.asarray(scale, dtype=np.float64)
+    n_classes, F = loc.shape
+    batch = scale.shape[:-2]
+    df = np.broadcast_to(np.asarray(df, dtype=np.float64), batch)
+    key_chi2, key_upper, key_loc = jax.random.split(key, 3)
+    # Bartlett factors: chi-square diagonal (2 Gamma(k/2)), normal strictly upper part.
+    shape = (n,) + batch + (F,)
+    chi2 = 2.0 * _standard_gamma(key_chi2, np.broadcast_to(0.5 * (df[..., None] - F + 1 + np.arange(F)), shape))
+    bartlett = np.triu(_standard_normal(key_upper, shape + (F,)), k=1)
+    idx = np.arange(F)
+    bartlett[..., idx, idx] = np.sqrt(chi2)
+    z = _standard_normal(key_loc, (n, n_classes, F))
+    L = jnp.asarray(_cholesky(scale))
+    locs = np.empty((n, n_classes, F))
+    trils = np.empty(shape + (F,))
+    for start in range(0, n, _DRAW_BLOCK):
+        m = min(_DRAW_BLOCK, n - start)
+        u, zz = bartlett[start : start + m], z[start : start + m]
+        if m < _DRAW_BLOCK:
+            pad = _DRAW_BLOCK - m
+            u = np.concatenate([u, np.broadcast_to(np.eye(F), (pad,) + u.shape[1:])])
+            zz = np.concatenate([zz, np.zeros((pad,) + zz.shape[1:])])
+        mu, tril = _draw_kernel(jnp.asarray(u), jnp.asarray(zz), L, jnp.asarray(loc), jnp.asarray(kappa))
+        locs[start : start + m] = np.asarray(mu)[:m]
+        trils[start : start + m] = np.asarray(tril)[:m]
+    return GaussianParams(locs, trils)
+
+
+def sample(key, post, n):
+    r"""Exact iid posterior draws of the means and covariances.
+
+    :math:`\Sigma \sim \mathcal W^{-1}(\Psi_n, \nu_n)` by the Bartlett decomposition
+    (one per class, or one shared per draw; see ``_draw_kernel``), then
+    :math:`\mu_c \mid \Sigma \sim \mathcal N(m_{nc}, \Sigma_c / \kappa_{nc})`. The key
+    is split three ways: chi-square diagonals, normal off-diagonals of the Bartlett
+    factors, and the normal variates of the means.
+
+    Parameters
+    ----------
+    key : jax.random key
+    post : NormalInverseWishart
+    n : int
+        Number of draws.
+
+    Returns
+    -------
+    GaussianParams
+        ``loc`` (n, C, F); ``scale_tril`` (n, C, F, F), or (n, F, F) when shared.
+    """
+    return _sample(key, post.loc, post.kappa, post.df, post.scale, n)
+
+
+# ----------------------------------------------------------------------------- boundaries
+
+
+def covariance(params):
+    """Covariance matrices :math:`L L^\\top` of ``params`` (same leading shape as ``scale_tril``)."""
+    L = np.asarray(params.scale_tril, dtype=np.float64)
+    return L @ np.swapaxes(L, -1, -2)
+
+
+def diagonal_params(loc, var):
+    r"""Diagonal-covariance parameters (e.g. of the naive-Bayes family) as :class:`GaussianParams`.
+
+    Parameters
+    ----------
+    loc, var : ndarrays of shape (..., n_classes, n_features)
+        Means and per-feature variances (> 0).
+
+    Returns
+    -------
+    GaussianParams
+        ``scale_tril`` of shape (..., n_classes, n_features, n_features), diagonal
+        :math:`\sqrt{\sigma^2_{cj}}`.
+    """
+    sd = np.sqrt(np.asarray(var, dtype=np.float64))
+    return GaussianParams(np.asarray(loc, dtype=np.float64), sd[..., :, None] * np.eye(sd.shape[-1]))
+
+
+@x64
+def quadratic_form(params):
+    r"""Coefficients of the Gaussian log density as a quadratic in :math:`x`.
+
+    .. math::
+
+        \log\mathcal N(x \mid \mu_c, \Sigma_c) = x^\top A_c x + b_c^\top x + c_c, \quad
+        A_c = -\tfrac12\Sigma_c^{-1}, \quad b_c = \Sigma_c^{-1}\mu_c, \quad
+        c_c = -\tfrac12\mu_c^\top\Sigma_c^{-1}\mu_c - \tfrac12\log|2\pi\Sigma_c|.
+
+    The precision is formed by Cholesky solves against the identity (it *is* the
+    requested output, not an intermediate).
+
+    Parameters
+    ----------
+    params : GaussianParams
+        ``loc`` (C, F), ``scale_tril`` (C, F, F) or shared (F, F).
+
+    Returns
+    -------
+    A : ndarray of shape (C, F, F)
+    b : ndarray of shape (C, F)
+    c : ndarray of shape (C,)
+    """
+    loc = jnp.asarray(params.loc, dtype=jnp.float64)
+    n_classes, F = loc.shape
+    L = jnp.broadcast_to(jnp.asarray(params.scale_tril, dtype=jnp.float64), (n_classes, F, F))
+    precision = cho_solve((L, True), jnp.broadcast_to(jnp.eye(F), (n_classes, F, F)))
+    precision = 0.5 * (precision + jnp.swapaxes(precision, -1, -2))
+    b = cho_solve((L, True), loc[:, :, None])[:, :, 0]
+    z = solve_triangular(L, loc[:, :, None], lower=True)[:, :, 0]
+    half_logdet = jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
+    c = -0.5 * jnp.sum(z * z, axis=-1) - 0.5 * F * jnp.log(2 * jnp.pi) - half_logdet
+    return np.asarray(-0.5 * precision), np.asarray(b), np.asarray(c)
+
+
+@x64
+def linear_form(params):
+    r"""Class-dependent part of the log density under one shared covariance.
+
+    .. math::
+
+        \log\mathcal N(x \mid \mu_c, \Sigma) = w_c^\top x + w_{0c}
+            \underbrace{- \tfrac12 x^\top\Sigma^{-1}x - \tfrac12\log|2\pi\Sigma|}_{\text{same for every class}},
+        \quad w_c = \Sigma^{-1}\mu_c, \quad w_{0c} = -\tfrac12\mu_c^\top\Sigma^{-1}\mu_c.
+
+    Parameters
+    ----------
+    params : GaussianParams
+        Shared: ``loc`` (C, F), ``scale_tril`` (F, F).
+
+    Returns
+    -------
+    coef : ndarray of shape (C, F)
+    intercept : ndarray of shape (C,)
+    """
+    if not _params_shared(params):
+        raise ValueError("linear_form needs one shared covariance; per-class covariances give quadratic boundaries")
+    loc = jnp.asarray(params.loc, dtype=jnp.float64)
+    L = jnp.asarray(params.scale_tril, dtype=jnp.float64)
+    coef = cho_solve((L, True), loc.T).T
+    z = solve_triangular(L, loc.T, lower=True)
+    return np.asarray(coef), np.asarray(-0.5 * jnp.sum(z * z, axis=0))
+
+
+def simulate(key, params, y_index):
+    r"""Real rows given parameters and labels: :math:`x_i = \mu_{y_i} + L_{y_i} z_i`, :math:`z_i \sim \mathcal N(0, I)`.
+
+    Parameters
+    ----------
+    key : jax.random key
+    params : GaussianParams
+        ``loc`` (C, F) with ``scale_tril`` (C, F, F), or shared (F, F); or each with a
+        leading row axis for one parameter draw per row.
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    float64 ndarray of shape (n_rows, n_features)
+    """
+    loc = _rows.of_class(params.loc, y_index, 1)
+    tril = np.asarray(params.scale_tril, dtype=np.float64)
+    if _params_shared(params):
+        # One covariance for every class: one matrix, or one per row's draw.
+        tril = np.broadcast_to(tril, loc.shape[:1] + tril.shape[-2:])
+    else:
+        tril = _rows.of_class(tril, y_index, 2)
+    z = _rows.generator(key).standard_normal(loc.shape)
+    return loc + np.einsum("nij,nj->ni", tril, z)
+
+
+def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if mask is not None:
+        raise _mask.MaskRefused(
+            "cannot be fitted on rows with missing (NaN) values "
+            "with missing='ignore': the features are jointly Gaussian and the Normal-Inverse-Wishart "
+            "posterior given a partially observed row is not Normal-Inverse-Wishart (no conjugate "
+            "update; exact inference needs EM or MCMC). Use covariance='diag' or impute for fitting "
+            "(predict accepts NaNs: it marginalises the missing coordinates)"
+        )
+    return scatter_stats(X, y_index, n_classes, weight)
+
+
+# ----------------------------------------------------------------------------- unobserved entries
+
+
+def _by_pattern(X, mask, n_classes, score):
+    r"""``score(cols, X_rows_cols)`` for the rows of each pattern of observed coordinates.
+
+    An unobserved coordinate of a jointly Gaussian row is integrated out by
+    marginalising it: the rows that observe the coordinates :math:`O` are scored by the
+    class model's marginal on :math:`O`. A row observing nothing scores 0 (log 1).
+    """
+    data = np.asarray(X, dtype=np.float64)
+    observed = ~dense_mask(mask)
+    out = np.zeros((data.shape[0], n_classes))
+    patterns, inverse = np.unique(observed, axis=0, return_inverse=True)
+    inverse = inverse.ravel()
+    for p, keep in enumerate(patterns):
+        rows = np.flatnonzero(inverse == p)
+        cols = np.flatnonzero(keep)
+        if cols.size:
+            out[rows] = score(cols, data[np.ix_(rows, cols)])
+    return out
+
+
+def _log_likelihood(params, X, prior=None, mask=None):
+    r"""Plug-in log density; with a mask, that of each row's observed coordinates :math:`O`,
+    :math:`\mathcal N(x_O \mid \mu_{c,O}, \Sigma_{c,OO})`."""
+    if mask is None:
+        return log_likelihood(params, X)
+    loc = np.asarray(params.loc)
+    cov = covariance(params)
+
+    def score(cols, sub):
+        tril = np.linalg.cholesky(cov[..., cols[:, None], cols[None, :]])
+        return log_likelihood(GaussianParams(loc[..., cols], tril), sub)
+
+    return _by_pattern(X, mask, loc.shape[-2], score)
+
+
+def _log_predictive(post, X, mask=None):
+    r"""Exact posterior predictive; with a mask, that of each row's observed coordinates.
+
+    The marginal of :math:`\mathrm{NIW}(m, \kappa, 
+u, \Psi)` on the coordinates
+    :math:`O` is :math:`\mathrm{NIW}(m_O, \kappa, 
+u - |ar O|, \Psi_{OO})`, whose
+    predictive is the marginal multivariate t (same degrees of freedom).
+    """
+    if mask is None:
+        return log_predictive(post, X)
+    loc = np.asarray(post.loc)
+    scale = np.asarray(post.scale)
+    n_features = loc.shape[-1]
+
+    def score(cols, sub):
+        marginal = type(post)(
+            loc[:, cols], post.kappa, np.asarray(post.df) - (n_features - cols.size), scale[..., cols[:, None], cols[None, :]]
+        )
+        return log_predictive(marginal, sub)
+
+    return _by_pattern(X, mask, loc.shape[0], score)
+
+
+def _default_prior(stats, *, shared=False):
+    return default_prior(stats, shared)
+
+
+# ----------------------------------------------------------------------------- numpyro model
+# Imported here, with the rest of the model, rather than at the top: these members are
+# appended to the family (numpyro itself is imported on first use by _models).
+from bayesnb.core.families import _models  # noqa: E402
+
+
+class GaussianMVModel(_models.ModelSpec):
+    r"""The numpyro model: ``covariance`` :math:`\sim \mathcal W^{-1}(\Psi_0, \nu_0)`, ``loc`` :math:`\sim \mathcal N(m_0, \Sigma/\kappa_0)`.
+
+    Per-class covariances, or one shared when the prior's scale is (F, F). The latent
+    site is the covariance's Cholesky factor ``covariance_tril``.
+    """
+
+    per_feature = False
+    joint_features = "jointly Gaussian features"
+    title = (
+        "gaussian_mv (multivariate Gaussian, Normal-Inverse-Wishart; per-class covariances, or "
+        "one shared when the prior's scale is (F, F))"
+    )
+    data = "real values"
+    example = (
+        "X, y = np.array([[0.1, 1.2], [2.0, -1.0]]), np.array([0, 1]); prior = priors.NormalInverseWishart("
+        "np.zeros((2, 2)), np.ones(2), np.full(2, 4.0), np.stack([np.eye(2)] * 2))"
+    )
+    parents = "['covariance_tril', 'loc', 'y']"
+
+    def __init__(self, prior):
+        super().__init__(prior)
+        self.shared = is_shared(prior)
+        cov_dims = ("feature", "feature_col") if self.shared else ("class", "feature", "feature_col")
+        self.variables = {"loc": ("class", "feature"), "covariance": cov_dims}
+
+    def n_features(self):
+        return int(np.shape(self.prior.loc)[1])
+
+    def sample_params(self, n_classes, feature):
+        p, numpyro, dist, real = self.prior, _models.numpyro, _models.dist, _models.real
+        kappa = real(p.kappa)[:, None, None]
+        # The latent site is the Cholesky factor L of Sigma, with numpyro's
+        # InverseWishartCholesky density (the inverse-Wishart pushed through the Cholesky
+        # map, Jacobian included): Sigma = L L^T is exactly W^-1(Psi, nu). Sampling L
+        # (unconstrained by a log-diagonal) rather than Sigma spares the model a Cholesky
+        # factorisation and NUTS the positive-definite bijection, which costs compile time.
+        scale_tril = real(np.linalg.cholesky(np.asarray(p.scale, dtype=np.float64)))
+        law = dist.InverseWishartCholesky(real(p.df), scale_tril=scale_tril)
+        loc0 = real(p.loc)[:, None, :]
+        kappa = kappa[:, None]
+        if self.shared:
+            tril = numpyro.sample("covariance_tril", law)
+            cov = numpyro.deterministic("covariance", tril @ tril.T)
+            with _models.class_plate(n_classes):
+                loc = numpyro.sample("loc", dist.MultivariateNormal(loc0, scale_tril=tril / jnp.sqrt(kappa)))
+        else:
+            law = dist.InverseWishartCholesky(real(p.df)[:, None], scale_tril=scale_tril[:, None])
+            with _models.class_plate(n_classes):
+                tril = numpyro.sample("covariance_tril", law)
+                cov = numpyro.deterministic("covariance", tril @ jnp.swapaxes(tril, -1, -2))
+                loc = numpyro.sample("loc", dist.MultivariateNormal(loc0, scale_tril=tril / jnp.sqrt(kappa)))
+            tril, cov = tril[:, 0], cov[:, 0]
+        return {"loc": loc[:, 0], "covariance": cov, "scale_tril": tril}
+
+    def observe(self, values, X, y, feature, n_rows, weight):
+        tril = values["scale_tril"] if self.shared else values["scale_tril"][y][:, None]
+        with _models.data_plate(n_rows), _models.weighted(weight):
+            _models.numpyro.sample(
+                "x",
+                _models.dist.MultivariateNormal(values["loc"][y][:, None], scale_tril=tril),
+                obs=None if X is None else X[:, None, :],
+            )
+
+    def per_class(self, params, n_classes):
+        if not self.shared:
+            return params
+        # One covariance per draw, (n, F, F): repeated for each class so that draws
+        # stack along the class axis like every other family's parameters.
+        tril = np.asarray(params.scale_tril)
+        return params._replace(scale_tril=np.broadcast_to(tril[:, None], (tril.shape[0], n_classes) + tril.shape[1:]))
+
+    def canonical(self, samples):
+        # Per-class sites carry a singleton axis for the feature plate's dim (see _models.CLASS_DIM).
+        cov = np.asarray(samples["covariance"])
+        return {
+            "loc": np.asarray(samples["loc"])[..., 0, :],
+            "covariance": cov if self.shared else cov[..., 0, :, :],
+        }
+
+    def log_likelihood_stats(self, values, stats):
+        real = _models.real
+        n = real(stats.class_count)
+        F = self.n_features()
+        d = real(stats.mean) - values["loc"]
+        scatter = real(stats.scatter) + n[:, None, None] * d[:, :, None] * d[:, None, :]
+        tril = jnp.broadcast_to(values["scale_tril"], scatter.shape)
+        half_logdet = jnp.sum(jnp.log(jnp.diagonal(tril, axis1=-2, axis2=-1)), axis=-1)
+        trace = jnp.trace(cho_solve((tril, True), scatter), axis1=-2, axis2=-1)
+        return jnp.sum(-0.5 * n * F * jnp.log(2 * jnp.pi) - n * half_logdet - 0.5 * trace)
+
+    def values(self, params):
+        return {"loc": np.asarray(params.loc), "covariance": covariance(params)}
+
+    def moments(self, post):
+        F = self.n_features()
+        cov_mean, cov_sd = _models.inverse_wishart_moments(post.df, post.scale)
+        kappa = np.asarray(post.kappa, dtype=np.float64)
+        diag = np.diagonal(np.broadcast_to(cov_mean, (kappa.size, F, F)), axis1=-2, axis2=-1)
+        # mu_c | Sigma ~ N(m_c, Sigma / kappa_c), so Cov(mu_c) = E[Sigma] / kappa_c.
+        loc = (np.asarray(post.loc, dtype=np.float64), np.sqrt(diag / kappa[:, None]))
+        return {"loc": loc, "covariance": (cov_mean, cov_sd)}
+
+
+family = register(
+    Family(
+        name="gaussian_mv",
+        prior_type=NormalInverseWishart,
+        support="real",
+        hyperparameters=("loc", "kappa", "df", "scale"),
+        stats=_stats,
+        posterior=posterior,
+        point=point,
+        log_likelihood=_log_likelihood,
+        log_predictive=_log_predictive,
+        log_evidence=_evidence,
+        sample=sample,
+        simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
+        default_prior=_default_prior,
+        model=GaussianMVModel,
+    )
+)

@@ -1,0 +1,237 @@
+r"""The family protocol: what a conjugate family *is*, and the registry that names them.
+
+A conjugate family is one immutable :class:`Family` value, a named tuple of pure
+functions in the style of optax's ``GradientTransformation`` and blackjax's
+``SamplingAlgorithm``. Every layer of bayesnb (the estimators, missing values, mixed
+blocks, the numpyro models, export, evidence, empirical Bayes, SBC, uncertainty,
+persistence, the CLI) reaches a family through these members and the registry, never
+by asking which family it holds.
+
+The state the functions pass around is pytrees: a *prior* and a *posterior* of one type
+(conjugacy: ``type(posterior(prior, stats)) is prior_type``), *statistics* (a named tuple
+with a ``merge`` method, additive over disjoint rows) and *parameters* (the plug-in
+parameters of the likelihood; a leading axis of draws where sampled).
+
+Members
+-------
+name : str
+    Registry key, e.g. ``"multinomial"``.
+prior_type : type
+    The named tuple of the prior and the posterior (e.g. :class:`bayesnb.core.priors.Dirichlet`).
+support : str
+    What one feature value is: ``"counts"`` (non-negative integers), ``"binary"``
+    (0/1), ``"codes"`` (category codes 0..K-1), ``"real"`` or ``"positive"`` (positive
+    reals). Readers of users' files and tests that generate data go by it.
+hyperparameters : tuple of str
+    The prior's continuous fields, in the order the prior type lists them (the fields
+    that :func:`bayesnb.core.empirical_bayes` can learn from the evidence; ``log_evidence``
+    is differentiable in each).
+stats : callable ``(X, y_index, n_classes, weight=None, mask=None, **options) -> stats``
+    Sufficient statistics of validated rows ``X`` of shape (n_samples, n_features) with
+    class indices ``y_index`` of shape (n_samples,) and row weights. ``mask`` (see
+    *Unobserved entries* below) leaves entries out; a family whose rows are not products
+    over features refuses it with :class:`bayesnb.core.families._mask.MaskRefused` (a
+    ``ValueError``).
+posterior : callable ``(prior, stats) -> posterior``
+    The conjugate update (of ordinary or per-cell statistics).
+point : callable ``(prior, stats, kind, **options) -> params``
+    Plug-in parameters for ``kind`` in ``"mle"``, ``"map"``, ``"mean"``. The MLE is a
+    function of the statistics alone, which is why the prior and the statistics (not the
+    posterior) are passed.
+log_likelihood : callable ``(params, X, prior, mask=None) -> (n_samples, n_classes)``
+    Plug-in log-likelihood of each row under each class (with ``mask``: of its observed
+    entries). ``prior`` carries the structure that the parameters alone do not (e.g.
+    each feature's number of categories); the families that do not need it ignore it.
+log_predictive : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)``
+    Exact log posterior predictive of each row under each class (with ``mask``: of its
+    observed entries).
+log_evidence : callable ``(prior, stats) -> scalar``
+    Log marginal likelihood of the features given the labels.
+sample : callable ``(key, dist, n) -> params``
+    ``n`` iid draws of the parameters from a prior or posterior (a leading axis ``n``).
+simulate : callable ``(key, params, y_index, stats) -> X``
+    Feature rows given parameters (one set, or one per row) and class indices. ``stats``
+    are the training statistics, for what the model leaves unmodelled (e.g. document
+    lengths); most families ignore them.
+mean_params : callable ``(dist) -> params`` or None
+    Set where the exact predictive of one row *is* the plug-in of the mean (one
+    observation per Dirichlet cell: Bernoulli, categorical); callers may then reuse the
+    mean's parameters instead of evaluating ``log_predictive``.
+relevance_log_bayes_factor : callable ``(prior, stats) -> (n_features,)`` or None
+    Per-feature log Bayes factor of class-specific against pooled parameters, where the
+    family has a closed form for it.
+default_prior : callable ``(stats, **options) -> prior``
+    The prior used when the user gives none (of ordinary or per-cell statistics).
+model : callable ``(prior) -> ModelSpec`` or None
+    The family's numpyro model: a subclass of
+    :class:`bayesnb.core.families._models.ModelSpec` (its parameter sites, the site of the
+    rows, the log-likelihood from the statistics, canonical variables with their arviz
+    dims, closed-form posterior moments), from which :mod:`bayesnb.ppl.models` builds the
+    per-row and statistics models, :mod:`bayesnb.ppl.mcmc` the NUTS cross-check and
+    :mod:`bayesnb.ppl.export` the variables. None: the family has no numpyro model.
+feature_log_odds : callable ``(params, prior) -> (terms, feature, category, unit)`` or None
+    Where a row's log-likelihood is a sum of per-term contributions with one parameter
+    each: ``terms`` of shape (n, n_classes, n_terms) is the contribution of each term
+    under each class for parameters with a leading axis ``n``, ``feature`` (n_terms,)
+    the feature of each term, ``category`` (n_terms,) its category or None, ``unit`` a
+    phrase naming what one term counts (``"one occurrence"``). Differences across
+    classes are the terms of the log-odds
+    (:func:`bayesnb.analysis.uncertainty.feature_log_odds_draws`).
+log_evidence_offset : callable ``(X, y_index, weight, n_classes, **options) -> float`` or None
+    What turns ``log_evidence`` (of the features as the family models them) into the log
+    probability of the rows as observed, so that evidences of different families of the
+    same data are comparable; None where ``log_evidence`` already is that probability.
+    (The multinomial family scores token sequences given document lengths: its offset
+    adds the multinomial coefficients and a model of the lengths.)
+
+Unobserved entries
+------------------
+``mask`` is None or a bool array, dense or scipy sparse, of shape (n_samples,
+n_features), True at the entries that are *not* observed (``missing="ignore"``: the NaNs);
+the values of ``X`` there are ignored. Unobserved entries leave the statistics and the
+likelihood, so that no layer asks which family it holds:
+
+* a *feature-wise* family (each feature its own factor and its own prior) returns
+  per-cell statistics carrying ``observed_count`` :math:`N_{cj}`, the weight of the rows
+  of class :math:`c` that observe feature :math:`j` (:func:`bayesnb.core.stats.is_masked`;
+  ordinary statistics become per cell with ``as_masked``, so batches with and without
+  unobserved entries merge); its ``posterior``, ``point``, ``log_evidence`` and
+  ``default_prior`` take them (each cell is the fit of its feature on its observed
+  rows), and its masked likelihoods drop the factors of the unobserved entries;
+* a family whose rows are not products over features refuses a mask in ``stats`` and
+  scores a partially observed row by its own marginal of the observed entries
+  (multinomial: conditional on the observed vocabulary; Gaussian with full covariance:
+  the marginal of the observed coordinates).
+
+A row with nothing observed scores 0 (log 1) under every class.
+
+Examples
+--------
+>>> import numpy as np
+>>> from bayesnb import families
+>>> fam = families.get("bernoulli")
+>>> X = np.array([[1, 0], [1, 1], [0, 1]])
+>>> stats = fam.stats(X, np.array([0, 0, 1]), 2)
+>>> post = fam.posterior(fam.default_prior(stats), stats)
+>>> type(post).__name__, fam.log_predictive(post, X).shape
+('Beta', (3, 2))
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple
+
+import jax
+import numpy as np
+
+__all__ = ["Family", "get", "names", "register"]
+
+
+class Family(NamedTuple):
+    """A conjugate family: its name, its prior type and its pure functions (see the module)."""
+
+    name: str
+    prior_type: type
+    support: str
+    hyperparameters: tuple
+    stats: Callable[..., Any]
+    posterior: Callable[..., Any]
+    point: Callable[..., Any]
+    log_likelihood: Callable[..., Any]
+    log_predictive: Callable[..., Any]
+    log_evidence: Callable[..., Any]
+    sample: Callable[..., Any]
+    simulate: Callable[..., Any]
+    default_prior: Callable[..., Any]
+    mean_params: Callable[..., Any] | None = None
+    relevance_log_bayes_factor: Callable[..., Any] | None = None
+    model: Callable[..., Any] | None = None
+    feature_log_odds: Callable[..., Any] | None = None
+    log_evidence_offset: Callable[..., Any] | None = None
+
+    @property
+    def predictive_is_plugin(self):
+        """bool: whether the exact predictive of a row is the plug-in of the posterior mean."""
+        return self.mean_params is not None
+
+    def merge(self, first, *others):
+        """Statistics of the union of disjoint sets of rows (each statistics type merges itself)."""
+        out = first
+        for other in others:
+            if type(other) is not type(out):
+                raise TypeError(f"cannot merge {type(out).__name__} with {type(other).__name__}")
+            out = out.merge(other)
+        return out
+
+    def __repr__(self):
+        return f"Family({self.name!r})"
+
+
+_REGISTRY: dict[str, Family] = {}
+
+
+def _float64_outside_traces(log_evidence):
+    # Eagerly, a JAX float64 scalar handed to a caller outside the library's x64 scope
+    # would turn float32 in the caller's next operation; a NumPy float64 stays exact.
+    # Under jax.jit / jax.grad the traced value is returned as it is.
+    if getattr(log_evidence, "_float64_outside_traces", False):
+        return log_evidence
+
+    @functools.wraps(log_evidence)
+    def wrapped(prior, stats, *args, **kwargs):
+        out = log_evidence(prior, stats, *args, **kwargs)
+        return out if isinstance(out, jax.core.Tracer) else np.float64(out)
+
+    wrapped._float64_outside_traces = True
+    return wrapped
+
+
+def register(family):
+    """Add ``family`` to the registry under ``family.name`` and return it.
+
+    The registered ``log_evidence`` returns a NumPy float64 when called eagerly (a traced
+    value under ``jax.jit`` / ``jax.grad``), so that arithmetic on it outside the
+    library's float64 scope keeps its precision.
+
+    Raises
+    ------
+    TypeError
+        If ``family`` is not a :class:`Family`.
+    ValueError
+        If another family already holds the name.
+    """
+    if not isinstance(family, Family):
+        raise TypeError(f"register takes a Family, got {type(family).__name__}")
+    family = family._replace(log_evidence=_float64_outside_traces(family.log_evidence))
+    held = _REGISTRY.get(family.name)
+    if held is not None and held is not family:
+        raise ValueError(f"a family named {family.name!r} is already registered")
+    _REGISTRY[family.name] = family
+    return family
+
+
+def get(name):
+    """The registered family called ``name``.
+
+    Raises
+    ------
+    ValueError
+        Naming the registered families, if none is called ``name``.
+    """
+    if isinstance(name, Family):
+        return name
+    try:
+        return _REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown family {name!r}; the registered families are {', '.join(names())}") from None
+
+
+def names():
+    """Names of the registered families, in the order they were registered.
+
+    Returns
+    -------
+    tuple of str
+    """
+    return tuple(_REGISTRY)

@@ -1,0 +1,195 @@
+"""The performance paths give the numbers of the plain formulas.
+
+Blocked and chunked loops are exercised with tiny block sizes so that every branch runs
+on small data; caches must never serve a value for an array changed in place.
+"""
+
+import mpmath
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.preprocessing import binarize
+
+import bayesnb
+from bayesnb.core import kernels as _linear
+from bayesnb.core import stats
+from bayesnb.core.families import multinomial
+from bayesnb.core.priors import Dirichlet
+
+
+def _counts(rng, n=40, n_features=25, high=40):
+    X = sp.random(n, n_features, density=0.3, format="csr", random_state=rng,
+                  data_rvs=lambda k: rng.integers(1, high, k)).astype(np.float64)
+    X.data[::9] = 0.0  # explicit zeros
+    X.data[::11] = 1.0
+    X.data[::13] *= 0.37  # fractional values take the direct path
+    X.data[5] = 33.0  # above the table
+    X = X.tolil()
+    X[3] = 0  # an empty row
+    return X.tocsr()
+
+
+def _exact_dm(a, X):
+    mpmath.mp.dps = 40
+    X = X.toarray()
+    out = np.empty((X.shape[0], a.shape[0]))
+    for i, x in enumerate(X):
+        for c in range(a.shape[0]):
+            s = mpmath.mpf(0)
+            total = mpmath.fsum(mpmath.mpf(float(v)) for v in a[c])
+            for j in np.flatnonzero(x):
+                aj = mpmath.mpf(float(a[c, j]))
+                s += mpmath.loggamma(aj + float(x[j])) - mpmath.loggamma(aj)
+            s -= mpmath.loggamma(total + float(x.sum())) - mpmath.loggamma(total)
+            out[i, c] = float(s)
+    return out
+
+
+@pytest.mark.parametrize(("block", "chunk"), [(1 << 22, 1 << 15), (7, 2), (1, 1)])
+def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, block, chunk):
+    monkeypatch.setattr(multinomial, "_BLOCK", block)
+    monkeypatch.setattr(multinomial, "_DIRECT_CHUNK", chunk)
+    rng = np.random.default_rng(0)
+    X = _counts(rng, n=12)
+    a = np.r_[rng.random(12) * 0.5 + 0.01, rng.random(13) * 1e5 + 30][None, :] * np.array([[1.0], [0.6], [1.7]])
+    got = multinomial.log_predictive(Dirichlet(a), X)
+    np.testing.assert_allclose(got, _exact_dm(a, X), rtol=1e-14, atol=1e-12)
+    # duplicate entries are summed, not scored separately
+    coo = X.tocoo()
+    dup = sp.csr_matrix((np.r_[coo.data, coo.data[:4]], (np.r_[coo.row, coo.row[:4]], np.r_[coo.col, coo.col[:4]])),
+                        shape=X.shape)
+    summed = dup.copy()
+    summed.sum_duplicates()
+    np.testing.assert_allclose(multinomial.log_predictive(Dirichlet(a), dup),
+                               multinomial.log_predictive(Dirichlet(a), summed), rtol=1e-14)
+
+
+@pytest.mark.parametrize("block", [1 << 21, 5, 1])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_sparse_class_totals_equal_the_one_hot_product(monkeypatch, block, weighted):
+    monkeypatch.setattr(stats, "_TOTALS_BLOCK", block)
+    rng = np.random.default_rng(1)
+    X = _counts(rng).astype(np.int64)
+    X.data[X.data < 0] = 0
+    y = rng.integers(0, 4, X.shape[0])
+    w = rng.random(X.shape[0]) if weighted else None
+    Y = np.zeros((X.shape[0], 4))
+    Y[np.arange(X.shape[0]), y] = 1.0 if w is None else w
+    got = stats.count_stats(X, y, 4, w)
+    np.testing.assert_allclose(got.feature_count, (X.T @ Y).T, rtol=1e-15, atol=1e-13)
+    np.testing.assert_allclose(got.class_count, Y.sum(axis=0), rtol=1e-15)
+
+
+def test_sparse_products_are_bit_identical_in_slices_threads_and_integer_counts(monkeypatch):
+    rng = np.random.default_rng(2)
+    X = sp.random(3000, 500, density=0.05, format="csr", random_state=rng,
+                  data_rvs=lambda k: rng.integers(1, 9, k)).astype(np.int64)
+    W = rng.standard_normal((500, 6))
+    reference = X.astype(np.float64) @ W
+    monkeypatch.setattr(_linear, "_CONVERT_BLOCK", 1000)
+    assert np.array_equal(_linear.matmul(X, W), reference)
+    monkeypatch.setattr(_linear, "_PARALLEL_MIN_NNZ", 10)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "3")
+    assert np.array_equal(_linear.matmul(X, W), reference)
+    assert np.array_equal(_linear.matmul(X.astype(np.float64), W), reference)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "many")
+    with pytest.raises(ValueError, match="BAYESNB_NUM_THREADS"):
+        _linear.matmul(X, W)
+
+
+def test_cached_tables_follow_arrays_changed_in_place():
+    rng = np.random.default_rng(3)
+    X = _counts(rng)
+    a = 1.0 + rng.random((3, X.shape[1])) * 5
+    first = multinomial.log_predictive(Dirichlet(a), X)
+    a[1, 4] += 2.0
+    np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X),
+                                  multinomial.log_predictive(Dirichlet(a.copy()), X))
+    assert not np.allclose(first, multinomial.log_predictive(Dirichlet(a), X))
+    log_w = np.log(rng.dirichlet(np.ones(X.shape[1]), 3))
+    _linear.log_linear(X, log_w)
+    log_w[0, 3] = -np.inf
+    np.testing.assert_array_equal(_linear.log_linear(X, log_w), _linear.log_linear(X, log_w.copy()))
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float32, np.float64])
+@pytest.mark.parametrize("threshold", [0.0, 2.5, True])
+def test_bernoulli_sparse_binarisation_is_sklearns_and_leaves_the_input_alone(dtype, threshold):
+    rng = np.random.default_rng(4)
+    X = _counts(rng).astype(dtype)
+    X.data = np.abs(X.data)
+    y = rng.integers(0, 3, X.shape[0])
+    before = X.copy()
+    clf = bayesnb.BernoulliNB(binarize=threshold, estimate="mean").fit(X, y)
+    dense = bayesnb.BernoulliNB(binarize=None, estimate="mean").fit(
+        binarize(X.astype(np.float64).toarray(), threshold=float(threshold)), y)
+    np.testing.assert_array_equal(clf.feature_count_, dense.feature_count_)
+    np.testing.assert_allclose(clf.predict_proba(X), dense.predict_proba(
+        binarize(X.astype(np.float64).toarray(), threshold=float(threshold))), rtol=0, atol=1e-13)
+    assert X.dtype == before.dtype and (X != before).nnz == 0
+
+
+def test_integer_counts_are_read_in_place_with_the_same_results():
+    rng = np.random.default_rng(5)
+    X = _counts(rng).astype(np.int64)
+    X.data = np.abs(X.data)
+    y = rng.integers(0, 3, X.shape[0])
+    for estimate in ("mean", "predictive"):
+        as_int = bayesnb.MultinomialNB(estimate=estimate).fit(X, y)
+        as_float = bayesnb.MultinomialNB(estimate=estimate).fit(X.astype(np.float64), y)
+        np.testing.assert_array_equal(as_int.feature_count_, as_float.feature_count_)
+        np.testing.assert_array_equal(as_int.predict_joint_log_proba(X), as_float.predict_joint_log_proba(X))
+    bad = X.copy()
+    bad.data[0] = -1
+    with pytest.raises(ValueError, match="Negative values"):
+        bayesnb.MultinomialNB().fit(bad, y)
+
+
+def test_gaussian_statistics_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # Chunks are summarised on threads and merged in row order: bit-identical results.
+    rng = np.random.default_rng(3)
+    X = rng.normal(1e6, 1.0, size=(200_003, 4))  # several full chunks and a remainder
+    y = rng.integers(0, 3, X.shape[0])
+    w = rng.random(X.shape[0])
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        results.append(stats.gaussian_stats(X, y, 3, w))
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+    # And they are the statistics: weighted means and centred sums of squares.
+    for c in range(3):
+        rows, wc = X[y == c], w[y == c]
+        mean = np.average(rows - 1e6, axis=0, weights=wc) + 1e6
+        np.testing.assert_allclose(results[0].mean[c] + results[0].mean_residual[c], mean, rtol=1e-15)
+        m2 = (wc[:, None] * (rows - mean) ** 2).sum(0)
+        np.testing.assert_allclose(results[0].m2[c], m2, rtol=1e-9)
+
+
+def test_row_blocked_predictions_do_not_depend_on_the_number_of_threads(monkeypatch):
+    # The categorical table look-ups, the Gaussian row kernels and the log-normalisation
+    # split large inputs into runs of row blocks on threads; each row is computed the
+    # same way on any thread.
+    from bayesnb import CategoricalNB, GaussianNB
+
+    rng = np.random.default_rng(4)
+    n = 150_001  # more than two threads' worth of rows, not a whole number of blocks
+    codes = rng.integers(0, 5, (n, 6))
+    real = rng.normal(size=(n, 20))  # several compiled chunks of rows for the Gaussian kernels
+    y = rng.integers(0, 4, n)
+    results = []
+    for threads in ("1", "2", "3"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        cat = CategoricalNB().fit(codes, y)
+        gauss = GaussianNB().fit(real, y)
+        student_t = gauss.predict_log_proba(real)
+        plug_in = gauss.set_params(estimate="mean").predict_log_proba(real)
+        results.append([cat.predict_log_proba(codes), cat.predict_joint_log_proba(codes), student_t, plug_in])
+    for other in results[1:]:
+        for a, b in zip(results[0], other):
+            assert a.tobytes() == b.tobytes()
+    # The blocked normalisation is the plain one.
+    joint = results[0][1]
+    expected = joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)
+    np.testing.assert_allclose(results[0][0], expected, rtol=0, atol=1e-12)
