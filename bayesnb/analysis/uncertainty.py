@@ -226,7 +226,9 @@ def draw_source(estimator, X, n_draws, random_state):
         log_class=_fitted.class_log_draws(key_class, estimator, n_draws),
         key=key_feat,
         sample=lambda key, n: _fitted.feature_draws(key, estimator, n),
-        log_likelihood=lambda params, rows: _fitted.log_likelihood_draws(estimator, params, rows),
+        # Tempered as the estimator's own predictions (temperature_, 1 by default).
+        log_likelihood=lambda params, rows: _fitted.log_likelihood_draws(estimator, params, rows)
+        / _fitted.temperature(estimator),
         take_rows=lambda rows, start, stop: _fitted.take_rows(estimator, rows, start, stop),
         draw_size=draw_size(estimator.posterior_),
     )
@@ -742,6 +744,8 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
 
     Each posterior draw of :math:`\theta` gives one draw of every term, so their
     intervals are exact posterior credible intervals (up to Monte Carlo error).
+    A tempered estimator (``temperature_`` :math:`T > 1`) scores every term at
+    :math:`1/T` of its value, as its predictions do.
 
     Parameters
     ----------
@@ -807,7 +811,9 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
             else f"{names[j]}={labels[int(j)][v] if int(j) in labels and v < len(labels[int(j)]) else v}"
             for j, v in zip(feature, [None] * len(feature) if category is None else np.asarray(category))
         ]
-        parts.append((np.asarray(terms), feature, category, f"{name}: {unit}" if name else unit, term_names))
+        # A tempered estimator (temperature_ T) adds 1/T of each term to its log-odds.
+        terms = np.asarray(terms) / _fitted.temperature(estimator)
+        parts.append((terms, feature, category, f"{name}: {unit}" if name else unit, term_names))
     any_category = any(p[2] is not None for p in parts)
     return FeatureLogOdds(
         _contrast(np.concatenate([p[0] for p in parts], axis=-1), c, k),

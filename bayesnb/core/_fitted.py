@@ -44,6 +44,7 @@ __all__ = [
     "simulate",
     "stacked_log_likelihood",
     "take_rows",
+    "temperature",
 ]
 
 
@@ -119,6 +120,15 @@ def posterior_size(estimator, *, prior=False):
     """Entries of one draw of the feature parameters: the sizes of the (prior or) posterior pytree's leaves."""
     tree = estimator.prior_ if prior else estimator.posterior_
     return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(tree))))
+
+def temperature(estimator):
+    r"""The likelihood temperature :math:`T` of a fitted estimator (``temperature_``; 1 where it has none).
+
+    Class probabilities are :math:`\propto \pi_c\, p(x \mid \theta_c)^{1/T}`: the layers
+    that turn draws of the parameters into class probabilities or log-odds divide the
+    feature log-likelihood by it.
+    """
+    return float(getattr(estimator, "temperature_", 1.0))
 
 
 def class_log_draws(key, estimator, n, *, prior=False):

@@ -273,12 +273,14 @@ class ScatterStats(NamedTuple):
         m_a = np.asarray(self.mean, dtype=np.float64)
         m_b = np.asarray(other.mean, dtype=np.float64)
         n = n_a + n_b
-        safe = np.where(n > 0, n, 1.0)
+        # Counts are compared with 0, not required positive: a side of negative weight
+        # is a downdate (exact leave-one-out, bayesnb.analysis.loo).
+        safe = np.where(n != 0, n, 1.0)
         delta = m_b - m_a
         mean = m_a + (n_b / safe)[:, None] * delta
         # An empty side must not move the mean: its stored mean is a placeholder zero.
-        mean = np.where((n_a > 0)[:, None], mean, m_b)
-        mean = np.where((n_b > 0)[:, None], mean, m_a)
+        mean = np.where((n_a != 0)[:, None], mean, m_b)
+        mean = np.where((n_b != 0)[:, None], mean, m_a)
         cross = (n_a * n_b / safe)[:, None, None] * (delta[:, :, None] * delta[:, None, :])
         scatter = np.asarray(self.scatter, dtype=np.float64) + np.asarray(other.scatter, dtype=np.float64) + cross
         return ScatterStats(n, mean, scatter)
@@ -314,19 +316,24 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
     class_count = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
     sums = np.asarray(Y.T @ X, dtype=np.float64).reshape(n_classes, n_features)
     mean = np.zeros((n_classes, n_features))
-    seen = class_count > 0
+    seen = class_count != 0  # negative weights: a downdate (bayesnb.analysis.loo)
     mean[seen] = sums[seen] / class_count[seen, None]
     # sqrt(w) on both factors makes ``A.T @ A`` a symmetric rank-k update (exactly
     # symmetric), where ``(w * D).T @ D`` would differ from its transpose by round-off.
-    centred = (X - mean[y_index]) * np.sqrt(w)[:, None]
+    # Rows of negative weight (downdates) enter with their sign.
+    negative = w < 0
+    centred = (X - mean[y_index]) * np.sqrt(np.abs(w))[:, None]
     order = np.argsort(y_index, kind="stable")
     bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
     scatter = np.zeros((n_classes, n_features, n_features))
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         for c in range(n_classes):
-            rows = centred[order[bounds[c] : bounds[c + 1]]]
+            pick = order[bounds[c] : bounds[c + 1]]
+            rows = centred[pick]
             if rows.shape[0]:
                 scatter[c] = rows.T @ rows
+                if negative[pick].any():
+                    scatter[c] -= 2.0 * rows[negative[pick]].T @ rows[negative[pick]]
     if not (np.all(np.isfinite(scatter)) and np.all(np.isfinite(mean))):
         _raise_non_finite("scatter_stats", X, w)
     return ScatterStats(class_count, mean, scatter)
@@ -503,14 +510,14 @@ def _chan_merge(a, b, xp):
     n_a, m_a, s_a, r_a = a
     n_b, m_b, s_b, r_b = b
     n = n_a + n_b
-    safe = xp.where(n > 0, n, 1.0)
+    safe = xp.where(n != 0, n, 1.0)  # negative weights: a downdate (bayesnb.analysis.loo)
     share = (n_b / safe)[:, None]
     # m_b - m_a is exact when the means are within a factor 2 (Sterbenz), the case
     # where it cancels; the residuals restore the digits the rounded means lost.
     delta = (m_b - m_a) + (r_b - r_a)
     mean, resid = _two_sum(m_a, r_a + share * delta)
     # An empty side must not move the mean: its stored mean is a placeholder zero.
-    for keep, m_k, r_k in (((n_a > 0)[:, None], m_b, r_b), ((n_b > 0)[:, None], m_a, r_a)):
+    for keep, m_k, r_k in (((n_a != 0)[:, None], m_b, r_b), ((n_b != 0)[:, None], m_a, r_a)):
         mean = xp.where(keep, mean, m_k)
         resid = xp.where(keep, resid, r_k)
     m2 = s_a + s_b + (n_a * share[:, 0])[:, None] * delta * delta
@@ -551,7 +558,7 @@ def _first_rows(y, n_classes, xp):
 def _gaussian_chunk(X, y, w, n_classes, xp):
     """Statistics (count, mean, m2, mean_residual) of one chunk of rows."""
     count = _segment_sum(w, y, n_classes, xp)
-    safe = xp.where(count > 0, count, 1.0)[:, None]
+    safe = xp.where(count != 0, count, 1.0)[:, None]
     # Everything is computed on deviations from one row of the class (exact, by
     # Sterbenz's lemma, when the data sit far from 0), so every rounding error below is
     # relative to the spread of the data, not to its magnitude. That also makes the

@@ -16,6 +16,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from bayesnb.analysis import loo as _loo
 from bayesnb.analysis import uncertainty as _uncertainty
 from bayesnb.analysis.uncertainty import check_interval_args
 from bayesnb.core import _fitted
@@ -52,12 +53,22 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     _family = None
 
-    def __init__(self, *, class_alpha=1.0, class_prior=None, fit_prior=True, estimate="predictive", missing="error"):
+    def __init__(
+        self,
+        *,
+        class_alpha=1.0,
+        class_prior=None,
+        fit_prior=True,
+        estimate="predictive",
+        missing="error",
+        temperature=1.0,
+    ):
         self.class_alpha = class_alpha
         self.class_prior = class_prior
         self.fit_prior = fit_prior
         self.estimate = estimate
         self.missing = missing
+        self.temperature = temperature
 
     @property
     def family_(self):
@@ -82,6 +93,27 @@ class BaseNB(ClassifierMixin, BaseEstimator):
 
     def _feature_log_evidence(self):
         return self._family.log_evidence(self.prior_, self.stats_)
+
+    def _point_options(self, kind):
+        """Keyword options of the family's ``point`` for ``kind`` (none by default)."""
+        return {}
+
+    def _loo_feature(self, X, y_index, weight, kind):
+        """Leave-one-out feature scores of validated training rows, (n_samples, n_classes)."""
+        mask = None
+        if isinstance(X, _missing.MaskedX):
+            X, mask = X.X, X.mask
+        return _loo.feature_log_loo(
+            self._family,
+            self.prior_,
+            self.stats_,
+            X,
+            y_index,
+            weight,
+            kind=kind,
+            mask=mask,
+            point_options=self._point_options(kind),
+        )
 
     # Draws, generated rows and log-likelihoods under draws are read off the fitted
     # pytrees by bayesnb.core._fitted, the same code the PPL and analysis layers use.
@@ -270,6 +302,14 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         new = self._stats(X, y_index, w)
         self.stats_ = new if not hasattr(self, "stats_") else merge(self.stats_, new)
         self._refresh()
+        if _is_loo(self.temperature):
+            # The rows of this call, each left out of everything seen so far. A row of
+            # weight w counts as w copies (scikit-learn's convention): one copy (the whole
+            # row where w < 1) is left out, and its loss counts w times, so that weights
+            # and repeated rows choose the same T.
+            w = np.ones(X.shape[0]) if w is None else np.asarray(w, np.float64)
+            terms = self._loo_terms(X, y_index, np.minimum(w, 1.0))
+            self.temperature_ = _loo.choose_temperature(terms, weight=w) if w.sum() > 0 else 1.0
         return self
 
     def _refresh(self):
@@ -298,6 +338,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             self.class_posterior_ = _class_prior.posterior(self.class_dirichlet_, self.stats_.class_count)
         self.class_count_ = np.asarray(self.stats_.class_count)
         self._cache = {}
+        if _is_loo(self.temperature):
+            # Chosen from the training rows by fit / partial_fit (update_prior keeps the
+            # last choice: it has no rows to leave out).
+            self.temperature_ = getattr(self, "temperature_", 1.0)
+        else:
+            self.temperature_ = check_temperature(self.temperature)
 
     # ----------------------------------------------------------- estimates
     def _class_log_prob(self, kind):
@@ -322,7 +368,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """Joint log-probability :math:`\\log p(x, y=c \\mid D)` of each row and class.
 
         Uses the current ``estimate``. A row impossible under every class gets ``-inf``
-        in every column (see :class:`bayesnb.exceptions.ZeroLikelihoodWarning`).
+        in every column (see :class:`bayesnb.exceptions.ZeroLikelihoodWarning`). With a
+        temperature :math:`T =` ``temperature_`` other than 1 the feature part is
+        divided by :math:`T`: the tempered score
+        :math:`\\log p(y=c \\mid D) + \\log p(x \\mid y=c, D) / T`, which is no longer a
+        normalised joint probability but whose normalisation over classes is
+        ``predict_log_proba`` (see the tempering guide).
 
         Parameters
         ----------
@@ -339,6 +390,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             joint = self._feature_lp(X)
         else:
             joint = self._feature_ll(self._point(kind), X)
+        if self.temperature_ != 1.0:
+            joint = joint / self.temperature_
         return joint + self._class_log_prob(kind)
 
     def _log_proba(self, X):
@@ -601,6 +654,42 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         self
         """
         return _shards.finish(self, shard)
+
+    # ------------------------------------------------------- leave-one-out
+    def _loo_terms(self, Xv, y_index, weight):
+        kind = check_estimate(self.estimate)
+        if self.class_posterior_ is None:
+            class_log = _loo.class_log_loo(None, self.stats_.class_count, y_index, weight, class_prior=self.class_prior_)
+        else:
+            class_log = _loo.class_log_loo(self.class_dirichlet_, self.stats_.class_count, y_index, weight, kind=kind)
+        return _loo.LooTerms(class_log, self._loo_feature(Xv, y_index, weight, kind), np.asarray(y_index))
+
+    def loo_terms(self, X, y, sample_weight=None):
+        r"""Exact leave-one-out parts of the training rows' predictive, with no refit.
+
+        For each training row :math:`i` (its statistics removed from ``stats_``, the
+        prior held at ``prior_``): :math:`\log p(y=c \mid D_{-i})` and
+        :math:`\log p(x_i \mid y=c, D_{-i})` under the current ``estimate`` (the exact
+        predictive, or the plug-in of the point estimate of the downdated posterior).
+        :func:`bayesnb.analysis.loo.conditional` turns them into :math:`\log p(y_i \mid x_i,
+        D_{-i})` (tempered or not), :func:`bayesnb.analysis.loo.joint` into
+        :math:`\log p(x_i, y_i \mid D_{-i})`. See :mod:`bayesnb.analysis.loo`.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+            Rows the estimator was fitted on (their statistics are in ``stats_``).
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+            The weights they were fitted with: the whole row is left out.
+
+        Returns
+        -------
+        bayesnb.analysis.loo.LooTerms
+        """
+        check_is_fitted(self, "stats_")
+        _, Xv, y_index, w = self.sufficient_stats(X, y, sample_weight)
+        return self._loo_terms(Xv, y_index, w)
 
     # ----------------------------------------------------------- persistence
     def save(self, path):
@@ -871,6 +960,20 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return to_inference_data(
             self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains, feature_names=feature_names
         )
+
+
+def _is_loo(temperature):
+    return isinstance(temperature, str) and temperature == "loo"
+
+
+def check_temperature(temperature):
+    """A numeric ``temperature`` as a float >= 1, or a clear error."""
+    if isinstance(temperature, (bool, np.bool_)) or not isinstance(temperature, (int, float, np.integer, np.floating)):
+        raise ValueError(f"temperature must be a number >= 1 or 'loo', got {temperature!r}")
+    t = float(temperature)
+    if not np.isfinite(t) or t < 1.0:
+        raise ValueError(f"temperature must be a finite number >= 1 or 'loo', got {temperature!r}")
+    return t
 
 
 # Numbers per chunk of parameter draws when generating data (8 MiB of float64).

@@ -43,9 +43,11 @@ class _DiscreteNB(BaseNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
+            temperature=temperature,
         )
         self.alpha = alpha
         self.alpha_scope = alpha_scope
@@ -110,6 +112,13 @@ _COMMON_PARAMS = """
         concentration is below 1 (the mode is then not defined). May be changed after
         ``fit`` with ``set_params``: predictions of every estimate come from the same
         posterior.
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\\propto p(y \\mid D)\\, p(x \\mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 """
 
 _COMMON_ATTRS = """
@@ -263,6 +272,7 @@ class BernoulliNB(_DiscreteNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
             alpha=alpha,
@@ -272,6 +282,7 @@ class BernoulliNB(_DiscreteNB):
             fit_prior=fit_prior,
             estimate=estimate,
             missing=missing,
+            temperature=temperature,
         )
         self.binarize = binarize
 
@@ -380,6 +391,7 @@ class CategoricalNB(_DiscreteNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
             alpha=alpha,
@@ -389,6 +401,7 @@ class CategoricalNB(_DiscreteNB):
             fit_prior=fit_prior,
             estimate=estimate,
             missing=missing,
+            temperature=temperature,
         )
         self.min_categories = min_categories
 

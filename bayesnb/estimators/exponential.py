@@ -68,6 +68,13 @@ class ExponentialNB(GammaRateNB):
         What a NaN in ``X`` means. "error": a ``ValueError``. "ignore": an unobserved
         value, left out of its row's statistics and likelihood (exact: each feature is
         its own Gamma-exponential factor). See :mod:`bayesnb.core.missing`.
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 
     Attributes
     ----------
@@ -116,6 +123,7 @@ class ExponentialNB(GammaRateNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
             alpha=alpha,
@@ -126,6 +134,7 @@ class ExponentialNB(GammaRateNB):
             fit_prior=fit_prior,
             estimate=estimate,
             missing=missing,
+            temperature=temperature,
         )
 
     def _check_X(self, X, reset):

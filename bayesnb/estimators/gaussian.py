@@ -88,6 +88,13 @@ class GaussianNB(BaseNB):
         its own Normal-Inverse-Gamma factor, updated with the rows that observe it; the
         default prior is scaled to each feature's observed values). See
         :mod:`bayesnb.core.missing`.
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 
     Attributes
     ----------
@@ -139,9 +146,11 @@ class GaussianNB(BaseNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
+            temperature=temperature,
         )
         self.prior = prior
         self.var_smoothing = var_smoothing
@@ -176,6 +185,9 @@ class GaussianNB(BaseNB):
         if self.prior is None:
             return gaussian.default_prior(self.stats_)
         return gaussian.check_prior(self.prior, self.classes_.size, self.n_features_in_)
+
+    def _point_options(self, kind):
+        return {"var_smoothing": self._var_smoothing()}
 
     def _point(self, kind):
         kind = "mean" if kind == "predictive" else kind

@@ -101,6 +101,13 @@ class GaussianBayesClassifier(BaseNB):
         each row (exact, for the plug-in Gaussian and the Student-t predictive alike);
         fitting on rows with NaNs is refused, since the Normal-Inverse-Wishart posterior
         given a partially observed row is not Normal-Inverse-Wishart.
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 
     Attributes
     ----------
@@ -154,9 +161,11 @@ class GaussianBayesClassifier(BaseNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
+            temperature=temperature,
         )
         self.covariance = covariance
         self.prior = prior

@@ -51,11 +51,12 @@ class _BlockData:
     shape : tuple (n_samples, n_features)
     """
 
-    __slots__ = ("parts", "shape")
+    __slots__ = ("parts", "shape", "validated")
 
-    def __init__(self, parts, shape):
+    def __init__(self, parts, shape, validated=True):
         self.parts = parts
         self.shape = shape
+        self.validated = validated
 
 
 def _is_dataframe(X):
@@ -152,6 +153,13 @@ class MixedNB(BaseNB):
         out of the statistics and likelihood under each block family's rules (see
         :mod:`bayesnb.core.missing`; e.g. exact for Gaussian, Bernoulli, categorical and
         Poisson blocks, refused at fit for a multinomial block).
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 
     Attributes
     ----------
@@ -208,9 +216,15 @@ class MixedNB(BaseNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
-            class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing
+            class_alpha=class_alpha,
+            class_prior=class_prior,
+            fit_prior=fit_prior,
+            estimate=estimate,
+            missing=missing,
+            temperature=temperature,
         )
         self.blocks = blocks
         self.remainder = remainder
@@ -431,7 +445,8 @@ class MixedNB(BaseNB):
                 with _in_block(name):
                     part = est._input(part, reset=False)
             parts.append(part)
-        return _BlockData(parts, X.shape)
+        # fit hands the blocks their raw columns (each block validates its own).
+        return _BlockData(parts, X.shape, validated=not self._fit_input)
 
     def _check_finite(self, part, name, est, X, idx):
         if self.missing == "ignore" or est.__sklearn_tags__().input_tags.allow_nan:
@@ -537,6 +552,13 @@ class MixedNB(BaseNB):
 
     def _log_predictive(self, X):
         return sum(est._feature_lp(part) for (_, est, _), part in zip(self.estimators_, X.parts))
+
+    def _loo_feature(self, X, y_index, weight, kind):
+        validated = getattr(X, "validated", True)
+        return sum(
+            est._loo_feature(part if validated else est._input(part, reset=False), y_index, weight, kind)
+            for (_, est, _), part in zip(self.estimators_, X.parts)
+        )
 
     def _named_draws(self, params):
         out = {}

@@ -84,6 +84,13 @@ class PoissonNB(GammaRateNB):
         its own Gamma-Poisson factor, updated with the rows that observe it:
         :math:`\mathrm{Gamma}(\alpha + T_{cj}, \beta + N_{cj})`). See
         :mod:`bayesnb.core.missing`.
+    temperature : float >= 1 or "loo", default=1.0
+        Likelihood tempering: class probabilities
+        :math:`\propto p(y \mid D)\, p(x \mid y, D)^{1/T}` (1: the model as written).
+        ``"loo"``: :math:`T` minimising the exact leave-one-out log loss of the training
+        rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
+        calibration device for a misspecified model, not its posterior (see the
+        tempering guide); draws, intervals and feature log-odds are tempered alike.
 
     Attributes
     ----------
@@ -137,6 +144,7 @@ class PoissonNB(GammaRateNB):
         fit_prior=True,
         estimate="predictive",
         missing="error",
+        temperature=1.0,
     ):
         super().__init__(
             alpha=alpha,
@@ -147,6 +155,7 @@ class PoissonNB(GammaRateNB):
             fit_prior=fit_prior,
             estimate=estimate,
             missing=missing,
+            temperature=temperature,
         )
 
     def _check_X(self, X, reset):

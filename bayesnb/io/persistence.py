@@ -68,6 +68,7 @@ import math
 import os
 import warnings
 import zipfile
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -98,6 +99,7 @@ _DERIVED = frozenset(
         "alpha_",
         "class_alpha_",
         "evidence_trace_",
+        "precision_",
     }
 )
 # Fitted attributes that are state: stored and restored as they are.
@@ -110,6 +112,8 @@ _STATE = (
     "estimators_",
     "categories_",
     "_user_min_categories",
+    # temperature="loo" chose it from the training rows, which are not stored.
+    "temperature_",
 )
 
 
@@ -630,7 +634,7 @@ def _read(source, max_bytes):
                     arrays[name] = np.lib.format.read_array(member, allow_pickle=False)
     except ModelFileError:
         raise
-    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, NotImplementedError) as err:
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError, OSError, ValueError, KeyError, NotImplementedError, zlib.error) as err:
         raise ModelFileError(f"the model file is truncated or corrupted and cannot be read: {err}") from None
     return metadata, arrays
 

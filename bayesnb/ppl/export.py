@@ -194,6 +194,10 @@ def to_inference_data(
       :math:`p(y \mid x_i, \theta, \pi)` for every row and draw. With
       ``missing="ignore"`` an unobserved entry is NaN in ``observed_data`` and left out
       of the row's likelihood (as in the estimator's own predictions).
+    * A tempered estimator (``temperature_`` :math:`T \ne 1`): ``predictions`` are
+      tempered like its ``predict_proba``; ``log_likelihood`` and ``posterior_predictive``
+      stay those of the model as written (tempering is a device on the class
+      probabilities, not a different likelihood of the data).
     * With ``X_new``: ``predictions`` ``class_proba`` (chain, draw, new_data, class), the
       class probabilities :math:`p(y = c \mid x, \theta, \pi)` under every draw, and
       ``predictions_constant_data`` ``X_new``.
@@ -276,8 +280,13 @@ def to_inference_data(
         checked_new, new_arrays = _data_arrays(estimator, X_new)
         n_new = checked_new.shape[0]
         proba = np.empty((total, n_new, estimator.classes_.size))
+        temperature = _fitted.temperature(estimator)
         for start, stop, lj in _joint_draws(estimator, log_class, params, checked_new):
-            proba[start:stop] = np.exp(log_normalize(lj, log_class[start:stop, None, :])[0])
+            lc = log_class[start:stop, None, :]
+            if temperature != 1.0:
+                # Tempered as the estimator's predict_proba: the feature part over T.
+                lj = lc + (lj - lc) / temperature
+            proba[start:stop] = np.exp(log_normalize(lj, lc)[0])
         groups["predictions"] = _chains({"class_proba": proba}, n_chains, n_draws)
         groups["predictions_constant_data"] = {f"{k}_new": v for k, v in new_arrays.items()}
         dims["class_proba"] = ("new_data", "class")

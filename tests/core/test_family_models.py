@@ -63,6 +63,10 @@ _SCIPY = {
         for j in range(X.shape[1])
     ),
     ("counts", ("rate",)): lambda X, y, v, prior: st.poisson.logpmf(X, v["rate"][y]).sum(),
+    # The Pólya rows: a document's theta integrated out (it does not enter the rows' density).
+    ("counts", ("document_probs",)): lambda X, y, v, prior: sum(
+        st.dirichlet_multinomial.logpmf(x, np.asarray(prior.concentration)[c], int(x.sum())) for x, c in zip(np.asarray(X), y)
+    ),
     ("positive", ("rate",)): lambda X, y, v, prior: st.expon.logpdf(X, scale=1.0 / v["rate"][y]).sum(),
     ("real", ("loc", "var")): lambda X, y, v, prior: st.norm.logpdf(X, v["loc"][y], np.sqrt(v["var"][y])).sum(),
     ("real", ("covariance", "loc")): lambda X, y, v, prior: sum(

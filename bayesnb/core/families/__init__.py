@@ -19,6 +19,7 @@ from bayesnb.core.families import (
     gaussian_mv,
     multinomial,
     poisson,
+    polya,
 )
 from bayesnb.core.families.protocol import Family, get, names, register
 
@@ -33,5 +34,6 @@ __all__ = [
     "multinomial",
     "names",
     "poisson",
+    "polya",
     "register",
 ]

@@ -1,0 +1,18 @@
+"""scikit-learn's estimator checks for PolyaNB and for tempered estimators.
+
+``temperature="loo"`` chooses T inside ``fit`` from exact leave-one-out predictives, so
+every check that fits (sample weights, one class, dtypes, pickling) runs that path too.
+"""
+
+from __future__ import annotations
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from bayesnb import GaussianNB, MultinomialNB, PolyaNB
+
+
+@parametrize_with_checks(
+    [PolyaNB(), PolyaNB(precision=5.0, temperature=2.0), MultinomialNB(temperature="loo"), GaussianNB(temperature="loo")]
+)
+def test_sklearn_estimator_checks(estimator, check):
+    check(estimator)
