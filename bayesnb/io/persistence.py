@@ -460,13 +460,21 @@ def _check_state(est, name):
     stats = state["stats_"]
     if not (isinstance(stats, tuple) and hasattr(stats, "_fields")):
         raise ModelFileError(f"{name}.stats_ is not a statistics pytree")
+    # Tables have the class axis first (then the features); a statistics type that also
+    # holds flat lists of entries (the Polya family's (class, word, count) triples) names
+    # its tables in TABLE_FIELDS, and its entries' class and feature indices are checked.
+    tables = getattr(type(stats), "TABLE_FIELDS", stats._fields)
     for field in stats._fields:
         value = getattr(stats, field)
         arr = np.asarray(value)
         where = f"{name}.stats_.{field}"
         if arr.dtype.kind not in "biuf":
             raise ModelFileError(f"{where} must be numeric, got dtype {arr.dtype}")
-        if arr.ndim == 0 or arr.shape[0] != classes.size:
+        if field not in tables:
+            bound = {"_class": classes.size, "_feature": n_features}.get(field[field.rfind("_") :])
+            if arr.ndim != 1 or (bound is not None and arr.size and (arr.min() < 0 or arr.max() >= bound)):
+                raise ModelFileError(f"{where} must be a 1-d list of entries, with indices in range")
+        elif arr.ndim == 0 or arr.shape[0] != classes.size:
             raise ModelFileError(f"{where} has shape {arr.shape}; its first axis must be the {classes.size} classes")
         if arr.ndim >= 2 and arr.shape[1] != n_features:
             raise ModelFileError(f"{where} has shape {arr.shape}; its second axis must be the {n_features} features")

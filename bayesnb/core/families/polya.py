@@ -89,6 +89,9 @@ class PolyaStats(NamedTuple):
         ``length_value`` (> 0); sorted, weights > 0.
     """
 
+    #: The fields with the class axis first (the others are flat lists of entries).
+    TABLE_FIELDS = ("class_count", "feature_count")
+
     class_count: np.ndarray
     feature_count: np.ndarray
     pair_class: np.ndarray
