@@ -18,6 +18,7 @@ from bayesnb.estimators import (
     MixedNB,
     MultinomialNB,
     PoissonNB,
+    SemiSupervisedNB,
 )
 from bayesnb.exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from bayesnb.io.persistence import load
@@ -39,6 +40,7 @@ __all__ = [
     "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
+    "SemiSupervisedNB",
     "ZeroLikelihoodWarning",
     "__version__",
     "compare",

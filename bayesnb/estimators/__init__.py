@@ -7,6 +7,7 @@ from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.estimators.gaussian_bayes import GaussianBayesClassifier
 from bayesnb.estimators.mixed import MixedNB
 from bayesnb.estimators.poisson import PoissonNB
+from bayesnb.estimators.semi_supervised import SemiSupervisedNB
 from bayesnb.io.persistence import register_estimator as _register_estimator
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "MixedNB",
     "MultinomialNB",
     "PoissonNB",
+    "SemiSupervisedNB",
     "estimator_for",
 ]
 
