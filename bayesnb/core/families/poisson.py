@@ -63,7 +63,7 @@ from bayesnb.core.families.multinomial import _sum_log_rising
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import log_linear, matmul, row_sums
 from bayesnb.core.priors import Gamma
-from bayesnb.core.stats import dense_mask, poisson_stats, with_observed
+from bayesnb.core.stats import poisson_stats, with_observed
 
 __all__ = [
     "family",
@@ -317,11 +317,7 @@ def expected_log_likelihood(post, X, mask=None):
     """
     e_log, e_rate = _gamma.expected_log_rate(post)
     out = _masked_log_likelihood(PoissonParams(e_log), X, mask=mask)
-    gap = np.exp(e_log) - e_rate
-    if mask is None:
-        return out + gap.sum(axis=-1)[None, :]
-    observed = ~dense_mask(mask)
-    return out + observed.astype(np.float64) @ gap.T
+    return _mask.add_per_feature(out, np.exp(e_log) - e_rate, mask)
 
 
 def log_density(dist, params, raise_by=0.0):
