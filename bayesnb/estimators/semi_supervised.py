@@ -81,6 +81,7 @@ import copy
 import sys
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
 from sklearn.utils import _safe_indexing
@@ -133,6 +134,15 @@ def _parts(Xv):
     if isinstance(Xv, _missing.MaskedX):
         return Xv.X, Xv.mask
     return Xv, None
+
+
+def _take_rows(Xv, rows):
+    """Rows ``rows`` (with repeats) of validated input: an array, a sparse matrix or a :class:`MaskedX`."""
+    if isinstance(Xv, _missing.MaskedX):
+        return _missing.MaskedX(_take_rows(Xv.X, rows), _take_rows(Xv.mask, rows))
+    if isinstance(Xv, np.ndarray) or sp.issparse(Xv):
+        return Xv[rows]
+    raise TypeError(f"SemiSupervisedNB cannot take rows of validated input of type {type(Xv).__name__}")
 
 
 def _merge(a, b):
@@ -332,15 +342,18 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _soft_stats(self, est, XU, R, wU):
-        """Statistics of the unlabelled rows, each class's copy weighted by its responsibility."""
-        out = None
-        for c in range(R.shape[1]):
-            wc = wU * R[:, c]
-            if not wc.any():  # no weight on this class (or lambda = 0): nothing to add
-                continue
-            sc = est.validated_stats(XU, np.full(XU.shape[0], c), wc)
-            out = sc if out is None else _merge(out, sc)
-        return out
+        """Statistics of the unlabelled rows, each class's copy weighted by its responsibility.
+
+        One call over the (row, class) pairs of positive weight: a copy of row ``i`` for
+        class ``c`` with weight :math:`\lambda w_i r_{ic}`. Pairs of weight exactly zero
+        (responsibilities that underflow, as they do for long documents) add nothing
+        and are left out, which keeps the cost near one pass over the rows.
+        """
+        W = wU[:, None] * R
+        rows, cls = np.nonzero(W > 0)
+        if rows.size == 0:
+            return None
+        return est.validated_stats(_take_rows(XU, rows), cls, W[rows, cls])
 
     def _expected(self, est, S_L, XU, R, wU):
         extra = self._soft_stats(est, XU, R, wU) if XU is not None else None
