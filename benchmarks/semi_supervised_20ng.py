@@ -4,10 +4,15 @@ Nigam et al. (2000)'s setting: a few labelled documents per class, the rest of t
 training set unlabelled (``y = -1``), scored on the bydate test set. Every repeat draws
 a new labelled subset (stratified, ``--per-class`` documents of each group) and fits
 
-* labelled only: ``MultinomialNB()`` (Dir(1) prior, exact posterior predictive);
-* EM: ``SemiSupervisedNB(MultinomialNB(), method="em")`` (Laplace smoothing, lambda = 1,
-  and with ``--lam`` another weight of the unlabelled documents);
-* VB: ``SemiSupervisedNB(MultinomialNB(), method="vb")`` (predictive under q).
+* labelled only: ``MultinomialNB(alpha)`` (Dir(alpha) prior, exact posterior predictive);
+* EM: ``SemiSupervisedNB(MultinomialNB(alpha), method="em")`` (Laplace smoothing: the
+  MAP under Dir(alpha + 1), i.e. the posterior mean under Dir(alpha); lambda = 1, and
+  with ``--lam`` another weight of the unlabelled documents);
+* VB: ``SemiSupervisedNB(MultinomialNB(alpha), method="vb")`` (predictive under q).
+
+``alpha`` defaults to 0.01: with a 26,000-word vocabulary and 20 documents per class,
+Dir(1) (Nigam's add-one rule) outweighs the data (labelled-only accuracy about 0.22
+against 0.58 with 0.01).
 
 and prints test accuracy and log loss (mean and standard deviation over the repeats,
 min and max) and the fit times. Word counts from scikit-learn's ``CountVectorizer`` with
@@ -41,9 +46,10 @@ def parse_args(argv):
     p.add_argument("--per-class", type=int, default=20, help="labelled documents per class")
     p.add_argument("--n-unlabelled", type=int, default=None, help="random subset of the unlabelled documents")
     p.add_argument("--min-df", type=int, default=5)
-    p.add_argument("--lam", type=float, default=0.1, help="a second EM run with this unlabelled weight")
+    p.add_argument("--alpha", type=float, default=0.01, help="MultinomialNB's Dirichlet concentration")
+    p.add_argument("--lam", type=float, default=None, help="a second EM run with this unlabelled weight")
     p.add_argument("--max-iter", type=int, default=100)
-    p.add_argument("--tol", type=float, default=1e-7)
+    p.add_argument("--tol", type=float, default=1e-6)
     p.add_argument("--quick", action="store_true", help="4 groups, 2 repeats")
     return p.parse_args(argv)
 
@@ -71,15 +77,16 @@ def main(argv=None):
     print(
         f"20 Newsgroups bydate: {X_train.shape[0]} train / {X_test.shape[0]} test documents, "
         f"{X_train.shape[1]} words (min_df={args.min_df}), {classes.size} groups; "
-        f"{args.per_class} labelled per group, {repeats} repeats"
+        f"{args.per_class} labelled per group, {repeats} repeats; MultinomialNB(alpha={args.alpha:g})"
     )
 
     methods = {
         "labelled only": None,
         "EM (lambda=1)": dict(method="em", unlabelled_weight=1.0),
-        f"EM (lambda={args.lam:g})": dict(method="em", unlabelled_weight=args.lam),
         "VB (lambda=1)": dict(method="vb", unlabelled_weight=1.0),
     }
+    if args.lam is not None:
+        methods[f"EM (lambda={args.lam:g})"] = dict(method="em", unlabelled_weight=args.lam)
     results = {name: {"acc": [], "loss": [], "time": [], "iter": []} for name in methods}
     for r in range(repeats):
         rng = np.random.default_rng(r)
@@ -97,10 +104,10 @@ def main(argv=None):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 if params is None:
-                    clf = MultinomialNB().fit(X_train[labelled], y_train[labelled])
+                    clf = MultinomialNB(alpha=args.alpha).fit(X_train[labelled], y_train[labelled])
                     n_iter = 0
                 else:
-                    clf = SemiSupervisedNB(MultinomialNB(), max_iter=args.max_iter, tol=args.tol, **params).fit(X, y)
+                    clf = SemiSupervisedNB(MultinomialNB(alpha=args.alpha), max_iter=args.max_iter, tol=args.tol, **params).fit(X, y)
                     n_iter = clf.n_iter_
                 elapsed = time.perf_counter() - start
                 proba = clf.predict_proba(X_test)

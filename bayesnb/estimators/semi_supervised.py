@@ -342,7 +342,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self
 
     def _soft_stats(self, est, XU, R, wU):
-        """Statistics of the unlabelled rows, each class's copy weighted by its responsibility.
+        r"""Statistics of the unlabelled rows, each class's copy weighted by its responsibility.
 
         One call over the (row, class) pairs of positive weight: a copy of row ``i`` for
         class ``c`` with weight :math:`\lambda w_i r_{ic}`. Pairs of weight exactly zero
