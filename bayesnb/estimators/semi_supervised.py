@@ -79,11 +79,13 @@ from __future__ import annotations
 
 import copy
 import sys
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
@@ -194,6 +196,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         (``"laplace"``, the posterior mean under the prior), or under the prior itself.
         Ignored by ``"vb"``.
     max_iter : int, default=100
+        At most this many iterations (a ``ConvergenceWarning`` when reached first).
     tol : float, default=1e-8
         Stop when an iteration raises the objective by less than
         ``tol * max(1, |objective|)``.
@@ -328,6 +331,13 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         run = self._em if self.method == "em" else self._vb
         est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU, wU)
 
+        if not converged:
+            warnings.warn(
+                f"SemiSupervisedNB(method={self.method!r}) stopped at max_iter={self.max_iter} before the "
+                f"objective settled to tol={self.tol:g}; raise max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
         self.estimator_ = est
         self.classes_ = classes
         self.n_iter_ = len(trace)

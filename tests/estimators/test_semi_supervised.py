@@ -265,6 +265,15 @@ def test_bad_input_gets_a_clear_error():
         SemiSupervisedNB(MultinomialNB(), smoothing="none").fit(Xz, np.concatenate([_hide(y, 9), [-1]]))
 
 
+def test_stopping_before_convergence_warns():
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y = _data(MultinomialNB, 10)
+    with pytest.warns(ConvergenceWarning, match="max_iter=2"):
+        clf = SemiSupervisedNB(MultinomialNB(), max_iter=2).fit(X, _hide(y, 10))
+    assert clf.n_iter_ == 2 and not clf.converged_
+
+
 def test_it_is_exported():
     assert "SemiSupervisedNB" in bayesnb.__all__
     assert bayesnb.SemiSupervisedNB is SemiSupervisedNB
