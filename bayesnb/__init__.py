@@ -19,6 +19,7 @@ from bayesnb.estimators import (
     MultinomialNB,
     PoissonNB,
     PolyaNB,
+    SemiSupervisedNB,
 )
 from bayesnb.exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
 from bayesnb.io.persistence import load
@@ -41,6 +42,7 @@ __all__ = [
     "MultinomialNB",
     "PoissonNB",
     "PolyaNB",
+    "SemiSupervisedNB",
     "ZeroLikelihoodWarning",
     "__version__",
     "compare",

@@ -8,6 +8,7 @@ from bayesnb.estimators.gaussian_bayes import GaussianBayesClassifier
 from bayesnb.estimators.mixed import MixedNB
 from bayesnb.estimators.poisson import PoissonNB
 from bayesnb.estimators.polya import PolyaNB
+from bayesnb.estimators.semi_supervised import SemiSupervisedNB
 from bayesnb.io.persistence import register_estimator as _register_estimator
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "MultinomialNB",
     "PoissonNB",
     "PolyaNB",
+    "SemiSupervisedNB",
     "estimator_for",
 ]
 

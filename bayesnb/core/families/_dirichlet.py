@@ -24,6 +24,8 @@ from bayesnb.core._x64 import x64
 from bayesnb.core.families import _rows
 
 __all__ = [
+    "expected_log",
+    "log_density",
     "log_evidence",
     "log_evidence_cells",
     "pooled_log_bayes_factor",
@@ -266,3 +268,49 @@ def sample_log(key, concentration, n, mask=None):
     g -= top
     g -= np.log(np.sum(np.exp(g), axis=-1, keepdims=True))
     return jnp.asarray(g)
+
+
+@x64
+@jax.jit
+def expected_log(concentration, mask=None):
+    r""":math:`E[\log\theta_k] = \psi(a_k) - \psi(\sum_k a_k)` under :math:`\mathrm{Dir}(a)` (masked coordinates ``-inf``).
+
+    The expected log parameters of mean-field variational Bayes: a Dirichlet family's
+    expected log-likelihood :math:`E_q[\log p(x \mid \theta)]` is its plug-in
+    log-likelihood evaluated at these (unnormalised) log probabilities.
+    """
+    a = _masked(jnp.asarray(concentration, dtype=jnp.float64), mask, 1.0)
+    total = jnp.sum(_masked(a, mask, 0.0), axis=-1, keepdims=True)
+    return _masked(jax.scipy.special.digamma(a) - jax.scipy.special.digamma(total), mask, -jnp.inf)
+
+
+def log_density(concentration, log_probs, mask=None):
+    r"""Log density of :math:`\mathrm{Dir}(a)` at :math:`\theta = \exp(\text{log\_probs})`, summed over the batch axes.
+
+    .. math:: \log\Gamma(\textstyle\sum_k a_k) - \sum_k \log\Gamma(a_k) + \sum_k (a_k - 1)\log\theta_k
+
+    (the density on the simplex with respect to the Lebesgue measure of its first
+    :math:`K - 1` coordinates). A coordinate with :math:`a_k = 1` contributes no
+    :math:`\log\theta_k` term (so :math:`\theta_k = 0` is not ``nan`` there).
+
+    Parameters
+    ----------
+    concentration : array of shape (..., K)
+    log_probs : array broadcastable to (..., K)
+    mask : bool array broadcastable to (..., K), optional
+        The valid coordinates of padded simplices.
+
+    Returns
+    -------
+    float
+    """
+    from scipy.special import gammaln
+
+    a = np.asarray(concentration, dtype=np.float64)
+    lp = np.broadcast_to(np.asarray(log_probs, dtype=np.float64), a.shape)
+    valid = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
+    a_valid = np.where(valid, a, 0.0)
+    with np.errstate(invalid="ignore"):
+        term = np.where(valid & (a != 1.0), (a - 1.0) * np.where(valid, lp, 0.0), 0.0)
+    norm = gammaln(a_valid.sum(axis=-1)) - np.where(valid, gammaln(np.where(valid, a, 1.0)), 0.0).sum(axis=-1)
+    return float(np.sum(norm) + np.sum(term))

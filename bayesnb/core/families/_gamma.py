@@ -17,7 +17,7 @@ import numpy as np
 from bayesnb.core._x64 import x64
 from bayesnb.core.priors import Gamma, positive_array
 
-__all__ = ["make_prior", "log_mode", "log_mean", "sample_log_rate"]
+__all__ = ["make_prior", "log_mode", "log_mean", "sample_log_rate", "expected_log_rate", "log_density"]
 
 
 def make_prior(concentration, rate, shape, names=("concentration", "rate")):
@@ -89,3 +89,27 @@ def sample_log_rate(key, dist, n):
     a = jnp.asarray(dist.concentration, dtype=jnp.float64)
     b = jnp.asarray(dist.rate, dtype=jnp.float64)
     return jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64) - jnp.log(b)
+
+
+def expected_log_rate(dist):
+    r""":math:`E[\log\lambda] = \psi(a) - \log b` and :math:`E[\lambda] = a / b` under :math:`\mathrm{Gamma}(a, b)`."""
+    from scipy.special import digamma
+
+    a = np.asarray(dist.concentration, dtype=np.float64)
+    b = np.asarray(dist.rate, dtype=np.float64)
+    return digamma(a) - np.log(b), a / b
+
+
+def log_density(dist, log_rate, raise_by=0.0):
+    r"""Log density of :math:`\mathrm{Gamma}(a + \text{raise\_by}, b)` (shape, rate) at :math:`\lambda = e^{\text{log\_rate}}`, summed.
+
+    .. math:: a \log b - \log\Gamma(a) + (a - 1)\log\lambda - b\lambda
+    """
+    from scipy.special import gammaln
+
+    a = np.asarray(dist.concentration, dtype=np.float64) + float(raise_by)
+    b = np.asarray(dist.rate, dtype=np.float64)
+    lr = np.broadcast_to(np.asarray(log_rate, dtype=np.float64), a.shape)
+    with np.errstate(invalid="ignore"):
+        term = np.where(a != 1.0, (a - 1.0) * lr, 0.0)
+    return float(np.sum(a * np.log(b) - gammaln(a) + term - b * np.exp(lr)))

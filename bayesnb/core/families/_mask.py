@@ -23,7 +23,7 @@ import re
 
 import numpy as np
 
-from bayesnb.core.stats import is_masked, missing_columns, observed_rows
+from bayesnb.core.stats import dense_mask, is_masked, missing_columns, observed_rows
 
 __all__ = [
     "MaskRefused",
@@ -195,3 +195,15 @@ def masked_log_predictive(log_predictive):
 
     wrapped.__doc__ = log_predictive.__doc__
     return wrapped
+
+
+def add_per_feature(out, terms, mask=None):
+    """``out`` (n_samples, n_classes) plus, for each row, the sum of ``terms`` (n_classes, n_features) over its observed features.
+
+    The correction that turns a plug-in log-likelihood into an expected one where the two
+    differ by a term per (class, feature) (:func:`bayesnb.core.families.poisson.expected_log_likelihood`).
+    """
+    terms = np.asarray(terms, dtype=np.float64)
+    if mask is None:
+        return out + terms.sum(axis=-1)[None, :]
+    return out + (~dense_mask(mask)).astype(np.float64) @ terms.T

@@ -127,6 +127,20 @@ def log_predictive(post, X):
     return log_likelihood(mean_params(post), X)
 
 
+_masked_log_likelihood = _mask.masked_log_likelihood(log_likelihood)
+
+
+def expected_log_likelihood(post, X, mask=None):
+    r""":math:`E_q[\log p(x \mid \theta_c)]`: the plug-in log-likelihood at :math:`E[\log\theta]`, :math:`E[\log(1-\theta)]` (digamma differences), shape (n_samples, n_classes)."""
+    params = BernoulliParams(np.asarray(_dirichlet.expected_log(_concentration(post))))
+    return _masked_log_likelihood(params, X, mask=mask)
+
+
+def log_density(dist, params, raise_by=0.0):
+    """Log Beta density of the probabilities ``params`` under ``dist`` (both concentrations raised by ``raise_by``), summed."""
+    return _dirichlet.log_density(_concentration(dist) + float(raise_by), params.log_probs)
+
+
 def log_evidence(prior, stats):
     r"""Log marginal likelihood of the binary features given the labels.
 
@@ -277,7 +291,7 @@ family = register(
         stats=_stats,
         posterior=_mask.cellwise(posterior),
         point=_mask.cellwise(point),
-        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_likelihood=_masked_log_likelihood,
         log_predictive=_mask.masked_log_predictive(log_predictive),
         log_evidence=_mask.cellwise(_evidence),
         sample=sample,
@@ -287,5 +301,7 @@ family = register(
         relevance_log_bayes_factor=relevance_log_bayes_factor,
         model=BernoulliModel,
         feature_log_odds=feature_log_odds,
+        expected_log_likelihood=expected_log_likelihood,
+        log_density=log_density,
     )
 )

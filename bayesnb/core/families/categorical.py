@@ -341,6 +341,28 @@ def _log_likelihood(params, X, prior, mask=None):
     )
 
 
+def _expected(conc, counts, mask):
+    return _dirichlet.expected_log(conc + counts, mask)
+
+
+def expected_log_likelihood(post, X, mask=None):
+    r""":math:`E_q[\sum_j \log\theta_{cjx_j}]`: the plug-in log-likelihood at the digamma differences, shape (n_samples, n_classes).
+
+    A category not seen at fit time reads :math:`E[\log\theta_{\text{new}}]` on the simplex
+    extended by it, as the predictive reads its mean.
+    """
+    conc = np.asarray(post.concentration)
+    zero = np.zeros_like(conc)
+    params = CategoricalParams(np.asarray(_expected(conc, zero, post.mask)), _new_category_share(_expected, post, zero))
+    return _log_likelihood(params, X, post, mask=mask)
+
+
+def log_density(dist, params, raise_by=0.0):
+    """Log Dirichlet density of ``params.log_probs`` over the known categories under ``dist`` (raised by ``raise_by``), summed."""
+    conc = np.asarray(dist.concentration, dtype=np.float64) + float(raise_by)
+    return _dirichlet.log_density(conc, params.log_probs, dist.mask)
+
+
 def _log_predictive(post, X, mask=None):
     # The posterior-mean plug-in, as log_predictive.
     return _log_likelihood(mean_params(post), X, post, mask)
@@ -480,5 +502,7 @@ family = register(
         relevance_log_bayes_factor=relevance_log_bayes_factor,
         model=CategoricalModel,
         feature_log_odds=feature_log_odds,
+        expected_log_likelihood=expected_log_likelihood,
+        log_density=log_density,
     )
 )

@@ -77,7 +77,7 @@ from bayesnb.core._x64 import x64
 from bayesnb.core.families import _gamma, _mask, _rows
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.priors import Gamma, positive_array
-from bayesnb.core.stats import count_stats, with_observed
+from bayesnb.core.stats import count_stats, dense_mask, with_observed
 
 __all__ = [
     "family",
@@ -366,6 +366,24 @@ def simulate(key, params, y_index, stats=None):
     return _rows.generator(key).standard_exponential(log_rate.shape) * np.exp(-log_rate)
 
 
+def expected_log_likelihood(post, X, mask=None):
+    r""":math:`E_q[\sum_j \log\lambda_{cj} - \lambda_{cj} x_j]` over the observed features, shape (n_samples, n_classes).
+
+    :math:`E[\log\lambda] = \psi(a) - \log b`, :math:`E[\lambda] = a / b`.
+    """
+    e_log, e_rate = _gamma.expected_log_rate(post)
+    X = np.asarray(X, dtype=np.float64)
+    if mask is None:
+        return e_log.sum(axis=-1)[None, :] - X @ e_rate.T
+    observed = ~dense_mask(mask)
+    return observed.astype(np.float64) @ e_log.T - np.where(observed, X, 0.0) @ e_rate.T
+
+
+def log_density(dist, params, raise_by=0.0):
+    """Log Gamma density of the rates ``params`` under ``dist`` (shapes raised by ``raise_by``), summed."""
+    return _gamma.log_density(dist, params.log_rate, raise_by)
+
+
 def _count_stats(X, y_index, n_classes, weight=None):
     return count_stats(np.asarray(X, dtype=np.float64), y_index, n_classes, weight)
 
@@ -460,5 +478,7 @@ family = register(
         default_prior=default_prior,
         model=ExponentialModel,
         feature_log_odds=feature_log_odds,
+        expected_log_likelihood=expected_log_likelihood,
+        log_density=log_density,
     )
 )

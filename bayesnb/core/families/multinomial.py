@@ -542,6 +542,32 @@ def _log_predictive(post, X, mask=None):
     return out + np.where(n_obs > 0, correction, 0.0)
 
 
+def expected_log_likelihood(post, X, mask=None):
+    r""":math:`E_q[\sum_j x_j \log\theta_{cj}] = \sum_j x_j (\psi(a_{cj}) - \psi(A_c))`, shape (n_samples, n_classes).
+
+    The plug-in log-likelihood at the digamma differences (the token-sequence
+    likelihood of :func:`log_likelihood`; the multinomial coefficient is common to the
+    classes).
+
+    Raises
+    ------
+    ValueError
+        With a mask: the likelihood of a partially observed row is conditional on its
+        observed vocabulary, :math:`-n_O E[\log\sum_{j \in O}\theta_{cj}]` has no closed form.
+    """
+    if mask is not None:
+        raise ValueError(
+            "the expected log-likelihood of a document with unobserved (NaN) counts has no "
+            "closed form (it conditions on the observed vocabulary); impute or drop the NaNs"
+        )
+    return log_likelihood(MultinomialParams(np.asarray(_dirichlet.expected_log(post.concentration))), X)
+
+
+def log_density(dist, params, raise_by=0.0):
+    """Log Dirichlet density of ``params.log_probs`` under ``dist`` (concentrations raised by ``raise_by``), summed over classes."""
+    return _dirichlet.log_density(np.asarray(dist.concentration, dtype=np.float64) + float(raise_by), params.log_probs)
+
+
 def _simulate(key, params, y_index, stats):
     # The model is of tokens given a document's length; lengths follow the training
     # documents of each class (see default_lengths).
@@ -650,5 +676,7 @@ family = register(
         model=MultinomialModel,
         feature_log_odds=feature_log_odds,
         log_evidence_offset=count_vector_log_offset,
+        expected_log_likelihood=expected_log_likelihood,
+        log_density=log_density,
     )
 )

@@ -265,6 +265,9 @@ def _evidence(prior, stats):
     return _log_evidence_jit(prior.concentration, prior.rate, stats.feature_count, stats.class_count, stats.log_factorial)
 
 
+_masked_log_likelihood = _mask.masked_log_likelihood(log_likelihood)
+
+
 @x64
 def sample(key, post, n):
     r"""``n`` iid draws of :math:`\lambda` from the Gamma posterior.
@@ -303,6 +306,23 @@ def simulate(key, params, y_index):
     """
     rate = np.exp(_rows.of_class(params.log_rate, y_index, 1))
     return _rows.generator(key).poisson(rate).astype(np.int64)
+
+
+def expected_log_likelihood(post, X, mask=None):
+    r""":math:`E_q[\sum_j x_j\log\lambda_{cj} - \lambda_{cj} - \log x_j!]`, shape (n_samples, n_classes).
+
+    :math:`E[\log\lambda] = \psi(a) - \log b`, :math:`E[\lambda] = a / b`: the plug-in
+    log-likelihood at :math:`\log\lambda = E[\log\lambda]` corrected by
+    :math:`e^{E[\log\lambda]} - E[\lambda]` for each observed feature.
+    """
+    e_log, e_rate = _gamma.expected_log_rate(post)
+    out = _masked_log_likelihood(PoissonParams(e_log), X, mask=mask)
+    return _mask.add_per_feature(out, np.exp(e_log) - e_rate, mask)
+
+
+def log_density(dist, params, raise_by=0.0):
+    """Log Gamma density of the rates ``params`` under ``dist`` (shapes raised by ``raise_by``), summed."""
+    return _gamma.log_density(dist, params.log_rate, raise_by)
 
 
 def _stats(X, y_index, n_classes, weight=None, mask=None):
@@ -383,7 +403,7 @@ family = register(
         stats=_stats,
         posterior=_mask.cellwise(posterior),
         point=_mask.cellwise(point),
-        log_likelihood=_mask.masked_log_likelihood(log_likelihood),
+        log_likelihood=_masked_log_likelihood,
         log_predictive=_mask.masked_log_predictive(log_predictive),
         log_evidence=_mask.cellwise(_evidence),
         sample=sample,
@@ -391,5 +411,7 @@ family = register(
         default_prior=default_prior,
         model=PoissonModel,
         feature_log_odds=feature_log_odds,
+        expected_log_likelihood=expected_log_likelihood,
+        log_density=log_density,
     )
 )

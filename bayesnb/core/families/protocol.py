@@ -83,6 +83,24 @@ log_evidence_offset : callable ``(X, y_index, weight, n_classes, **options) -> f
     same data are comparable; None where ``log_evidence`` already is that probability.
     (The multinomial family scores token sequences given document lengths: its offset
     adds the multinomial coefficients and a model of the lengths.)
+expected_log_likelihood : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)`` or None
+    :math:`E_q[\log p(x_i \mid \theta_c)]` of each row under each class, the expectation
+    over parameters distributed as ``posterior`` (a prior or posterior pytree), where it
+    is in closed form (Dirichlet and Beta families: the plug-in log-likelihood at the
+    digamma differences :math:`E[\log\theta]`; Gamma families: :math:`E[\log\lambda]`
+    and :math:`E[\lambda]`). The E-step of mean-field variational Bayes
+    (:class:`bayesnb.SemiSupervisedNB` with ``method="vb"``). It agrees with
+    ``log_likelihood`` up to a term constant across classes where the latter leaves
+    such a term out. None: no closed form.
+log_density : callable ``(dist, params, raise_by=0.0) -> float`` or None
+    Log density of the plug-in parameters ``params`` (of the type ``point`` returns)
+    under the prior or posterior pytree ``dist``, summed over classes and features: the
+    log prior of MAP-EM's log posterior (:class:`bayesnb.SemiSupervisedNB` with
+    ``method="em"``). ``raise_by`` raises every concentration of a Dirichlet, Beta or
+    Gamma-shape parameter by that amount first (Nigam's Laplace smoothing is
+    ``raise_by=1``: its MAP is the posterior mean under ``dist``); a family without
+    such concentrations refuses a non-zero ``raise_by`` with ``ValueError``. None: no
+    density.
 
 Unobserved entries
 ------------------
@@ -149,6 +167,8 @@ class Family(NamedTuple):
     model: Callable[..., Any] | None = None
     feature_log_odds: Callable[..., Any] | None = None
     log_evidence_offset: Callable[..., Any] | None = None
+    expected_log_likelihood: Callable[..., Any] | None = None
+    log_density: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):

@@ -1,0 +1,504 @@
+r"""Semi-supervised naive Bayes: unlabelled rows by MAP-EM or by mean-field variational Bayes.
+
+:class:`SemiSupervisedNB` wraps any bayesnb estimator whose family has the members the
+method needs, and fits it on labelled rows and unlabelled rows together (scikit-learn's
+convention: an unlabelled row has ``y = -1``). It uses the wrapped estimator's public
+interface and the family protocol only: the responsibilities :math:`r_{ic} = q(y_i = c)`
+of an unlabelled row enter the sufficient statistics as fractional sample weights, one
+weighted copy of the row per class (``validated_stats(Xv, c, w r_{:c})``), so the
+statistics stay exact, additive and sparse, and the conjugate update is the family's own.
+
+The model
+---------
+:math:`\pi \sim \mathrm{Dir}(\beta)`, :math:`\theta \sim p(\theta)` (the wrapped
+estimator's conjugate prior), :math:`y_i \mid \pi \sim \mathrm{Cat}(\pi)`,
+:math:`x_i \mid y_i, \theta \sim p(x \mid \theta_{y_i})`. With Nigam et al.'s weight
+:math:`\lambda` (``unlabelled_weight``) on the unlabelled rows, the target is
+
+.. math::
+
+    \log p(\theta, \pi) + \sum_{i \in L} w_i \log \pi_{y_i} p(x_i \mid \theta_{y_i})
+    + \lambda \sum_{i \in U} w_i \log \sum_c \pi_c\, p(x_i \mid \theta_c).
+
+``method="em"`` (MAP-EM)
+    E-step: :math:`r_{ic} \propto \hat\pi_c p(x_i \mid \hat\theta_c)`; M-step: the MAP of
+    the conjugate posterior given the expected statistics. The trace ``log_posterior_``
+    is the log posterior above (up to the constant :math:`\log p(X_L, y_L, X_U)`)
+    evaluated at each iteration's parameters; EM never decreases it.
+
+    *Laplace smoothing* (``smoothing="laplace"``, the default; Nigam et al. 2000): the
+    MAP under the prior with **every concentration raised by one** (Dirichlet and Beta
+    concentrations, the shape of a Gamma, the Dirichlet on the class proportions). With
+    the default ``alpha=1`` the MAP under :math:`\mathrm{Dir}(1)` would be the MLE,
+    giving a word unseen in a class probability zero and breaking EM; raised to
+    :math:`\mathrm{Dir}(2)` it is :math:`(1 + T_{cj}) / (V + T_c)`, Laplace's rule. For
+    the Dirichlet, Beta and Gamma families (multinomial, Bernoulli, categorical,
+    Poisson, exponential) and for the class proportions this MAP *coincides with the
+    posterior mean under the unraised prior*: the mode of
+    :math:`\mathrm{Dir}(\alpha + 1 + T)` is :math:`(\alpha + T) / \sum(\alpha + T)`, and
+    the mode of :math:`\mathrm{Gamma}(a + 1 + T, b + N)` is :math:`(a + T)/(b + N)`; so the
+    M-step is the family's ``point(prior, stats, "mean")`` and the log prior of the
+    trace is ``log_density(prior, params, raise_by=1)``. ``smoothing="none"`` is the
+    MAP under the prior itself (``point(..., "map")``: every concentration must be at
+    least 1, and a zero likelihood stops the fit with an error).
+
+``method="vb"`` (mean-field variational Bayes)
+    :math:`q(\theta) q(\pi) \prod_{i \in U} q(y_i)` by coordinate ascent:
+    :math:`q(y_i = c) \propto \exp(E_q[\log\pi_c] + E_q[\log p(x_i \mid \theta_c)])` (the
+    family's ``expected_log_likelihood``; :math:`E[\log\pi_c]` by digamma differences),
+    then :math:`q(\theta), q(\pi)` the conjugate posteriors given the expected
+    statistics :math:`S`. Right after that update the evidence lower bound is
+
+    .. math:: \mathcal L = \log p_S(X, y) + \lambda \sum_{i \in U} w_i H(q(y_i)),
+
+    where :math:`\log p_S` is the log evidence of the expected statistics (the wrapped
+    estimator's ``log_evidence`` with ``stats_ = S``): the maximum over :math:`q(\theta,
+    \pi)` of the expected complete-data log joint minus its KL divergence from the prior
+    is the log normaliser of the conjugate update. ``elbo_`` holds it per iteration;
+    coordinate ascent never decreases it, and it is a lower bound on
+    :math:`\log p(X_L, y_L, X_U)` (for :math:`\lambda = 1`).
+
+After the fit, ``estimator_`` is the wrapped estimator with ``stats_`` the final
+expected statistics: for ``"vb"`` its ``posterior_`` and ``class_posterior_`` are
+:math:`q(\theta)` and :math:`q(\pi)`, behind ``predict_proba`` (the predictive under
+:math:`q`), draws, intervals and the arviz export; for ``"em"`` its ``estimate`` is the
+M-step's (``"mean"`` under Laplace smoothing, else ``"map"``), so ``predict_proba`` is
+the classifier of the MAP parameters.
+
+Hyperparameters learned from the evidence (``alpha="evidence"``) and data-scaled default
+priors are learned from the labelled rows and then held fixed, so that every iteration
+targets the same posterior.
+
+References
+----------
+K. Nigam, A. McCallum, S. Thrun, T. Mitchell (2000), *Text classification from labeled
+and unlabeled documents using EM*, Machine Learning 39, 103-134.
+"""
+
+from __future__ import annotations
+
+import copy
+import sys
+import warnings
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logsumexp
+from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, clone
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import check_is_fitted, column_or_1d
+
+from bayesnb.core import missing as _missing
+from bayesnb.core._validation import check_sample_weight
+from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families import _dirichlet
+from bayesnb.core.stats import as_masked, is_masked, merge
+
+__all__ = ["SemiSupervisedNB", "unlabelled_mask"]
+
+_METHODS = ("em", "vb")
+_SMOOTHING = ("laplace", "none")
+
+
+def unlabelled_mask(y):
+    """Which labels mark an unlabelled row: the number ``-1`` (int or float; in a list or an object array among string labels).
+
+    The string ``"-1"`` is a label like any other (a NumPy string array holds no number).
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+
+    Returns
+    -------
+    bool ndarray of shape (n_samples,)
+
+    Examples
+    --------
+    >>> unlabelled_mask(["spam", -1, "ham"]).tolist()
+    [False, True, False]
+    >>> unlabelled_mask([0, 1, -1]).tolist()
+    [False, False, True]
+    """
+    # A list keeps its elements' types (np.asarray would turn ["a", -1] into strings).
+    y = y if isinstance(y, np.ndarray) else np.asarray(y, dtype=object)
+    if y.dtype.kind in "iuf":
+        return y == -1
+    return np.array(
+        [isinstance(v, (int, float, np.integer, np.floating)) and not isinstance(v, bool) and v == -1 for v in y],
+        dtype=bool,
+    )
+
+
+def _parts(Xv):
+    """Validated rows and their mask of unobserved entries (None without NaNs)."""
+    if isinstance(Xv, _missing.MaskedX):
+        return Xv.X, Xv.mask
+    return Xv, None
+
+
+def _take_rows(Xv, rows):
+    """Rows ``rows`` (with repeats) of validated input: an array, a sparse matrix or a :class:`MaskedX`."""
+    if isinstance(Xv, _missing.MaskedX):
+        return _missing.MaskedX(_take_rows(Xv.X, rows), _take_rows(Xv.mask, rows))
+    if isinstance(Xv, np.ndarray) or sp.issparse(Xv):
+        return Xv[rows]
+    raise TypeError(f"SemiSupervisedNB cannot take rows of validated input of type {type(Xv).__name__}")
+
+
+def _merge(a, b):
+    # Batches with and without unobserved entries merge in the per-cell form (as BaseNB does).
+    if is_masked(a) or is_masked(b):
+        a, b = as_masked(a), as_masked(b)
+    return merge(a, b)
+
+
+def _refit(est, stats):
+    """A copy of the fitted ``est`` whose statistics are ``stats`` (prior, posteriors recomputed)."""
+    probe = copy.copy(est)
+    probe.stats_ = stats
+    return probe.update_prior()
+
+
+def _freeze_hyperparameters(est):
+    """Hold fixed what the labelled fit learned (evidence hyperparameters, data-scaled default priors)."""
+    params = est.get_params(deep=False)
+    fixed = {}
+    for name, value in params.items():
+        if is_evidence(value) and hasattr(est, name + "_"):
+            fixed[name] = getattr(est, name + "_")
+    if "prior" in params and params["prior"] is None and getattr(est, "prior_", None) is not None:
+        fixed["prior"] = est.prior_
+    if fixed:
+        est.update_prior(**fixed)
+
+
+class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
+    r"""Naive Bayes from labelled and unlabelled rows, by MAP-EM or mean-field variational Bayes.
+
+    See :mod:`bayesnb.estimators.semi_supervised` for the model, the objective of each
+    method and Nigam's Laplace smoothing.
+
+    Parameters
+    ----------
+    estimator : bayesnb estimator, default=None
+        The naive Bayes model (prior, family, class proportions); cloned. None:
+        :class:`~bayesnb.MultinomialNB`. Its family needs ``log_density`` for ``"em"``
+        and ``expected_log_likelihood`` for ``"vb"`` (multinomial, Bernoulli,
+        categorical, Poisson, exponential).
+    method : {"em", "vb"}, default="em"
+    unlabelled_weight : float, default=1.0
+        Nigam's :math:`\lambda`: the weight of every unlabelled row relative to a
+        labelled one (in ``(0, 1]`` typically).
+    smoothing : {"laplace", "none"}, default="laplace"
+        EM's M-step: the MAP under the prior with every concentration raised by one
+        (``"laplace"``, the posterior mean under the prior), or under the prior itself.
+        Ignored by ``"vb"``.
+    max_iter : int, default=100
+        At most this many iterations (a ``ConvergenceWarning`` when reached first).
+    tol : float, default=1e-8
+        Stop when an iteration raises the objective by less than
+        ``tol * max(1, |objective|)``.
+    verbose : bool, default=False
+        Print the objective of every iteration to stderr (progress on long runs).
+
+    Attributes
+    ----------
+    estimator_ : the fitted wrapped estimator (statistics: the final expected ones)
+    classes_ : ndarray of shape (n_classes,)
+        The labels of the labelled rows (``-1`` excluded).
+    log_posterior_ : ndarray of shape (n_iter_,)
+        EM: the log posterior at each iteration's parameters (non-decreasing).
+    elbo_ : ndarray of shape (n_iter_,)
+        VB: the evidence lower bound after each iteration (non-decreasing).
+    n_iter_ : int
+    converged_ : bool
+    label_distributions_ : ndarray of shape (n_samples, n_classes)
+        Responsibilities of the training rows (one-hot for labelled rows).
+    transduction_ : ndarray of shape (n_samples,)
+        Labels of the training rows (the most probable class for unlabelled ones).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import MultinomialNB, SemiSupervisedNB
+    >>> X = np.array([[5, 0], [4, 1], [0, 5], [1, 4], [6, 1], [0, 6]])
+    >>> y = np.array([0, -1, 1, -1, -1, -1])
+    >>> clf = SemiSupervisedNB(MultinomialNB(), method="vb").fit(X, y)
+    >>> clf.transduction_.tolist()
+    [0, 0, 1, 1, 0, 1]
+    >>> bool(np.all(np.diff(clf.elbo_) >= -1e-9))
+    True
+    """
+
+    def __init__(
+        self,
+        estimator=None,
+        *,
+        method="em",
+        unlabelled_weight=1.0,
+        smoothing="laplace",
+        max_iter=100,
+        tol=1e-8,
+        verbose=False,
+    ):
+        self.estimator = estimator
+        self.method = method
+        self.unlabelled_weight = unlabelled_weight
+        self.smoothing = smoothing
+        self.max_iter = max_iter
+        self.tol = tol
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ checks
+    def _check_params(self):
+        if self.method not in _METHODS:
+            raise ValueError(f"method must be one of {_METHODS}, got {self.method!r}")
+        if self.smoothing not in _SMOOTHING:
+            raise ValueError(f"smoothing must be one of {_SMOOTHING}, got {self.smoothing!r}")
+        lam = self.unlabelled_weight
+        if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)):
+            raise TypeError(f"unlabelled_weight must be a number, got {lam!r}")
+        if not (np.isfinite(lam) and lam >= 0):
+            raise ValueError(f"unlabelled_weight must be finite and >= 0, got {lam!r}")
+        if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
+            raise ValueError(f"max_iter must be an int >= 1, got {self.max_iter!r}")
+        if not (isinstance(self.tol, (int, float, np.integer, np.floating)) and np.isfinite(self.tol) and self.tol >= 0):
+            raise ValueError(f"tol must be a finite number >= 0, got {self.tol!r}")
+
+    def _base(self):
+        if self.estimator is None:
+            from bayesnb.estimators.discrete import MultinomialNB
+
+            return MultinomialNB()
+        if not (hasattr(self.estimator, "posterior_from_stats") and hasattr(self.estimator, "validated_stats")):
+            raise TypeError(f"estimator must be a bayesnb naive Bayes estimator, got {type(self.estimator).__name__}")
+        return clone(self.estimator)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, sample_weight=None):
+        """Fit on labelled rows and unlabelled rows (``y == -1``) together.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or DataFrame of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Class labels; ``-1`` marks an unlabelled row (for string labels, ``-1`` in an
+            object array). At least one row must be labelled.
+        sample_weight : array-like of shape (n_samples,), optional
+            Non-negative row weights (an unlabelled row's weight is multiplied by
+            ``unlabelled_weight``).
+
+        Returns
+        -------
+        self
+        """
+        self._check_params()
+        for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+            delattr(self, name)
+        y = column_or_1d(y if isinstance(y, np.ndarray) else np.asarray(y, dtype=object), warn=True)
+        n = y.shape[0]
+        unl = unlabelled_mask(y)
+        if unl.all():
+            raise ValueError("every row is unlabelled (y == -1): at least one labelled row is needed")
+        w = check_sample_weight(sample_weight, n)
+        w = np.ones(n) if w is None else w
+        lab_idx, unl_idx = np.flatnonzero(~unl), np.flatnonzero(unl)
+        y_lab = y[lab_idx]
+        if y_lab.dtype == object:
+            y_lab = np.asarray(y_lab.tolist())
+
+        est = self._base()
+        if self.method == "em":
+            est.set_params(estimate="mean" if self.smoothing == "laplace" else "map")
+        X_lab = _safe_indexing(X, lab_idx)
+        est.fit(X_lab, y_lab, sample_weight=None if sample_weight is None else w[lab_idx])
+        _freeze_hyperparameters(est)
+        fam = est.family_
+        needed = "log_density" if self.method == "em" else "expected_log_likelihood"
+        if getattr(fam, needed, None) is None:
+            raise ValueError(
+                f"method={self.method!r} needs the family's {needed}, which the {fam.name!r} family "
+                f"of {type(est).__name__} does not have"
+            )
+
+        classes = est.classes_
+        labelled_index = np.searchsorted(classes, y_lab)
+        XL = est.validate_input(X_lab)
+        wU = self.unlabelled_weight * w[unl_idx]
+        XU = est.validate_input(_safe_indexing(X, unl_idx)) if unl_idx.size else None
+        run = self._em if self.method == "em" else self._vb
+        est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU, wU)
+
+        if not converged:
+            warnings.warn(
+                f"SemiSupervisedNB(method={self.method!r}) stopped at max_iter={self.max_iter} before the "
+                f"objective settled to tol={self.tol:g}; raise max_iter",
+                ConvergenceWarning,
+                stacklevel=2,
+            )
+        self.estimator_ = est
+        self.classes_ = classes
+        self.n_iter_ = len(trace)
+        self.converged_ = converged
+        setattr(self, "log_posterior_" if self.method == "em" else "elbo_", np.asarray(trace))
+        dist = np.zeros((n, classes.size))
+        dist[lab_idx, labelled_index] = 1.0
+        if unl_idx.size:
+            dist[unl_idx] = R
+        self.label_distributions_ = dist
+        self.transduction_ = classes[np.argmax(dist, axis=1)]
+        return self
+
+    def _soft_stats(self, est, XU, R, wU):
+        r"""Statistics of the unlabelled rows, each class's copy weighted by its responsibility.
+
+        One call over the (row, class) pairs of positive weight: a copy of row ``i`` for
+        class ``c`` with weight :math:`\lambda w_i r_{ic}`. Pairs of weight exactly zero
+        (responsibilities that underflow, as they do for long documents) add nothing
+        and are left out, which keeps the cost near one pass over the rows.
+        """
+        W = wU[:, None] * R
+        rows, cls = np.nonzero(W > 0)
+        if rows.size == 0:
+            return None
+        return est.validated_stats(_take_rows(XU, rows), cls, W[rows, cls])
+
+    def _expected(self, est, S_L, XU, R, wU):
+        extra = self._soft_stats(est, XU, R, wU) if XU is not None else None
+        return _refit(est, S_L if extra is None else _merge(S_L, extra))
+
+    def _converged(self, trace):
+        if len(trace) < 2:
+            return False
+        return trace[-1] - trace[-2] <= self.tol * max(1.0, abs(trace[-1]))
+
+    def _report(self, it, value):
+        if self.verbose:
+            name = "log posterior" if self.method == "em" else "ELBO"
+            print(f"SemiSupervisedNB[{self.method}] iteration {it + 1}: {name} {value:.10g}", file=sys.stderr)
+
+    def _em(self, est, XL, yL, wL, XU, wU):
+        fam = est.family_
+        kind = "mean" if self.smoothing == "laplace" else "map"
+        raise_by = 1.0 if self.smoothing == "laplace" else 0.0
+        S_L = est.stats_
+        XLd, mL = _parts(XL)
+        probe, trace, R, converged = est, [], None, False
+        for it in range(self.max_iter):
+            prior = probe.prior_
+            theta = fam.point(prior, probe.stats_, kind)
+            log_pi = probe.class_log_prior_
+            objective = fam.log_density(prior, theta, raise_by)
+            if probe.class_dirichlet_ is not None:
+                objective += _dirichlet.log_density(np.asarray(probe.class_dirichlet_.concentration) + raise_by, log_pi)
+            joint_L = fam.log_likelihood(theta, XLd, prior, mask=mL) + log_pi
+            objective += float(np.dot(wL, joint_L[np.arange(yL.size), yL]))
+            if XU is not None:
+                XUd, mU = _parts(XU)
+                joint = fam.log_likelihood(theta, XUd, prior, mask=mU) + log_pi
+                m = logsumexp(joint, axis=1)
+                if not np.all(np.isfinite(m)):
+                    raise ValueError(
+                        f"{int((~np.isfinite(m)).sum())} unlabelled row(s) have zero likelihood under every "
+                        f"class with the MAP parameters (smoothing={self.smoothing!r}); use smoothing='laplace' "
+                        "or a prior with concentrations above 1"
+                    )
+                R = np.exp(joint - m[:, None])
+                objective += float(np.dot(wU, m))
+            trace.append(float(objective))
+            self._report(it, trace[-1])
+            if self._converged(trace) or XU is None:
+                converged = True
+                break
+            probe = self._expected(est, S_L, XU, R, wU)
+        return probe, R, trace, converged
+
+    def _vb(self, est, XL, yL, wL, XU, wU):
+        fam = est.family_
+        S_L = est.stats_
+        probe, trace, R, converged = est, [], None, False
+        for it in range(self.max_iter):
+            entropy = 0.0
+            if XU is not None:
+                XUd, mU = _parts(XU)
+                if probe.class_posterior_ is not None:
+                    e_log_pi = np.asarray(_dirichlet.expected_log(probe.class_posterior_.concentration))
+                else:
+                    e_log_pi = probe.class_log_prior_
+                joint = fam.expected_log_likelihood(probe.posterior_, XUd, mask=mU) + e_log_pi
+                m = logsumexp(joint, axis=1)
+                log_r = joint - m[:, None]
+                R = np.exp(log_r)
+                # H(q(y_i)) = -sum_c r_ic log r_ic, with 0 log 0 = 0.
+                entropy = -float(np.dot(wU, np.where(R > 0, R * log_r, 0.0).sum(axis=1)))
+                probe = self._expected(est, S_L, XU, R, wU)
+            trace.append(float(probe.log_evidence()) + entropy)
+            self._report(it, trace[-1])
+            if self._converged(trace) or XU is None:
+                converged = True
+                break
+        return probe, R, trace, converged
+
+    # ------------------------------------------------------------------ the fitted model
+    def _fitted(self):
+        check_is_fitted(self, "estimator_")
+        return self.estimator_
+
+    @property
+    def family_(self):
+        """Family: the conjugate family of the wrapped estimator."""
+        return self._fitted().family_
+
+    @property
+    def prior_(self):
+        """The feature prior pytree (fixed by the labelled fit)."""
+        return self._fitted().prior_
+
+    @property
+    def stats_(self):
+        """The final expected sufficient statistics (labelled rows plus responsibility-weighted unlabelled rows)."""
+        return self._fitted().stats_
+
+    @property
+    def posterior_(self):
+        r"""The conjugate posterior given the expected statistics: for ``"vb"``, :math:`q(\theta)`."""
+        return self._fitted().posterior_
+
+    @property
+    def class_posterior_(self):
+        r"""The Dirichlet given the expected class counts (for ``"vb"``: :math:`q(\pi)`), or None for fixed proportions."""
+        return self._fitted().class_posterior_
+
+    def predict_joint_log_proba(self, X):
+        """Joint log-probability of each row and class under the fitted model, shape (n_samples, n_classes)."""
+        return self._fitted().predict_joint_log_proba(X)
+
+    def predict_log_proba(self, X):
+        """Log class probabilities, shape (n_samples, n_classes)."""
+        return self._fitted().predict_log_proba(X)
+
+    def predict_proba(self, X):
+        """Class probabilities, shape (n_samples, n_classes): the MAP classifier (EM) or the predictive under :math:`q` (VB)."""
+        return self._fitted().predict_proba(X)
+
+    def predict(self, X):
+        """Most probable class of each row, shape (n_samples,)."""
+        return self._fitted().predict(X)
+
+    def sample_posterior(self, n=1000, random_state=None):
+        """Draws of the parameters from the fitted (for ``"vb"``: approximate) posterior; see ``BaseNB.sample_posterior``."""
+        return self._fitted().sample_posterior(n, random_state)
+
+    def predict_proba_draws(self, X, n_draws=100, random_state=None):
+        """Class probabilities under posterior draws, shape (n_draws, n_samples, n_classes)."""
+        return self._fitted().predict_proba_draws(X, n_draws, random_state)
+
+    def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
+        """Credible intervals of the class probabilities under the fitted (approximate) posterior."""
+        return self._fitted().predict_proba_interval(X, level, n_draws=n_draws, method=method, random_state=random_state)
+
+    def to_inference_data(self, n_draws=1000, random_state=None, X_new=None, **kwargs):
+        """The fitted (for ``"vb"``: variational) posterior as an arviz ``InferenceData``."""
+        return self._fitted().to_inference_data(n_draws, random_state, X_new, **kwargs)
