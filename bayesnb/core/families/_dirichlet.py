@@ -21,6 +21,7 @@ from jax.scipy.special import logsumexp
 
 from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._x64 import x64
+from bayesnb.core.kernels import is_traced
 
 __all__ = [
     "log_evidence",
@@ -202,11 +203,17 @@ def mode_log(concentration, mask=None):
     concentrations are all exactly 1 is flat, so every point is a mode; it gets the
     uniform distribution (the limit of the modes of :math:`\mathrm{Dir}(1 + \epsilon)`).
 
+    Under ``jax.jit`` / ``jax.grad`` (a traced ``concentration``) the values are not known
+    when the function runs, so no error can be raised: the cells with a concentration
+    below 1 are NaN instead.
+
     Raises
     ------
     ValueError
-        If any valid concentration is below 1.
+        If any valid concentration is below 1 (concrete input).
     """
+    if is_traced(concentration, mask):
+        return _mode_log_traced(concentration, mask)
     a = np.asarray(concentration, dtype=np.float64)
     valid = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
     below = valid & (a < 1.0)
@@ -220,6 +227,15 @@ def mode_log(concentration, mask=None):
             "'predictive'."
         )
     return mle_log(a - 1.0, mask)
+
+
+@x64
+@jax.jit
+def _mode_log_traced(concentration, mask=None):
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    valid = jnp.ones(a.shape, bool) if mask is None else jnp.broadcast_to(mask, a.shape)
+    undefined = jnp.any(valid & (a < 1.0), axis=-1, keepdims=True)
+    return jnp.where(undefined, jnp.nan, mle_log(a - 1.0, mask))
 
 
 @x64
