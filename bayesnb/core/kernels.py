@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
 
 def is_traced(*values):
     """Whether any leaf of the pytrees ``values`` is a JAX tracer (under ``jax.jit``,
@@ -362,6 +362,26 @@ def _log_linear_jax(X, log_w, bias, log_w_off):
     if bias is not None:
         out = out + jnp.asarray(bias, dtype=jnp.float64)
     return out
+
+
+def sum_log_rising_jax(a, X):
+    r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})`, shape (n_samples, n_classes), in ``jax.numpy``.
+
+    The traced (``jax.jit`` / ``jax.grad``) path of the Dirichlet-multinomial and
+    negative-binomial predictives, over dense ``X`` (a (rows, classes, features) sum;
+    the CPU path, ``multinomial._sum_log_rising``, works on the non-zeros of sparse data).
+
+    Parameters
+    ----------
+    a : array of shape (n_classes, n_features)
+        Positive.
+    X : dense array of shape (n_samples, n_features)
+        Non-negative.
+    """
+    from bayesnb.core._special import log_rising_factorial
+
+    a = jnp.asarray(a, dtype=jnp.float64)
+    return jnp.sum(log_rising_factorial(a[None, :, :], dense_jax(X)[:, None, :]), axis=-1)
 
 
 def log_linear(X, log_w, bias=None, log_w_off=None):

@@ -34,7 +34,17 @@ from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows
 from bayesnb.core.families.protocol import Family, get, register
-from bayesnb.core.kernels import ParamCache, dense_jax, host, is_traced, log_linear, matmul, namespace, row_sums
+from bayesnb.core.kernels import (
+    ParamCache,
+    dense_jax,
+    host,
+    is_traced,
+    log_linear,
+    matmul,
+    namespace,
+    row_sums,
+    sum_log_rising_jax,
+)
 from bayesnb.core.priors import Dirichlet, Gamma, dirichlet_from_alpha
 from bayesnb.core.stats import count_stats, dense_mask, zero_unobserved
 
@@ -291,8 +301,7 @@ def _log_predictive_traced(a, X):
     summed densely over (rows, classes, features) in ``jax.numpy``."""
     a = jnp.asarray(a, dtype=jnp.float64)
     X = dense_jax(X)
-    per_feature = jnp.sum(log_rising_factorial(a[None, :, :], X[:, None, :]), axis=-1)
-    return per_feature - log_rising_factorial(jnp.sum(a, axis=-1)[None, :], jnp.sum(X, axis=-1)[:, None])
+    return sum_log_rising_jax(a, X) - log_rising_factorial(jnp.sum(a, axis=-1)[None, :], jnp.sum(X, axis=-1)[:, None])
 
 
 def log_evidence(prior, stats):
