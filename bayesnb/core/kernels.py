@@ -34,9 +34,19 @@ import scipy.sparse as sp
 
 __all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
 
+try:  # pragma: no cover - the import depends on the JAX release
+    from jax._src.core import trace_state_clean as _trace_state_clean
+except ImportError:  # pragma: no cover
+    _trace_state_clean = None
+
+
 def is_traced(*values):
-    """Whether any leaf of the pytrees ``values`` is a JAX tracer (under ``jax.jit``,
-    ``jax.grad``, ``jax.vmap``, ...), which NumPy cannot convert.
+    """Whether JAX is tracing: a leaf of the pytrees ``values`` is a tracer, or the call
+    runs inside ``jax.jit`` / ``jax.grad`` / ``jax.vmap`` at all.
+
+    Inside a trace every ``jax.numpy`` operation is staged out and returns a tracer, even
+    on concrete NumPy inputs, so a path that reads a JAX result back into NumPy fails
+    there whatever its arguments; such calls take the ``jax.numpy`` path too.
 
     Examples
     --------
@@ -46,6 +56,8 @@ def is_traced(*values):
     >>> jax.jit(lambda x: np.float64(is_traced(x)))(1.0).item()
     1.0
     """
+    if _trace_state_clean is not None and not _trace_state_clean():
+        return True
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 

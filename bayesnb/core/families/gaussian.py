@@ -606,7 +606,7 @@ def log_likelihood(params, X):
 
 @x64
 def _log_likelihood_traced(params, X):
-    """:func:`log_likelihood` under ``jax.jit`` / ``jax.grad``: the direct form
+    r""":func:`log_likelihood` under ``jax.jit`` / ``jax.grad``: the direct form
     :math:`-\tfrac12 (x - \mu)^2/\sigma^2` (the CPU path's fallback, which needs no
     cancellation check) on dense ``X``."""
     X = dense_jax(X)
