@@ -56,8 +56,10 @@ def is_traced(*values):
     >>> jax.jit(lambda x: np.float64(is_traced(x)))(1.0).item()
     1.0
     """
-    if _trace_state_clean is not None and not _trace_state_clean():
-        return True
+    if _trace_state_clean is not None:
+        # A tracer exists only while its trace is active: no need to walk the pytrees
+        # (this keeps the check O(1) on the CPU path).
+        return not _trace_state_clean()
     return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
 
 
