@@ -48,7 +48,13 @@ from scipy.special import gammaln
 from bayesnb.core._x64 import enable_x64, x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import dense_jax, is_traced, map_threads, namespace, row_ranges
+from bayesnb.core.kernels import (
+    dense_jax,
+    is_traced,
+    map_threads,
+    namespace,
+    row_ranges,
+)
 from bayesnb.core.priors import NormalInverseGamma, real_array
 from bayesnb.core.stats import gaussian_stats, is_masked, masked_gaussian_stats
 

@@ -52,8 +52,8 @@ from __future__ import annotations
 from typing import NamedTuple
 
 import jax
-import jax.scipy.special
 import jax.numpy as jnp
+import jax.scipy.special
 import numpy as np
 import scipy.sparse as sp
 
@@ -62,7 +62,15 @@ from bayesnb.core._x64 import x64
 from bayesnb.core.families import _gamma, _mask, _rows
 from bayesnb.core.families.multinomial import _sum_log_rising
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import dense_jax, is_traced, log_linear, matmul, namespace, row_sums, sum_log_rising_jax
+from bayesnb.core.kernels import (
+    dense_jax,
+    is_traced,
+    log_linear,
+    matmul,
+    namespace,
+    row_sums,
+    sum_log_rising_jax,
+)
 from bayesnb.core.priors import Gamma
 from bayesnb.core.stats import poisson_stats, with_observed
 
