@@ -12,6 +12,13 @@ delicate and are handled once here for every family:
 
 The data product runs on numpy/scipy (BLAS and scipy's sparse kernels), which on CPU
 are faster than a JAX scatter/gather; the parameter matrices come from the JAX core.
+
+Under ``jax.jit`` / ``jax.grad`` / ``jax.vmap`` the parameters (or the data) arrive as
+tracers, which NumPy cannot read. :func:`is_traced` tells the two cases apart, and
+:func:`matmul` and :func:`log_linear` then take a ``jax.numpy`` path with the same
+formulas (dense data only): concrete inputs keep the CPU path, its speed and its numbers.
+The families use :func:`namespace` (``numpy`` or ``jax.numpy``) and :func:`host` for
+their parameter arithmetic in the same way.
 """
 
 from __future__ import annotations
@@ -20,10 +27,57 @@ import os
 import threading
 import weakref
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
+
+try:  # pragma: no cover - the import depends on the JAX release
+    from jax._src.core import trace_state_clean as _trace_state_clean
+except ImportError:  # pragma: no cover
+    _trace_state_clean = None
+
+
+def is_traced(*values):
+    """Whether JAX is tracing: a leaf of the pytrees ``values`` is a tracer, or the call
+    runs inside ``jax.jit`` / ``jax.grad`` / ``jax.vmap`` at all.
+
+    Inside a trace every ``jax.numpy`` operation is staged out and returns a tracer, even
+    on concrete NumPy inputs, so a path that reads a JAX result back into NumPy fails
+    there whatever its arguments; such calls take the ``jax.numpy`` path too.
+
+    Examples
+    --------
+    >>> import jax, numpy as np
+    >>> is_traced(np.ones(2), None)
+    False
+    >>> jax.jit(lambda x: np.float64(is_traced(x)))(1.0).item()
+    1.0
+    """
+    if _trace_state_clean is not None:
+        # A tracer exists only while its trace is active: no need to walk the pytrees
+        # (this keeps the check O(1) on the CPU path).
+        return not _trace_state_clean()
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(values))
+
+
+def namespace(*values):
+    """``jax.numpy`` where some leaf of ``values`` is traced (:func:`is_traced`), else ``numpy``.
+
+    The closed forms written ``xp.log(...)`` with ``xp = namespace(prior, stats)`` run
+    unchanged (same NumPy calls, same numbers) on concrete inputs and trace under JAX.
+    """
+    return jnp if is_traced(*values) else np
+
+
+def host(value, dtype=None):
+    """``np.asarray(value, dtype)``, or ``value`` itself (as a JAX array) where it is traced."""
+    if is_traced(value):
+        return value if dtype is None else jnp.asarray(value, dtype=dtype)
+    return np.asarray(value, dtype=dtype)
+
 
 # Sparse products with at least this many stored entries are split across threads.
 _PARALLEL_MIN_NNZ = 1 << 20
@@ -127,7 +181,12 @@ def matmul(X, W):
     :func:`num_threads` > 1 a large CSR ``X`` is cut into slices of rows multiplied on
     that many threads (scipy's kernel releases the GIL). Each output row is computed
     exactly as in the one-piece product (same entries, same order): bit-identical.
+
+    Where ``X`` or ``W`` is traced (:func:`is_traced`) the product is ``jax.numpy``'s
+    (dense ``X`` only: a scipy sparse matrix cannot meet a tracer).
     """
+    if is_traced(X, W):
+        return jnp.matmul(dense_jax(X), jnp.asarray(W, dtype=jnp.float64))
     if not (sp.issparse(X) and X.format == "csr" and np.ndim(W) == 2):
         return np.asarray(X @ W, dtype=np.float64)
     workers = num_threads() if X.nnz >= _PARALLEL_MIN_NNZ else 1
@@ -279,6 +338,66 @@ def _prepare(log_w, log_w_off):
     return fin_t, offset, inf_t, hit_offset
 
 
+def dense_jax(X):
+    """Dense ``X`` as a float64 JAX array, for the traced paths (sparse ``X`` is refused).
+
+    Raises
+    ------
+    TypeError
+        If ``X`` is a scipy sparse matrix.
+    """
+    if sp.issparse(X):
+        raise TypeError(
+            "sparse X has no traced (jax.jit / jax.grad / jax.vmap) path: pass a dense "
+            "array, or call with concrete parameters (the CPU path takes sparse X)"
+        )
+    return jnp.asarray(X, dtype=jnp.float64)
+
+
+def _split_jax(log_w):
+    """:func:`_split` in ``jax.numpy``: finite part and 0/1 indicator of the ``-inf`` entries."""
+    log_w = jnp.asarray(log_w, dtype=jnp.float64)
+    impossible = jnp.isneginf(log_w)
+    return jnp.where(impossible, 0.0, log_w), impossible.astype(jnp.float64)
+
+
+def _log_linear_jax(X, log_w, bias, log_w_off):
+    """:func:`log_linear` traced: the CPU path's formula, with ``jax.numpy``, on dense ``X``."""
+    X = dense_jax(X)
+    fin, inf = _split_jax(log_w)
+    if log_w_off is None:
+        out = X @ fin.T
+        hits = X @ inf.T
+    else:
+        fin_off, inf_off = _split_jax(log_w_off)
+        out = X @ (fin - fin_off).T + fin_off.sum(axis=1)
+        hits = X @ (inf - inf_off).T + inf_off.sum(axis=1)
+    out = jnp.where(hits > 0, -jnp.inf, out)
+    if bias is not None:
+        out = out + jnp.asarray(bias, dtype=jnp.float64)
+    return out
+
+
+def sum_log_rising_jax(a, X):
+    r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})`, shape (n_samples, n_classes), in ``jax.numpy``.
+
+    The traced (``jax.jit`` / ``jax.grad``) path of the Dirichlet-multinomial and
+    negative-binomial predictives, over dense ``X`` (a (rows, classes, features) sum;
+    the CPU path, ``multinomial._sum_log_rising``, works on the non-zeros of sparse data).
+
+    Parameters
+    ----------
+    a : array of shape (n_classes, n_features)
+        Positive.
+    X : dense array of shape (n_samples, n_features)
+        Non-negative.
+    """
+    from bayesnb.core._special import log_rising_factorial
+
+    a = jnp.asarray(a, dtype=jnp.float64)
+    return jnp.sum(log_rising_factorial(a[None, :, :], dense_jax(X)[:, None, :]), axis=-1)
+
+
 def log_linear(X, log_w, bias=None, log_w_off=None):
     r"""Compute :math:`X \log W^\top + b` with :math:`0 \cdot (-\infty) := 0`.
 
@@ -301,7 +420,10 @@ def log_linear(X, log_w, bias=None, log_w_off=None):
     -------
     ndarray of shape (n_samples, n_classes)
         ``-inf`` exactly where a row has a feature value of probability zero.
+        A JAX array where an argument is traced (:func:`is_traced`; dense ``X`` only).
     """
+    if is_traced(X, log_w, bias, log_w_off):
+        return _log_linear_jax(X, log_w, bias, log_w_off)
     prepared = _PREPARED.get((log_w, log_w_off), "log_linear", lambda: _prepare(log_w, log_w_off))
     fin_t, offset, inf_t, hit_offset = prepared
     out = matmul(X, fin_t)

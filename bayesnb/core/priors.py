@@ -10,6 +10,8 @@ from typing import NamedTuple
 
 import numpy as np
 
+from bayesnb.core.kernels import namespace
+
 __all__ = [
     "Dirichlet",
     "Beta",
@@ -72,7 +74,9 @@ class CategoricalDirichlet(NamedTuple):
     def mask(self):
         """Bool array of shape (n_features, max_categories): the valid coordinates."""
         k = self.concentration.shape[-1]
-        return np.arange(k)[None, :] < np.asarray(self.n_categories)[:, None]
+        # jax.numpy where n_categories is traced (jax.jit / jax.vmap of the family's functions).
+        xp = namespace(self.n_categories)
+        return xp.arange(k)[None, :] < xp.asarray(self.n_categories)[:, None]
 
 
 class NormalInverseGamma(NamedTuple):

@@ -21,7 +21,7 @@ from jax.scipy.special import logsumexp
 
 from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._x64 import x64
-from bayesnb.core.families import _rows
+from bayesnb.core.kernels import is_traced
 
 __all__ = [
     "expected_log",
@@ -205,11 +205,17 @@ def mode_log(concentration, mask=None):
     concentrations are all exactly 1 is flat, so every point is a mode; it gets the
     uniform distribution (the limit of the modes of :math:`\mathrm{Dir}(1 + \epsilon)`).
 
+    Under ``jax.jit`` / ``jax.grad`` (a traced ``concentration``) the values are not known
+    when the function runs, so no error can be raised: the cells with a concentration
+    below 1 are NaN instead.
+
     Raises
     ------
     ValueError
-        If any valid concentration is below 1.
+        If any valid concentration is below 1 (concrete input).
     """
+    if is_traced(concentration, mask):
+        return _mode_log_traced(concentration, mask)
     a = np.asarray(concentration, dtype=np.float64)
     valid = np.ones(a.shape, bool) if mask is None else np.broadcast_to(mask, a.shape)
     below = valid & (a < 1.0)
@@ -226,16 +232,24 @@ def mode_log(concentration, mask=None):
 
 
 @x64
+@jax.jit
+def _mode_log_traced(concentration, mask=None):
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    valid = jnp.ones(a.shape, bool) if mask is None else jnp.broadcast_to(mask, a.shape)
+    undefined = jnp.any(valid & (a < 1.0), axis=-1, keepdims=True)
+    return jnp.where(undefined, jnp.nan, mle_log(a - 1.0, mask))
+
+
+@x64
+@partial(jax.jit, static_argnames="n")
 def sample_log(key, concentration, n, mask=None):
     r"""Exact iid draws from :math:`\mathrm{Dir}(a)`, returned as log probabilities.
 
     Sampled in log space (normalised log-Gamma variates) so that small concentrations
-    do not underflow to exact zeros: for :math:`a < 1` the variate is
-    :math:`\log G + \log U / a` with :math:`G \sim \mathrm{Gamma}(a + 1)` and
-    :math:`U \sim \mathrm{U}(0, 1)` independent (:math:`G U^{1/a} \sim \mathrm{Gamma}(a)`).
-    Drawn with numpy's generator seeded from ``key`` (see :mod:`._rows`): its Gamma
-    sampler is many times faster on a CPU than ``jax.random``'s and compiles nothing,
-    so a new ``n`` or shape costs no compilation. The key decides every draw.
+    do not underflow to exact zeros (``jax.random.loggamma``, which draws small shapes
+    in log space). Traceable: under ``jax.jit`` the draws are those of the eager call
+    with the same key. The callers draw in blocks of a fixed size
+    (:func:`bayesnb.core._fitted.draw_block`), so a new number of draws compiles nothing.
 
     Parameters
     ----------
@@ -250,24 +264,11 @@ def sample_log(key, concentration, n, mask=None):
     float64 jax array of shape (n, ..., K)
         Log probabilities; masked coordinates are ``-inf``.
     """
-    a = np.asarray(concentration, dtype=np.float64)
-    if mask is not None:
-        mask = np.broadcast_to(np.asarray(mask, dtype=bool), a.shape)
-        a = np.where(mask, a, 1.0)
-    rng = _rows.generator(key)
-    shape = (int(n),) + a.shape
-    small = a < 1.0
-    g = rng.standard_gamma(np.where(small, a + 1.0, a), size=shape)
-    np.log(g, out=g)
-    if small.any():
-        with np.errstate(divide="ignore"):
-            g += np.where(small, np.log(rng.random(shape)) / a, 0.0)
-    if mask is not None:
-        g[:, ~mask] = -np.inf
-    top = np.max(g, axis=-1, keepdims=True)
-    g -= top
-    g -= np.log(np.sum(np.exp(g), axis=-1, keepdims=True))
-    return jnp.asarray(g)
+    a = jnp.asarray(concentration, dtype=jnp.float64)
+    a = _masked(a, mask, 1.0)
+    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
+    g = _masked(g, mask, -jnp.inf)
+    return g - logsumexp(g, axis=-1, keepdims=True)
 
 
 @x64

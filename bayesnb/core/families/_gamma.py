@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesnb.core._x64 import x64
+from bayesnb.core.kernels import is_traced
 from bayesnb.core.priors import Gamma, positive_array
 
 __all__ = ["make_prior", "log_mode", "log_mean", "sample_log_rate", "expected_log_rate", "log_density"]
@@ -54,11 +55,17 @@ def make_prior(concentration, rate, shape, names=("concentration", "rate")):
 def log_mode(dist):
     r""":math:`\log((a - 1) / b)`, the log of the posterior mode of each rate.
 
+    Traced (``jax.jit``, ``jax.grad``), no error can be raised: those entries are NaN.
+
     Raises
     ------
     ValueError
         Where a shape :math:`a < 1`: the density is then unbounded at 0 and has no mode.
     """
+    if is_traced(dist):
+        a = jnp.asarray(dist.concentration, dtype=jnp.float64)
+        b = jnp.asarray(dist.rate, dtype=jnp.float64)
+        return jnp.where(a < 1.0, jnp.nan, jnp.log(a - 1.0) - jnp.log(b))
     a = np.asarray(dist.concentration, dtype=np.float64)
     b = np.asarray(dist.rate, dtype=np.float64)
     below = a < 1.0
@@ -76,6 +83,8 @@ def log_mode(dist):
 
 def log_mean(dist):
     r""":math:`\log(a / b)`, the log of the mean of each rate."""
+    if is_traced(dist):
+        return jnp.log(jnp.asarray(dist.concentration, dtype=jnp.float64)) - jnp.log(jnp.asarray(dist.rate, dtype=jnp.float64))
     return np.log(np.asarray(dist.concentration, dtype=np.float64)) - np.log(np.asarray(dist.rate, dtype=np.float64))
 
 

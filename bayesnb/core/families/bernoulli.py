@@ -22,7 +22,7 @@ import numpy as np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import log_linear
+from bayesnb.core.kernels import host, log_linear, namespace
 from bayesnb.core.priors import Beta, beta_from_alpha
 from bayesnb.core.stats import count_stats, with_observed
 
@@ -88,6 +88,10 @@ def posterior(prior, stats):
     """
     # The two outcome counts directly, without the stacked (..., 2) array of
     # _outcome_counts: the same numbers, a third of the memory traffic.
+    xp = namespace(prior, stats)
+    if xp is not np:
+        counts = _outcome_counts(stats, xp)
+        return Beta(xp.asarray(prior.concentration1) + counts[..., 1], counts[..., 0] + xp.asarray(prior.concentration0))
     on = np.asarray(stats.feature_count, dtype=np.float64)
     off = np.maximum(np.asarray(stats.class_count, dtype=np.float64)[:, None] - on, 0.0)
     off += np.asarray(prior.concentration0)
@@ -102,24 +106,25 @@ def point(prior, stats, kind):
     BernoulliParams
     """
     if kind == "mle":
-        return BernoulliParams(np.asarray(_dirichlet.mle_log(_outcome_counts(stats))))
-    conc = _concentration(posterior(prior, stats))
+        return BernoulliParams(host(_dirichlet.mle_log(_outcome_counts(stats, namespace(stats)))))
+    post = posterior(prior, stats)
+    conc = _concentration(post, namespace(post))
     if kind == "map":
-        return BernoulliParams(np.asarray(_dirichlet.mode_log(conc)))
+        return BernoulliParams(host(_dirichlet.mode_log(conc)))
     if kind == "mean":
-        return BernoulliParams(np.asarray(_dirichlet.mean_log(conc)))
+        return BernoulliParams(host(_dirichlet.mean_log(conc)))
     raise ValueError(f"unknown point estimate {kind!r}")
 
 
 def log_likelihood(params, X):
     """Plug-in log-likelihood of 0/1 rows, shape (n_samples, n_classes)."""
-    lp = np.asarray(params.log_probs)
+    lp = host(params.log_probs)
     return log_linear(X, lp[..., 1], log_w_off=lp[..., 0])
 
 
 def mean_params(dist):
     """Plug-in parameters of the mean of a Beta prior or posterior: the exact predictive of one row."""
-    return BernoulliParams(np.asarray(_dirichlet.mean_log(_concentration(dist))))
+    return BernoulliParams(host(_dirichlet.mean_log(_concentration(dist, namespace(dist)))))
 
 
 def log_predictive(post, X):
@@ -184,7 +189,7 @@ def relevance_log_bayes_factor(prior, stats):
 
 def sample(key, post, n):
     """``n`` iid posterior draws, as BernoulliParams of shape (n, C, F, 2)."""
-    return BernoulliParams(jnp.asarray(_dirichlet.sample_log(key, _concentration(post), n)))
+    return BernoulliParams(jnp.asarray(_dirichlet.sample_log(key, _concentration(post, namespace(post)), n)))
 
 
 def simulate(key, params, y_index):

@@ -26,7 +26,7 @@ import numpy as np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import map_threads, row_ranges
+from bayesnb.core.kernels import host, is_traced, map_threads, namespace, row_ranges
 from bayesnb.core.priors import CategoricalDirichlet, categorical_dirichlet_from_alpha
 from bayesnb.core.stats import categorical_stats, dense_mask
 
@@ -84,17 +84,19 @@ def posterior(prior, stats):
     -------
     CategoricalDirichlet
     """
-    conc = np.asarray(prior.concentration)
-    return prior._replace(concentration=conc + _pad_counts(stats.category_count, conc.shape[-1]))
+    xp = namespace(prior, stats)
+    conc = xp.asarray(prior.concentration)
+    return prior._replace(concentration=conc + _pad_counts(stats.category_count, conc.shape[-1], xp))
 
 
 def _new_category_share(estimate, dist, counts):
     """Log share of a new (zero-count) category: the estimate on the simplex extended by it."""
+    xp = namespace(dist, counts)
     mask = dist.mask
-    ext_conc = np.concatenate([np.where(mask, dist.concentration, 1.0), np.asarray(dist.new_concentration)[..., None]], -1)
-    ext_counts = np.concatenate([counts * mask, np.zeros(counts.shape[:-1] + (1,))], -1)
-    ext_mask = np.concatenate([mask, np.ones(mask.shape[:-1] + (1,), bool)], -1)
-    return np.asarray(estimate(ext_conc, ext_counts, ext_mask))[..., -1]
+    ext_conc = xp.concatenate([xp.where(mask, dist.concentration, 1.0), xp.asarray(dist.new_concentration)[..., None]], -1)
+    ext_counts = xp.concatenate([counts * mask, xp.zeros(counts.shape[:-1] + (1,))], -1)
+    ext_mask = xp.concatenate([mask, xp.ones(mask.shape[:-1] + (1,), bool)], -1)
+    return host(estimate(ext_conc, ext_counts, ext_mask))[..., -1]
 
 
 def _mle(conc, counts, mask):
@@ -122,9 +124,10 @@ def point(prior, stats, kind):
     if kind not in _ESTIMATORS:
         raise ValueError(f"unknown point estimate {kind!r}")
     estimate = _ESTIMATORS[kind]
-    conc = np.asarray(prior.concentration)
-    counts = _pad_counts(stats.category_count, conc.shape[-1])
-    log_probs = np.asarray(estimate(conc, counts, prior.mask))
+    xp = namespace(prior, stats)
+    conc = xp.asarray(prior.concentration)
+    counts = _pad_counts(stats.category_count, conc.shape[-1], xp)
+    log_probs = host(estimate(conc, counts, prior.mask))
     return CategoricalParams(log_probs, _new_category_share(estimate, prior, counts))
 
 
@@ -187,6 +190,8 @@ def log_likelihood(params, X, n_categories):
         Non-negative category codes; codes ``>= n_categories[j]`` are new categories.
     n_categories : int ndarray of shape (n_features,)
     """
+    if is_traced(params, X, n_categories):
+        return _log_likelihood_traced(params, X, n_categories)
     lp = np.asarray(params.log_probs)
     n_classes, n_features, _ = lp.shape
     X = np.asarray(X)
@@ -214,11 +219,27 @@ def log_likelihood(params, X, n_categories):
     return out
 
 
+@x64
+def _log_likelihood_traced(params, X, n_categories):
+    r""":func:`log_likelihood` under ``jax.jit`` / ``jax.grad``: one gather of
+    :math:`\log\theta_{c j x_{ij}}` per entry (``log_new`` for a new category), summed."""
+    lp = jnp.asarray(params.log_probs, dtype=jnp.float64)  # (C, F, K)
+    k = lp.shape[-1]
+    n_cat = jnp.asarray(n_categories)
+    codes = jnp.asarray(X)
+    new = codes >= n_cat[None, :]
+    # (F, K, C) gathered at (j, x_ij): (n, F, C); new categories read a valid slot, then log_new.
+    seen = jnp.transpose(lp, (1, 2, 0))[jnp.arange(lp.shape[1])[None, :], jnp.clip(codes, 0, k - 1)]
+    log_new = jnp.transpose(jnp.asarray(params.log_new, dtype=jnp.float64))[None]  # (1, F, C)
+    return jnp.sum(jnp.where(new[..., None], log_new, seen), axis=1)
+
+
 def mean_params(dist):
     """Plug-in parameters of the mean of a Dirichlet prior or posterior: the exact predictive of one row."""
-    zero = np.zeros_like(np.asarray(dist.concentration))
-    mean = _mean(np.asarray(dist.concentration), zero, dist.mask)
-    return CategoricalParams(np.asarray(mean), _new_category_share(_mean, dist, zero))
+    xp = namespace(dist)
+    zero = xp.zeros_like(xp.asarray(dist.concentration))
+    mean = _mean(xp.asarray(dist.concentration), zero, dist.mask)
+    return CategoricalParams(host(mean), _new_category_share(_mean, dist, zero))
 
 
 def log_predictive(post, X):
@@ -274,7 +295,8 @@ def relevance_log_bayes_factor(prior, stats):
 def sample(key, post, n):
     """``n`` iid posterior draws, as CategoricalParams with leading axis ``n``."""
     log_probs = jnp.asarray(_dirichlet.sample_log(key, post.concentration, n, post.mask))
-    zero = np.zeros_like(np.asarray(post.concentration))
+    xp = namespace(post)
+    zero = xp.zeros_like(xp.asarray(post.concentration))
     new = _new_category_share(_mean, post, zero)
     return CategoricalParams(log_probs, jnp.broadcast_to(new, (n,) + new.shape))
 
@@ -330,7 +352,7 @@ def default_prior(stats, *, n_categories=None):
 
 
 def _log_likelihood(params, X, prior, mask=None):
-    n_categories = np.asarray(prior.n_categories)
+    n_categories = host(prior.n_categories)
     if mask is None:
         return log_likelihood(params, X, n_categories)
     return _mask.feature_wise(

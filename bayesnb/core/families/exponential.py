@@ -76,6 +76,7 @@ from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _gamma, _mask, _rows
 from bayesnb.core.families.protocol import Family, register
+from bayesnb.core.kernels import namespace
 from bayesnb.core.priors import Gamma, positive_array
 from bayesnb.core.stats import count_stats, dense_mask, with_observed
 
@@ -113,11 +114,12 @@ make_prior = _gamma.make_prior
 
 def _cell_count(stats):
     """:math:`N_{cj}` of shape (n_classes, n_features): per-cell counts where the statistics have them."""
-    t = np.asarray(stats.feature_count, dtype=np.float64)
+    xp = namespace(stats)
+    t = xp.asarray(stats.feature_count, dtype=np.float64)
     observed = getattr(stats, "observed_count", None)
     if observed is not None:
-        return np.asarray(observed, dtype=np.float64)
-    return np.broadcast_to(np.asarray(stats.class_count, dtype=np.float64)[:, None], t.shape)
+        return xp.asarray(observed, dtype=np.float64)
+    return xp.broadcast_to(xp.asarray(stats.class_count, dtype=np.float64)[:, None], t.shape)
 
 
 def default_prior(stats, concentration=1.0):
@@ -170,9 +172,10 @@ def posterior(prior, stats):
     -------
     Gamma
     """
+    xp = namespace(prior, stats)
     return Gamma(
-        np.asarray(prior.concentration, dtype=np.float64) + _cell_count(stats),
-        np.asarray(prior.rate, dtype=np.float64) + np.asarray(stats.feature_count, dtype=np.float64),
+        xp.asarray(prior.concentration, dtype=np.float64) + _cell_count(stats),
+        xp.asarray(prior.rate, dtype=np.float64) + xp.asarray(stats.feature_count, dtype=np.float64),
     )
 
 
@@ -195,22 +198,26 @@ def point(prior, stats, kind):
         rows but a zero total (no finite maximum); for an unknown ``kind``.
     """
     if kind == "mle":
-        t = np.asarray(stats.feature_count, dtype=np.float64)
+        xp = namespace(prior, stats)
+        t = xp.asarray(stats.feature_count, dtype=np.float64)
         n = _cell_count(stats)
         seen = n > 0
         degenerate = seen & (t <= 0)
-        if degenerate.any():
+        # Traced, the values are unknown here: degenerate cells get NaN below instead.
+        if xp is np and degenerate.any():
             where = tuple(int(i) for i in np.argwhere(degenerate)[0])
             raise ValueError(
                 "estimate='mle' is undefined here: every training value of class/feature index "
                 f"{where} is 0, so the exponential likelihood grows without bound in the rate "
                 "(no maximum-likelihood rate). Use estimate='mean', 'map' or 'predictive'."
             )
-        a0 = np.asarray(prior.concentration, dtype=np.float64)
-        b0 = np.asarray(prior.rate, dtype=np.float64)
-        log_rate = np.where(
-            seen, np.log(np.where(seen, n, 1.0)) - np.log(np.where(seen, t, 1.0)), np.log(a0) - np.log(b0)
+        a0 = xp.asarray(prior.concentration, dtype=xp.float64)
+        b0 = xp.asarray(prior.rate, dtype=xp.float64)
+        log_rate = xp.where(
+            seen, xp.log(xp.where(seen, n, 1.0)) - xp.log(xp.where(seen, t, 1.0)), xp.log(a0) - xp.log(b0)
         )
+        if xp is not np:
+            log_rate = xp.where(degenerate, xp.nan, log_rate)
         return ExponentialParams(log_rate)
     post = posterior(prior, stats)
     if kind == "map":
@@ -238,10 +245,11 @@ def log_likelihood(params, X, prior=None):
     -------
     ndarray of shape (n_samples, n_classes)
     """
-    log_rate = np.asarray(params.log_rate, dtype=np.float64)
-    X = np.asarray(X, dtype=np.float64)
+    xp = namespace(params, X)
+    log_rate = xp.asarray(params.log_rate, dtype=np.float64)
+    X = xp.asarray(X, dtype=np.float64)
     # Linear in x: one matrix product, -inf only where a zero rate meets nothing (never).
-    return log_rate.sum(axis=-1)[None, :] - X @ np.exp(log_rate).T
+    return log_rate.sum(axis=-1)[None, :] - X @ xp.exp(log_rate).T
 
 
 def log_predictive(post, X):
@@ -256,11 +264,12 @@ def log_predictive(post, X):
     X : ndarray of shape (n_samples, n_features)
         Non-negative values.
     """
-    a = np.asarray(post.concentration, dtype=np.float64)[None]
-    b = np.asarray(post.rate, dtype=np.float64)[None]
-    x = np.asarray(X, dtype=np.float64)[:, None, :]
+    xp = namespace(post, X)
+    a = xp.asarray(post.concentration, dtype=np.float64)[None]
+    b = xp.asarray(post.rate, dtype=np.float64)[None]
+    x = xp.asarray(X, dtype=np.float64)[:, None, :]
     # (n_samples, n_classes, n_features) is formed once; rows are narrow for this family.
-    return np.sum(np.log(a) - np.log(b + x) - a * np.log1p(x / b), axis=-1)
+    return xp.sum(xp.log(a) - xp.log(b + x) - a * xp.log1p(x / b), axis=-1)
 
 
 @jax.jit

@@ -48,7 +48,13 @@ from scipy.special import gammaln
 from bayesnb.core._x64 import enable_x64, x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import map_threads, row_ranges
+from bayesnb.core.kernels import (
+    dense_jax,
+    is_traced,
+    map_threads,
+    namespace,
+    row_ranges,
+)
 from bayesnb.core.priors import NormalInverseGamma, real_array
 from bayesnb.core.stats import gaussian_stats, is_masked, masked_gaussian_stats
 
@@ -136,18 +142,20 @@ def pooled(stats):
     count : float
     mean, var : ndarrays of shape (n_features,)
     """
-    n_c = np.asarray(stats.class_count, dtype=np.float64)
-    total = float(n_c.sum())
-    if total <= 0:
+    xp = namespace(stats)
+    n_c = xp.asarray(stats.class_count, dtype=np.float64)
+    # Traced (jax.jit), the total is not known here: no check, and a JAX scalar.
+    total = float(n_c.sum()) if xp is np else n_c.sum()
+    if xp is np and total <= 0:
         raise ValueError("the statistics hold no rows (total weight 0)")
-    means = np.asarray(stats.mean, dtype=np.float64)
+    means = xp.asarray(stats.mean, dtype=np.float64)
     # Class means relative to the largest class's, with their low-order parts: small
     # numbers, so the between-class term keeps its digits for data far from 0.
-    ref = means[int(np.argmax(n_c))]
+    ref = means[int(np.argmax(n_c)) if xp is np else xp.argmax(n_c)]
     rel = _deviation(stats, ref)
     shift = (n_c[:, None] * rel).sum(axis=0) / total
     dev = rel - shift
-    m2 = np.asarray(stats.m2, dtype=np.float64).sum(axis=0) + (n_c[:, None] * dev * dev).sum(axis=0)
+    m2 = xp.asarray(stats.m2, dtype=np.float64).sum(axis=0) + (n_c[:, None] * dev * dev).sum(axis=0)
     return total, ref + shift, m2 / total
 
 
@@ -258,13 +266,15 @@ def check_prior(prior, n_classes, n_features):
 
 def _deviation(stats, loc):
     r""":math:`\bar x_{cj} - \text{loc}`, using the low-order part of the mean."""
-    mean = np.asarray(stats.mean, dtype=np.float64)
-    return (mean - loc) + np.asarray(getattr(stats, "mean_residual", 0.0), dtype=np.float64)
+    xp = namespace(stats, loc)
+    mean = xp.asarray(stats.mean, dtype=np.float64)
+    return (mean - loc) + xp.asarray(getattr(stats, "mean_residual", 0.0), dtype=np.float64)
 
 
 def _arrays(stats):
-    n = np.asarray(stats.class_count, dtype=np.float64)[:, None]
-    return n, np.asarray(stats.mean, dtype=np.float64), np.asarray(stats.m2, dtype=np.float64)
+    xp = namespace(stats)
+    n = xp.asarray(stats.class_count, dtype=np.float64)[:, None]
+    return n, xp.asarray(stats.mean, dtype=np.float64), xp.asarray(stats.m2, dtype=np.float64)
 
 
 def _increment(n, k0, m2, dev):
@@ -274,9 +284,10 @@ def _increment(n, k0, m2, dev):
 
 def _rate_increment(prior, stats):
     r""":math:`b_n - b_0 = M_2/2 + \kappa_0 N (\bar x - m_0)^2 / (2\kappa_n)`, never by subtraction."""
+    xp = namespace(prior, stats)
     n, _, m2 = _arrays(stats)
-    k0 = np.asarray(prior.kappa, dtype=np.float64)
-    dev = _deviation(stats, np.asarray(prior.loc, dtype=np.float64))
+    k0 = xp.asarray(prior.kappa, dtype=np.float64)
+    dev = _deviation(stats, xp.asarray(prior.loc, dtype=np.float64))
     return _increment(n, k0, m2, dev)
 
 
@@ -297,15 +308,16 @@ def posterior(prior, stats):
     NormalInverseGamma
         Arrays of shape (n_classes, n_features).
     """
+    xp = namespace(prior, stats)
     n, _, _ = _arrays(stats)
-    m0 = np.asarray(prior.loc, dtype=np.float64)
-    k0 = np.asarray(prior.kappa, dtype=np.float64)
+    m0 = xp.asarray(prior.loc, dtype=np.float64)
+    k0 = xp.asarray(prior.kappa, dtype=np.float64)
     kn = k0 + n
     return NormalInverseGamma(
         loc=m0 + (n / kn) * _deviation(stats, m0),
         kappa=kn,
-        concentration=np.asarray(prior.concentration, dtype=np.float64) + 0.5 * n,
-        rate=np.asarray(prior.rate, dtype=np.float64) + _rate_increment(prior, stats),
+        concentration=xp.asarray(prior.concentration, dtype=np.float64) + 0.5 * n,
+        rate=xp.asarray(prior.rate, dtype=np.float64) + _rate_increment(prior, stats),
     )
 
 
@@ -320,15 +332,21 @@ def moments(post):
     -------
     GaussianParams
     """
-    a = np.asarray(post.concentration, dtype=np.float64)
-    b = np.asarray(post.rate, dtype=np.float64)
+    xp = namespace(post)
+    a = xp.asarray(post.concentration, dtype=np.float64)
+    b = xp.asarray(post.rate, dtype=np.float64)
     with np.errstate(divide="ignore"):
-        var = np.where(a > 1.0, b / np.where(a > 1.0, a - 1.0, 1.0), np.inf)
-    return GaussianParams(np.asarray(post.loc, dtype=np.float64), var)
+        var = xp.where(a > 1.0, b / xp.where(a > 1.0, a - 1.0, 1.0), np.inf)
+    return GaussianParams(xp.asarray(post.loc, dtype=np.float64), var)
 
 
 def _mle(stats, var_smoothing):
     n, mean, m2 = _arrays(stats)
+    if is_traced(stats):
+        # The checks below need values; traced, the undefined estimates are NaN instead.
+        var = m2 / n + mle_epsilon(stats, var_smoothing)
+        undefined = (n <= 0) | (var < np.finfo(np.float64).tiny)
+        return GaussianParams(jnp.where(undefined, jnp.nan, mean), jnp.where(undefined, jnp.nan, var))
     empty = n[:, 0] <= 0
     if empty.any():
         c = int(np.flatnonzero(empty)[0])
@@ -362,6 +380,8 @@ def mle_epsilon(stats, var_smoothing):
     """
     if is_masked(stats):
         return float(var_smoothing) * float(_pooled_var_by_feature(stats).max(initial=0.0))
+    if is_traced(stats):
+        return 0.0 if float(var_smoothing) == 0.0 else float(var_smoothing) * jnp.max(pooled(stats)[2], initial=0.0)
     return float(var_smoothing) * float(pooled(stats)[2].max(initial=0.0))
 
 
@@ -404,11 +424,16 @@ def point(prior, stats, kind, *, var_smoothing=0.0):
     if kind == "mle":
         return _mle(stats, var_smoothing)
     post = posterior(prior, stats)
+    xp = namespace(post)
     if kind == "map":
-        a = np.asarray(post.concentration)
-        return GaussianParams(np.asarray(post.loc), np.asarray(post.rate) / (a + 1.5))
+        a = xp.asarray(post.concentration)
+        return GaussianParams(xp.asarray(post.loc), xp.asarray(post.rate) / (a + 1.5))
     if kind == "mean":
-        a = np.asarray(post.concentration)
+        a = xp.asarray(post.concentration)
+        if xp is not np:
+            # Traced, no error can be raised: an infinite posterior mean of the variance is NaN.
+            loc, var = moments(post)
+            return GaussianParams(loc, jnp.where(a <= 1.0, jnp.nan, var))
         if np.any(a <= 1.0):
             c, j = (int(i) for i in np.argwhere(a <= 1.0)[0])
             raise ValueError(
@@ -557,6 +582,8 @@ def log_likelihood(params, X):
     -------
     ndarray of shape (n_samples, n_classes)
     """
+    if is_traced(params, X):
+        return _log_likelihood_traced(params, X)
     X = _as_rows(X)
     loc = np.asarray(params.loc, dtype=np.float64)
     var = np.asarray(params.var, dtype=np.float64)
@@ -581,6 +608,18 @@ def log_likelihood(params, X):
             _direct_kernel, X[redo], n_classes, (loc, inv_var, log_norm), n_classes * n_features, _T_CHUNK_ENTRIES
         )
     return out
+
+
+@x64
+def _log_likelihood_traced(params, X):
+    r""":func:`log_likelihood` under ``jax.jit`` / ``jax.grad``: the direct form
+    :math:`-\tfrac12 (x - \mu)^2/\sigma^2` (the CPU path's fallback, which needs no
+    cancellation check) on dense ``X``."""
+    X = dense_jax(X)
+    loc = jnp.asarray(params.loc, dtype=jnp.float64)
+    var = jnp.asarray(params.var, dtype=jnp.float64)
+    log_norm = -0.5 * jnp.log(2.0 * np.pi * var).sum(axis=1)
+    return _direct_kernel(X, loc, 1.0 / var, log_norm, jnp)
 
 
 def _student_kernel(X, loc, inv_nu_scale2, half_df1, const, xp):
@@ -657,6 +696,8 @@ def log_predictive(post, X):
     -------
     ndarray of shape (n_samples, n_classes)
     """
+    if is_traced(post, X):
+        return _log_predictive_traced(post, X)
     X = _as_rows(X)
     a = np.asarray(post.concentration, dtype=np.float64)
     k = np.asarray(post.kappa, dtype=np.float64)
@@ -669,6 +710,19 @@ def log_predictive(post, X):
     if bad.any():
         out[bad] = _map_rows(_student_kernel_safe, X[bad], n_classes, args, n_classes * n_features, _T_CHUNK_ENTRIES)
     return out
+
+
+@x64
+def _log_predictive_traced(post, X):
+    """:func:`log_predictive` under ``jax.jit`` / ``jax.grad``: the same Student-t sum,
+    in ``jax.numpy`` on dense ``X``, with the normaliser from
+    :func:`bayesnb.core._special.log_rising_factorial` (the same algorithm as ``_log_rising``)."""
+    from bayesnb.core._special import log_rising_factorial
+
+    X = dense_jax(X)
+    a, k, b, loc = (jnp.asarray(f, dtype=jnp.float64) for f in (post.concentration, post.kappa, post.rate, post.loc))
+    const = (log_rising_factorial(a, 0.5) - 0.5 * (jnp.log(2.0 * np.pi * b) + jnp.log1p(1.0 / k))).sum(axis=1)
+    return _student_kernel_safe(X, loc, k / (2.0 * b * (k + 1.0)), a + 0.5, const, jnp)
 
 
 # ----------------------------------------------------------------------------- evidence, draws
@@ -834,14 +888,16 @@ def sample(key, post, n):
     GaussianParams
         Arrays of shape (n, n_classes, n_features).
     """
-    a = np.asarray(post.concentration, dtype=np.float64)
+    # jax.numpy where the posterior is traced: the same padded vectors, so the same draws.
+    xp = namespace(post)
+    a = xp.asarray(post.concentration, dtype=np.float64)
     shape = (int(n),) + a.shape
     total = int(np.prod(shape))
     size = max(_MIN_DRAW_BUCKET, 1 << max(0, (total - 1).bit_length()))
     fill = (1.0, 1.0, 1.0, 0.0)
     params = tuple(
-        np.concatenate(
-            [np.broadcast_to(np.asarray(f, dtype=np.float64), shape).ravel(), np.full(size - total, pad)]
+        xp.concatenate(
+            [xp.broadcast_to(xp.asarray(f, dtype=np.float64), shape).ravel(), xp.full(size - total, pad)]
         )
         for f, pad in zip((post.concentration, post.rate, post.kappa, post.loc), fill)
     )

@@ -53,6 +53,7 @@ from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.protocol import Family, register
+from bayesnb.core.kernels import dense_jax, host, is_traced, namespace
 from bayesnb.core.priors import NormalInverseWishart, real_array
 from bayesnb.core.stats import dense_mask, scatter_stats
 
@@ -272,14 +273,15 @@ def check_prior(prior, n_classes, n_features, shared):
 
 def _class_scatter(prior, stats):
     """:math:`\\kappa_n`, :math:`m_n` and :math:`B_c` (scatter plus prior-mean term) per class."""
-    n = np.asarray(stats.class_count, dtype=np.float64)
-    xbar = np.asarray(stats.mean, dtype=np.float64)
-    k0 = np.asarray(prior.kappa, dtype=np.float64)
-    m0 = np.asarray(prior.loc, dtype=np.float64)
+    xp = namespace(prior, stats)
+    n = xp.asarray(stats.class_count, dtype=np.float64)
+    xbar = xp.asarray(stats.mean, dtype=np.float64)
+    k0 = xp.asarray(prior.kappa, dtype=np.float64)
+    m0 = xp.asarray(prior.loc, dtype=np.float64)
     kn = k0 + n
     mn = (k0[:, None] * m0 + n[:, None] * xbar) / kn[:, None]
     d = xbar - m0
-    b = np.asarray(stats.scatter, dtype=np.float64) + (k0 * n / kn)[:, None, None] * (d[:, :, None] * d[:, None, :])
+    b = xp.asarray(stats.scatter, dtype=np.float64) + (k0 * n / kn)[:, None, None] * (d[:, :, None] * d[:, None, :])
     return kn, mn, b
 
 
@@ -299,19 +301,22 @@ def posterior(prior, stats):
         :math:`\nu_n` and ``scale`` :math:`\Psi_n` ((C,) and (C, F, F) per class, () and
         (F, F) shared).
     """
+    xp = namespace(prior, stats)
     kn, mn, b = _class_scatter(prior, stats)
-    n = np.asarray(stats.class_count, dtype=np.float64)
+    n = xp.asarray(stats.class_count, dtype=np.float64)
     if is_shared(prior):
-        df = np.asarray(prior.df, dtype=np.float64) + n.sum()
-        scale = np.asarray(prior.scale, dtype=np.float64) + b.sum(axis=0)
+        df = xp.asarray(prior.df, dtype=np.float64) + n.sum()
+        scale = xp.asarray(prior.scale, dtype=np.float64) + b.sum(axis=0)
     else:
-        df = np.asarray(prior.df, dtype=np.float64) + n
-        scale = np.asarray(prior.scale, dtype=np.float64) + b
+        df = xp.asarray(prior.df, dtype=np.float64) + n
+        scale = xp.asarray(prior.scale, dtype=np.float64) + b
     return NormalInverseWishart(mn, kn, df, scale)
 
 
 @x64
 def _cholesky(a):
+    if is_traced(a):
+        return jnp.linalg.cholesky(jnp.asarray(a, dtype=jnp.float64))
     return np.asarray(jnp.linalg.cholesky(jnp.asarray(a, dtype=jnp.float64)))
 
 
@@ -360,6 +365,9 @@ def point(prior, stats, kind):
     """
     shared = is_shared(prior)
     n_classes, n_features = np.shape(stats.mean)
+    xp = namespace(prior, stats)
+    if kind == "mle" and xp is not np:
+        return _mle_traced(stats, shared)
     if kind == "mle":
         n = np.asarray(stats.class_count, dtype=np.float64)
         empty = np.flatnonzero(n <= 0)
@@ -379,10 +387,13 @@ def point(prior, stats, kind):
         _check_nonsingular(cov, what)
         return GaussianParams(np.asarray(stats.mean, dtype=np.float64).copy(), _cholesky(cov))
     post = posterior(prior, stats)
-    df = np.asarray(post.df, dtype=np.float64)
-    scale = np.asarray(post.scale, dtype=np.float64)
+    df = xp.asarray(post.df, dtype=np.float64)
+    scale = xp.asarray(post.scale, dtype=np.float64)
     if kind == "map":
         denom = df + n_features + (1 + n_classes if shared else 2)
+    elif kind == "mean" and xp is not np:
+        # Traced, no error can be raised: an undefined mean (df <= F + 1) is NaN.
+        denom = xp.where(df <= n_features + 1, np.nan, df - n_features - 1)
     elif kind == "mean":
         if np.any(df <= n_features + 1):
             raise ValueError(
@@ -393,8 +404,20 @@ def point(prior, stats, kind):
         denom = df - n_features - 1
     else:
         raise ValueError(f"unknown point estimate {kind!r}")
-    cov = scale / np.reshape(denom, np.shape(denom) + (1, 1))
+    cov = scale / xp.reshape(denom, np.shape(denom) + (1, 1))
+    if xp is not np:
+        return GaussianParams(jnp.asarray(post.loc, dtype=jnp.float64), _cholesky(cov))
     return GaussianParams(np.asarray(post.loc, dtype=np.float64).copy(), _cholesky(cov))
+
+
+def _mle_traced(stats, shared):
+    """The ``"mle"`` of :func:`point` under ``jax.jit``: NaN for a class without rows (no
+    error can be raised on traced values; a singular covariance gives NaN factors)."""
+    n = jnp.asarray(stats.class_count, dtype=jnp.float64)
+    scatter = jnp.asarray(stats.scatter, dtype=jnp.float64)
+    cov = scatter.sum(axis=0) / n.sum() if shared else scatter / n[:, None, None]
+    loc = jnp.where((n <= 0)[:, None], jnp.nan, jnp.asarray(stats.mean, dtype=jnp.float64))
+    return GaussianParams(loc, _cholesky(cov))
 
 
 # ----------------------------------------------------------------------------- densities
@@ -449,6 +472,11 @@ def _mahalanobis(tril, loc, X, log=False):
     ``log=True`` the logarithm of the norms is returned instead, finite where the norm
     itself overflows (``-inf`` at the centre).
     """
+    if is_traced(tril, loc, X):
+        # Traced: one call of the kernel on every row (no blocks, no read-back).
+        loc = jnp.asarray(loc, dtype=jnp.float64)
+        squared, log_squared = _mahalanobis_kernel(jnp.asarray(tril, dtype=jnp.float64), loc, dense_jax(X), jnp.mean(loc, axis=0))
+        return log_squared if log else squared
     X = np.asarray(X, dtype=np.float64)
     loc = jnp.asarray(loc, dtype=jnp.float64)
     tril = jnp.asarray(tril, dtype=jnp.float64)
@@ -470,7 +498,7 @@ def _mahalanobis(tril, loc, X, log=False):
 @x64
 def _log_diag_sum(tril):
     """:math:`\\sum_j \\log L_{jj}`, i.e. half the log determinant, over the last two axes."""
-    return np.asarray(jnp.sum(jnp.log(jnp.diagonal(jnp.asarray(tril), axis1=-2, axis2=-1)), axis=-1))
+    return host(jnp.sum(jnp.log(jnp.diagonal(jnp.asarray(tril), axis1=-2, axis2=-1)), axis=-1))
 
 
 def log_likelihood(params, X):
@@ -491,11 +519,12 @@ def log_likelihood(params, X):
     -------
     ndarray of shape (n_samples, n_classes)
     """
-    loc = np.asarray(params.loc, dtype=np.float64)
-    tril = np.asarray(params.scale_tril, dtype=np.float64)
+    xp = namespace(params, X)
+    loc = xp.asarray(params.loc, dtype=np.float64)
+    tril = xp.asarray(params.scale_tril, dtype=np.float64)
     n_features = loc.shape[-1]
     maha = _mahalanobis(tril, loc, X)
-    half_logdet = np.broadcast_to(_log_diag_sum(tril), (loc.shape[0],))
+    half_logdet = xp.broadcast_to(_log_diag_sum(tril), (loc.shape[0],))
     return -0.5 * (n_features * np.log(2 * np.pi) + maha) - half_logdet
 
 
@@ -526,21 +555,22 @@ def log_predictive(post, X):
     -------
     ndarray of shape (n_samples, n_classes)
     """
-    loc = np.asarray(post.loc, dtype=np.float64)
-    kappa = np.asarray(post.kappa, dtype=np.float64)
+    xp = namespace(post, X)
+    loc = xp.asarray(post.loc, dtype=np.float64)
+    kappa = xp.asarray(post.kappa, dtype=np.float64)
     n_classes, n_features = loc.shape
-    df = np.broadcast_to(np.asarray(post.df, dtype=np.float64), (n_classes,))
+    df = xp.broadcast_to(xp.asarray(post.df, dtype=np.float64), (n_classes,))
     tril = _cholesky(post.scale)
     log_maha = _mahalanobis(tril, loc, X, log=True)
     d = df - n_features + 1
     shape_factor = (kappa + 1) / (kappa * d)
-    half_logdet = np.broadcast_to(_log_diag_sum(tril), (n_classes,)) + 0.5 * n_features * np.log(shape_factor)
+    half_logdet = xp.broadcast_to(_log_diag_sum(tril), (n_classes,)) + 0.5 * n_features * xp.log(shape_factor)
     const = _t_const(d, n_features) - half_logdet
     # log1p(q) as logaddexp(0, log q): exact for small q, finite for rows so far out
     # that q overflows (the t density decays only polynomially there).
     with np.errstate(divide="ignore"):
-        log_q = log_maha + np.log(kappa / (kappa + 1))
-    return const - 0.5 * (d + n_features) * np.logaddexp(0.0, log_q)
+        log_q = log_maha + xp.log(kappa / (kappa + 1))
+    return const - 0.5 * (d + n_features) * xp.logaddexp(0.0, log_q)
 
 
 @x64
@@ -548,7 +578,7 @@ def _t_const(d, n_features):
     # log Γ((d+F)/2) - log Γ(d/2) as a log rising factorial: no cancellation of two
     # large lgamma values when d (about the number of training rows) is large.
     d = jnp.asarray(d, dtype=jnp.float64)
-    return np.asarray(log_rising_factorial(0.5 * d, 0.5 * n_features) - 0.5 * n_features * jnp.log(d * jnp.pi))
+    return host(log_rising_factorial(0.5 * d, 0.5 * n_features) - 0.5 * n_features * jnp.log(d * jnp.pi))
 
 
 def log_evidence(prior, stats):
@@ -647,6 +677,13 @@ def _normal_kernel(key):
 
 def _standard_gamma(key, concentration):
     """iid Gamma(concentration, 1) variates of the shape of ``concentration``."""
+    if is_traced(key, concentration):
+        flat = jnp.ravel(jnp.asarray(concentration, dtype=jnp.float64))
+        pieces = [
+            _gamma_kernel(jax.random.fold_in(key, i), jnp.ones(_VARIATE_BLOCK).at[: part.size].set(part))[: part.size]
+            for i, part in enumerate(flat[start : start + _VARIATE_BLOCK] for start in range(0, flat.size, _VARIATE_BLOCK))
+        ]
+        return jnp.concatenate(pieces).reshape(jnp.shape(concentration))
     flat = np.asarray(concentration, dtype=np.float64).ravel()
     out = np.empty(flat.size)
     for i, start in enumerate(range(0, flat.size, _VARIATE_BLOCK)):
@@ -659,6 +696,9 @@ def _standard_gamma(key, concentration):
 
 def _standard_normal(key, shape):
     size = int(np.prod(shape))
+    if is_traced(key):
+        pieces = [_normal_kernel(jax.random.fold_in(key, i))[: min(_VARIATE_BLOCK, size - start)] for i, start in enumerate(range(0, size, _VARIATE_BLOCK))]
+        return jnp.concatenate(pieces).reshape(shape)
     out = np.empty(size)
     for i, start in enumerate(range(0, size, _VARIATE_BLOCK)):
         m = min(_VARIATE_BLOCK, size - start)
@@ -694,7 +734,26 @@ def _draw_kernel(bartlett, z, scale_tril, loc, kappa):
 
 
 @x64
+def _sample_traced(key, loc, kappa, df, scale, n):
+    """:func:`_sample` under ``jax.jit``: the same variates (same keys, same blocks of
+    standard variates), assembled in ``jax.numpy`` in one call of the draw kernel."""
+    loc, kappa, scale = (jnp.asarray(v, dtype=jnp.float64) for v in (loc, kappa, scale))
+    n_classes, F = loc.shape
+    batch = scale.shape[:-2]
+    df = jnp.broadcast_to(jnp.asarray(df, dtype=jnp.float64), batch)
+    key_chi2, key_upper, key_loc = jax.random.split(key, 3)
+    shape = (n,) + batch + (F,)
+    chi2 = 2.0 * _standard_gamma(key_chi2, jnp.broadcast_to(0.5 * (df[..., None] - F + 1 + jnp.arange(F)), shape))
+    idx = jnp.arange(F)
+    bartlett = jnp.triu(_standard_normal(key_upper, shape + (F,)), k=1).at[..., idx, idx].set(jnp.sqrt(chi2))
+    z = _standard_normal(key_loc, (n, n_classes, F))
+    return GaussianParams(*_draw_kernel(bartlett, z, _cholesky(scale), loc, kappa))
+
+
+@x64
 def _sample(key, loc, kappa, df, scale, n):
+    if is_traced(key, loc, kappa, df, scale):
+        return _sample_traced(key, loc, kappa, df, scale, n)
     loc = np.asarray(loc, dtype=np.float64)
     kappa = np.asarray(kappa, dtype=np.float64)
     scale = np.asarray(scale, dtype=np.float64)

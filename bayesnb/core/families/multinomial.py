@@ -29,10 +29,22 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import gammaln
 
+from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
+from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows
 from bayesnb.core.families.protocol import Family, get, register
-from bayesnb.core.kernels import ParamCache, log_linear, matmul, row_sums
+from bayesnb.core.kernels import (
+    ParamCache,
+    dense_jax,
+    host,
+    is_traced,
+    log_linear,
+    matmul,
+    namespace,
+    row_sums,
+    sum_log_rising_jax,
+)
 from bayesnb.core.priors import Dirichlet, Gamma, dirichlet_from_alpha
 from bayesnb.core.stats import count_stats, dense_mask, zero_unobserved
 
@@ -82,7 +94,8 @@ def posterior(prior, stats):
     -------
     Dirichlet
     """
-    return Dirichlet(np.asarray(prior.concentration) + np.asarray(stats.feature_count))
+    xp = namespace(prior, stats)
+    return Dirichlet(xp.asarray(prior.concentration) + xp.asarray(stats.feature_count))
 
 
 def point(prior, stats, kind):
@@ -93,12 +106,12 @@ def point(prior, stats, kind):
     MultinomialParams
     """
     if kind == "mle":
-        return MultinomialParams(np.asarray(_dirichlet.mle_log(stats.feature_count)))
+        return MultinomialParams(host(_dirichlet.mle_log(stats.feature_count)))
     conc = posterior(prior, stats).concentration
     if kind == "map":
-        return MultinomialParams(np.asarray(_dirichlet.mode_log(conc)))
+        return MultinomialParams(host(_dirichlet.mode_log(conc)))
     if kind == "mean":
-        return MultinomialParams(np.asarray(_dirichlet.mean_log(conc)))
+        return MultinomialParams(host(_dirichlet.mean_log(conc)))
     raise ValueError(f"unknown point estimate {kind!r}")
 
 
@@ -280,8 +293,10 @@ def log_predictive(post, X):
     post : Dirichlet
         Posterior of shape (n_classes, n_features).
     X : ndarray or CSR matrix of shape (n_samples, n_features)
-        Non-negative counts.
+        Non-negative counts (dense where ``post`` or ``X`` is traced).
     """
+    if is_traced(post, X):
+        return _log_predictive_traced(post.concentration, X)
     a = np.asarray(post.concentration, dtype=np.float64)
     total = a.sum(axis=1)
     out = _sum_log_rising(a, X)
@@ -294,6 +309,16 @@ def log_predictive(post, X):
     for r0 in range(0, out.shape[0], step):
         out[r0 : r0 + step] -= per_length[inverse[r0 : r0 + step]]
     return out
+
+
+@x64
+def _log_predictive_traced(a, X):
+    r""":func:`log_predictive` under ``jax.jit`` / ``jax.grad``: the same closed form,
+    :math:`\sum_j \log\frac{\Gamma(a_{cj} + x_{j})}{\Gamma(a_{cj})} - \log\frac{\Gamma(A_c + n)}{\Gamma(A_c)}`,
+    summed densely over (rows, classes, features) in ``jax.numpy``."""
+    a = jnp.asarray(a, dtype=jnp.float64)
+    X = dense_jax(X)
+    return sum_log_rising_jax(a, X) - log_rising_factorial(jnp.sum(a, axis=-1)[None, :], jnp.sum(X, axis=-1)[:, None])
 
 
 def log_evidence(prior, stats):

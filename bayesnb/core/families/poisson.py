@@ -53,6 +53,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import jax.scipy.special
 import numpy as np
 import scipy.sparse as sp
 
@@ -61,7 +62,15 @@ from bayesnb.core._x64 import x64
 from bayesnb.core.families import _gamma, _mask, _rows
 from bayesnb.core.families.multinomial import _sum_log_rising
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import log_linear, matmul, row_sums
+from bayesnb.core.kernels import (
+    dense_jax,
+    is_traced,
+    log_linear,
+    matmul,
+    namespace,
+    row_sums,
+    sum_log_rising_jax,
+)
 from bayesnb.core.priors import Gamma
 from bayesnb.core.stats import poisson_stats, with_observed
 
@@ -107,9 +116,10 @@ def posterior(prior, stats):
     -------
     Gamma
     """
+    xp = namespace(prior, stats)
     return Gamma(
-        np.asarray(prior.concentration, dtype=np.float64) + np.asarray(stats.feature_count, dtype=np.float64),
-        np.asarray(prior.rate, dtype=np.float64) + np.asarray(stats.class_count, dtype=np.float64)[:, None],
+        xp.asarray(prior.concentration, dtype=np.float64) + xp.asarray(stats.feature_count, dtype=np.float64),
+        xp.asarray(prior.rate, dtype=np.float64) + xp.asarray(stats.class_count, dtype=np.float64)[:, None],
     )
 
 
@@ -131,13 +141,14 @@ def point(prior, stats, kind):
         For ``"map"`` when a posterior shape is below 1, or an unknown ``kind``.
     """
     if kind == "mle":
-        t = np.asarray(stats.feature_count, dtype=np.float64)
-        n = np.broadcast_to(np.asarray(stats.class_count, dtype=np.float64)[:, None], t.shape)
-        a0 = np.asarray(prior.concentration, dtype=np.float64)
-        b0 = np.asarray(prior.rate, dtype=np.float64)
+        xp = namespace(prior, stats)
+        t = xp.asarray(stats.feature_count, dtype=np.float64)
+        n = xp.broadcast_to(xp.asarray(stats.class_count, dtype=np.float64)[:, None], t.shape)
+        a0 = xp.asarray(prior.concentration, dtype=np.float64)
+        b0 = xp.asarray(prior.rate, dtype=np.float64)
         seen = n > 0
         with np.errstate(divide="ignore"):
-            log_rate = np.where(seen, np.log(t) - np.log(np.where(seen, n, 1.0)), np.log(a0) - np.log(b0))
+            log_rate = xp.where(seen, xp.log(t) - xp.log(xp.where(seen, n, 1.0)), xp.log(a0) - xp.log(b0))
         return PoissonParams(log_rate)
     post = posterior(prior, stats)
     if kind == "map":
@@ -161,6 +172,8 @@ def _row_log_factorial(X):
     r""":math:`\sum_j \log x_{ij}!` of every row, shape (n_samples,); only non-zeros of CSR."""
     if sp.issparse(X):
         return row_sums(sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape))
+    if is_traced(X):
+        return jax.scipy.special.gammaln(dense_jax(X) + 1.0).sum(axis=1)
     return log_factorial_np(X).sum(axis=1)
 
 
@@ -182,8 +195,9 @@ def log_likelihood(params, X):
         ``-inf`` exactly where a positive count meets a zero rate.
     """
     X = _canonical(X)
-    log_rate = np.asarray(params.log_rate, dtype=np.float64)
-    total_rate = np.exp(log_rate).sum(axis=-1)
+    xp = namespace(params, X)
+    log_rate = xp.asarray(params.log_rate, dtype=np.float64)
+    total_rate = xp.exp(log_rate).sum(axis=-1)
     return log_linear(X, log_rate, bias=-total_rate) - _row_log_factorial(X)[:, None]
 
 
@@ -206,6 +220,11 @@ def log_predictive(post, X):
         Non-negative counts.
     """
     X = _canonical(X)
+    if is_traced(post, X):
+        a = jnp.asarray(post.concentration, dtype=jnp.float64)
+        b = jnp.asarray(post.rate, dtype=jnp.float64)
+        bias = -(a * jnp.log1p(1.0 / b)).sum(axis=1)
+        return sum_log_rising_jax(a, X) - matmul(X, jnp.log1p(b).T) + bias - _row_log_factorial(X)[:, None]
     a = np.asarray(post.concentration, dtype=np.float64)
     b = np.asarray(post.rate, dtype=np.float64)
     bias = -(a * np.log1p(1.0 / b)).sum(axis=1)

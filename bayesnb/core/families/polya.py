@@ -42,6 +42,7 @@ import scipy.sparse as sp
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, multinomial
 from bayesnb.core.families.protocol import Family, register
+from bayesnb.core.kernels import host
 from bayesnb.core.stats import count_stats
 
 __all__ = [
@@ -188,7 +189,7 @@ def _stats(X, y_index, n_classes, weight=None, mask=None):
 
 def posterior(prior, stats):
     """The concentration itself: no global latent is updated by the data (see the module)."""
-    return Polya(np.asarray(prior.concentration, dtype=np.float64))
+    return Polya(host(prior.concentration, dtype=np.float64))
 
 
 def point(prior, stats, kind, **options):
@@ -202,13 +203,13 @@ def point(prior, stats, kind, **options):
     -------
     MultinomialParams
     """
-    a = np.asarray(prior.concentration, dtype=np.float64)
+    a = host(prior.concentration, dtype=np.float64)
     if kind == "mle":
-        return multinomial.MultinomialParams(np.asarray(_dirichlet.mle_log(stats.feature_count)))
+        return multinomial.MultinomialParams(host(_dirichlet.mle_log(stats.feature_count)))
     if kind == "map":
-        return multinomial.MultinomialParams(np.asarray(_dirichlet.mode_log(a)))
+        return multinomial.MultinomialParams(host(_dirichlet.mode_log(a)))
     if kind == "mean":
-        return multinomial.MultinomialParams(np.asarray(_dirichlet.mean_log(a)))
+        return multinomial.MultinomialParams(host(_dirichlet.mean_log(a)))
     raise ValueError(f"unknown point estimate {kind!r}")
 
 
@@ -225,7 +226,7 @@ def log_predictive(post, X, mask=None):
 def _dirichlet_of(post):
     from bayesnb.core.priors import Dirichlet
 
-    return Dirichlet(np.asarray(post.concentration, dtype=np.float64))
+    return Dirichlet(host(post.concentration, dtype=np.float64))
 
 
 def _log_rising(a, x):

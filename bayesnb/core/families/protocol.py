@@ -46,7 +46,8 @@ log_predictive : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)`
     Exact log posterior predictive of each row under each class (with ``mask``: of its
     observed entries).
 log_evidence : callable ``(prior, stats) -> scalar``
-    Log marginal likelihood of the features given the labels.
+    Log marginal likelihood of the features given the labels (traceable: see *Tracing
+    with JAX* below).
 sample : callable ``(key, dist, n) -> params``
     ``n`` iid draws of the parameters from a prior or posterior (a leading axis ``n``).
 simulate : callable ``(key, params, y_index, stats) -> X``
@@ -101,6 +102,21 @@ log_density : callable ``(dist, params, raise_by=0.0) -> float`` or None
     ``raise_by=1``: its MAP is the posterior mean under ``dist``); a family without
     such concentrations refuses a non-zero ``raise_by`` with ``ValueError``. None: no
     density.
+
+Tracing with JAX
+----------------
+Inside the library's float64 scope (:func:`bayesnb.core._x64.enable_x64`), ``posterior``,
+``point``, ``log_likelihood`` and ``log_predictive`` on *dense* rows, ``sample`` and
+``log_evidence`` run under ``jax.jit``, ``jax.grad`` and ``jax.vmap`` (the contract test
+``tests/core/test_family_jit.py`` checks every registered family). Concrete inputs keep
+the CPU path (NumPy/SciPy, sparse CSR, threads); a call whose arguments are traced, or
+that runs inside a JAX trace, takes a ``jax.numpy`` path with the same formulas
+(:func:`bayesnb.core.kernels.is_traced`), equal to the CPU path to rounding. Traced,
+values are unknown when the function runs, so an estimate that is undefined for the
+data (a ``"map"`` without a mode, a ``"mean"`` that is infinite, an ``"mle"`` of an
+empty class) is NaN where the eager call raises ``ValueError``. Masks (unobserved
+entries) and scipy sparse ``X`` have the CPU path only: sparse ``X`` with traced
+parameters raises ``TypeError``.
 
 Unobserved entries
 ------------------
