@@ -175,8 +175,9 @@ def demo_summary(args, problem, results, evidences, n_train, n_test, report_path
         "never seen in training). predict gives them the class proportions (bayesnb.ZeroLikelihoodWarning, "
         "counted here instead of printed), but the estimate gives them probability 0: its log loss is "
         "infinite (inf) whenever there is one, so an estimate cannot look better by failing.",
-        "log loss clips probabilities at machine epsilon (scikit-learn), so a zero probability on "
-        "the true class costs about 36 nats instead of infinity. Brier: sum over classes (0..2). "
+        "log loss clips probabilities at machine epsilon (scikit-learn): a row possible under some "
+        "class but given probability 0 for its true class costs about 36 nats (a row impossible under "
+        "every class is the inf above). Brier: sum over classes (0..2). "
         "ECE: 15 equal-width confidence bins.",
         "the families model different representations of the data, so their log evidences are "
         "not comparable with each other.",

@@ -236,7 +236,8 @@ def _rows_example(family, spec):
     --------
     >>> import numpy as np
     >>> from numpyro.infer.inspect import get_model_relations
-    >>> from bayesnb import models, priors
+    >>> from bayesnb.core import priors
+    >>> from bayesnb.ppl import models
     >>> {spec.example}
     >>> kwargs = dict(X=X, y=y, prior=prior, class_prior=priors.Dirichlet(np.ones(2)))
     >>> relations = get_model_relations(models.{family.name}_model, model_kwargs=kwargs)

@@ -320,7 +320,10 @@ class PolyaModel(_models.ModelSpec):
     joint_features = "the counts of a document"
     title = "Pólya (Dirichlet-compound-multinomial)"
     data = "token counts"
-    example = "X, y, prior = np.array([[2, 0], [0, 3]]), np.array([0, 1]), Polya(np.ones((2, 2)))"
+    example = (
+        "from bayesnb.core.families.polya import Polya; "
+        "X, y, prior = np.array([[2, 0], [0, 3]]), np.array([0, 1]), Polya(np.ones((2, 2)))"
+    )
     parents = "['y']"
 
     def sample_params(self, n_classes, feature):
