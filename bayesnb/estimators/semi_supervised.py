@@ -472,33 +472,122 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self._fitted().class_posterior_
 
     def predict_joint_log_proba(self, X):
-        """Joint log-probability of each row and class under the fitted model, shape (n_samples, n_classes)."""
+        """Joint log-probability of each row and class under the fitted model.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
         return self._fitted().predict_joint_log_proba(X)
 
     def predict_log_proba(self, X):
-        """Log class probabilities, shape (n_samples, n_classes)."""
+        """Log class probabilities.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
         return self._fitted().predict_log_proba(X)
 
     def predict_proba(self, X):
-        """Class probabilities, shape (n_samples, n_classes): the MAP classifier (EM) or the predictive under :math:`q` (VB)."""
+        """Class probabilities: the MAP classifier (EM) or the predictive under :math:`q` (VB).
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
         return self._fitted().predict_proba(X)
 
     def predict(self, X):
-        """Most probable class of each row, shape (n_samples,)."""
+        """Most probable class of each row.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels from ``classes_``.
+        """
         return self._fitted().predict(X)
 
     def sample_posterior(self, n=1000, random_state=None):
-        """Draws of the parameters from the fitted (for ``"vb"``: approximate) posterior; see ``BaseNB.sample_posterior``."""
+        """Draws of the parameters from the fitted (for ``"vb"``: approximate) posterior.
+
+        Parameters
+        ----------
+        n : int, default=1000
+            Number of draws.
+        random_state : int, numpy Generator, jax key or None
+
+        Returns
+        -------
+        dict
+            As the wrapped estimator's ``sample_posterior``: parameter name to an array
+            with the draws on the first axis.
+        """
         return self._fitted().sample_posterior(n, random_state)
 
     def predict_proba_draws(self, X, n_draws=100, random_state=None):
-        """Class probabilities under posterior draws, shape (n_draws, n_samples, n_classes)."""
+        """Class probabilities under posterior draws.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        n_draws : int, default=100
+        random_state : int, numpy Generator, jax key or None
+
+        Returns
+        -------
+        ndarray of shape (n_draws, n_samples, n_classes)
+        """
         return self._fitted().predict_proba_draws(X, n_draws, random_state)
 
     def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
-        """Credible intervals of the class probabilities under the fitted (approximate) posterior."""
+        """Credible intervals of the class probabilities under the fitted (approximate) posterior.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        level : float, default=0.9
+        n_draws : int, default=1000
+        method : {"equal-tailed", "hdi"}, default="equal-tailed"
+        random_state : int, numpy Generator, jax key or None
+
+        Returns
+        -------
+        As the wrapped estimator's ``predict_proba_interval``: (lower, upper), each of
+        shape (n_samples, n_classes).
+        """
         return self._fitted().predict_proba_interval(X, level, n_draws=n_draws, method=method, random_state=random_state)
 
     def to_inference_data(self, n_draws=1000, random_state=None, X_new=None, **kwargs):
-        """The fitted (for ``"vb"``: variational) posterior as an arviz ``InferenceData``."""
+        """The fitted (for ``"vb"``: variational) posterior as an arviz ``InferenceData``.
+
+        Parameters
+        ----------
+        n_draws : int, default=1000
+        random_state : int, numpy Generator, jax key or None
+        X_new : array-like of shape (n_new, n_features), optional
+            Rows whose predictions are exported too.
+        **kwargs
+            Passed to the wrapped estimator's ``to_inference_data``.
+
+        Returns
+        -------
+        arviz.InferenceData
+        """
         return self._fitted().to_inference_data(n_draws, random_state, X_new, **kwargs)
