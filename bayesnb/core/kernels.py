@@ -32,7 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -170,6 +170,52 @@ def _row_slice(X, r0, r1, dtype=None):
 
 # Non-float64 values (integer counts) are converted for the product this many at a time.
 _CONVERT_BLOCK = 1 << 20
+
+
+def summed(X):
+    """A CSR matrix with each (row, column) stored once: ``X`` itself where it already is.
+
+    Terms that are not additive in a count (:math:`\log x!`, the rising factorial of the
+    Dirichlet-multinomial, Pólya statistics) need each :math:`x_{ij}` whole, so duplicate
+    entries of a non-canonical matrix are summed first, on a copy (the caller's matrix is
+    never altered). Whether there are any is found without sorting: unsorted indices
+    (a sparse product's output, for one) go through the column-major form, in which the
+    rows of each column come in order (a counting sort, linear in the entries), so a
+    repeated entry is two equal neighbours. Dense input is returned as it is.
+
+    Parameters
+    ----------
+    X : ndarray or scipy sparse matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray or CSR matrix of shape (n_samples, n_features)
+    """
+    if not sp.issparse(X):
+        return X
+    X = X.tocsr()
+    if X.has_sorted_indices:
+        if X.has_canonical_format:
+            return X
+        repeated = _repeats(X.indices, X.indptr)
+    else:
+        C = X.tocsc()
+        repeated = _repeats(C.indices, C.indptr)
+    if not repeated:
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    return X
+
+
+def _repeats(minor, indptr):
+    """Whether two neighbours within one slice ``indptr[k]:indptr[k+1]`` of ``minor`` are equal."""
+    same = minor[1:] == minor[:-1]
+    if not same.any():
+        return False
+    starts = indptr[1:-1]
+    same[starts[(starts > 0) & (starts < minor.size)] - 1] = False
+    return bool(same.any())
 
 
 def matmul(X, W):

@@ -402,15 +402,12 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
     PoissonStats
     """
     from bayesnb.core._special import log_factorial_np
-    from bayesnb.core.kernels import row_sums
+    from bayesnb.core.kernels import row_sums, summed
 
     counts = count_stats(X, y_index, n_classes, sample_weight)
     if sp.issparse(X):
-        X = X.tocsr()
-        if not X.has_canonical_format:
-            # log x! is not additive: duplicate entries must be summed before it is taken.
-            X = X.copy()
-            X.sum_duplicates()
+        # log x! is not additive: duplicate entries must be summed before it is taken.
+        X = summed(X)
         per_entry = sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape)
         row_log_factorial = row_sums(per_entry)
     else:

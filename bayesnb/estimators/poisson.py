@@ -9,6 +9,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from bayesnb.core._validation import check_non_negative
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import poisson
+from bayesnb.core.kernels import summed
 from bayesnb.estimators._gamma import GammaRateNB
 
 __all__ = ["PoissonNB"]
@@ -160,9 +161,7 @@ class PoissonNB(GammaRateNB):
 
     def _check_X(self, X, reset):
         X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-        if sp.issparse(X) and not X.has_canonical_format:
-            X = X.copy()  # never alter the caller's matrix
-            X.sum_duplicates()
+        X = summed(X)  # a copy where duplicates are summed: never the caller's matrix
         return _check_counts(X, type(self).__name__)
 
     def _start_prior(self, shape):

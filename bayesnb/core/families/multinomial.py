@@ -44,6 +44,7 @@ from bayesnb.core.kernels import (
     namespace,
     row_sums,
     sum_log_rising_jax,
+    summed,
 )
 from bayesnb.core.priors import Dirichlet, Gamma, dirichlet_from_alpha
 from bayesnb.core.stats import count_stats, dense_mask, zero_unobserved
@@ -133,22 +134,27 @@ def _log_rising_excess(a, x, log_a):
     return _log_rising_np(a, x) - x * log_a
 
 
-def _excess_table(a, xmax):
-    r"""Excess :math:`R_c(j, x) = \sum_{m=1}^{x-1} \log(1 + m / a_{cj})` of every level needed.
+def _excess_table(a, xmax, log_a_t):
+    r"""``log a`` and, below it, :math:`x \log a_{cj} + R_c(j, x)` for every tabled (feature, count).
 
-    The features with some tabled count are ranked by their highest count ``xmax``
-    (deepest first), so that the features reaching level ``m`` are a prefix of that order
-    and each level is one contiguous slice: the running sums over ``m`` are updated in
-    place and copied out as the rows ``offset[m] .. offset[m] + k_m`` of the table. The
-    row of feature ``j`` with count ``x`` is ``offset[x - 1] + rank[j]``.
+    :math:`R_c(j, x) = \sum_{m=1}^{x-1} \log(1 + m / a_{cj})` is the excess of the rising
+    factorial over :math:`x \log a`. The features with some tabled count are ranked by
+    their highest count ``xmax`` (deepest first), so that the features reaching level
+    ``m`` are a prefix of that order and each level is one contiguous slice: the running
+    sums over ``m`` are updated in place and written out as the rows
+    ``n_features + offset[m] .. + k_m`` of the table. The row of feature ``j`` with count
+    ``x >= 2`` is ``n_features + offset[x - 1] + rank[j]``; the row of count 1 is ``j``.
+    An entry of the data then reads its whole term :math:`\log\Gamma(a + x) - \log\Gamma(a)`
+    from one row, so the predictive is one sparse product (see :func:`_sum_log_rising`).
 
     Returns
     -------
-    table : ndarray of shape (n_rows, n_classes)
+    table : ndarray of shape (n_features + n_levels, n_classes)
     rank : int ndarray of shape (n_features,)
     offset : int ndarray of shape (max count + 1,)
     """
     xmax = np.asarray(xmax, dtype=np.intp)
+    n_features = log_a_t.shape[0]
     cols = np.flatnonzero(xmax >= 2)
     cols = cols[np.argsort(-xmax[cols], kind="stable")]
     depth = xmax[cols]
@@ -159,8 +165,10 @@ def _excess_table(a, xmax):
     k = np.searchsorted(-depth, -np.arange(top), side="left")
     offset = np.zeros(top + 1, dtype=np.intp)
     offset[2:] = np.cumsum(k[1:])
-    table = np.empty((int(offset[-1]), a.shape[0]))
+    table = np.empty((n_features + int(offset[-1]), a.shape[0]))
+    table[:n_features] = log_a_t
     a_sub = np.ascontiguousarray(np.take(a, cols, axis=1).T)
+    log_a_sub = np.take(log_a_t, cols, axis=0)
     running = np.zeros_like(a_sub)
     step = np.empty_like(a_sub)
     for m in range(1, top):
@@ -168,14 +176,16 @@ def _excess_table(a, xmax):
         np.divide(m, a_sub[:km], out=step[:km])
         np.log1p(step[:km], out=step[:km])
         running[:km] += step[:km]
-        table[offset[m] : offset[m] + km] = running[:km]
+        rows = table[n_features + offset[m] : n_features + offset[m] + km]
+        np.multiply(log_a_sub[:km], m + 1, out=rows)
+        rows += running[:km]
     return table, rank, offset
 
 
 class _PredictiveTables:
     """Per-posterior parts of the predictive: ``log a`` laid out (features, classes),
-    C-contiguous (the layout scipy's sparse product reads), and the excess table, grown
-    to the deepest count seen so far for each feature."""
+    C-contiguous (the layout scipy's sparse product reads), and the table of the terms of
+    counts >= 2 beneath it, grown to the deepest count seen so far for each feature."""
 
     def __init__(self, a):
         self.log_a_t = np.log(a.T, out=np.empty(a.shape[::-1]))
@@ -185,7 +195,7 @@ class _PredictiveTables:
         cached = self.excess
         if cached is None or not np.all(xmax <= cached[0]):
             need = xmax if cached is None else np.maximum(xmax, cached[0])
-            cached = (need, *_excess_table(a, need))
+            cached = (need, *_excess_table(a, need, self.log_a_t))
             self.excess = cached
         return cached[1:]
 
@@ -199,30 +209,28 @@ def _sum_log_rising(a, X):
 
     Written as :math:`x \log a + R(a, x)` with the excess
     :math:`R(a, x) = \log\Gamma(a + x) - \log\Gamma(a) - x \log a`, which is zero for
-    :math:`x \in \{0, 1\}`, the bulk of text counts. So the whole sum is one sparse product
-    with :math:`\log a` (the same work as the plug-in likelihood) plus one product over the
-    few entries with other values: integer counts up to ``_TABLE_MAX`` read
-    :math:`R = \sum_{m=1}^{x-1} \log(1 + m/a)` from a table of the (feature, count) pairs
-    needed, kept with :math:`\log a` for the posterior while it is unchanged (and grown
-    when deeper counts come); larger or fractional values are evaluated directly.
-    Duplicate entries of a non-canonical CSR matrix are summed first.
+    :math:`x \in \{0, 1\}`, the bulk of text counts. Integer counts from 2 to
+    ``_TABLE_MAX`` read their whole term :math:`x \log a + R` from a table of the
+    (feature, count) pairs needed (:func:`_excess_table`, kept for the posterior while it
+    is unchanged and grown when deeper counts come), so the whole sum is *one* sparse
+    product, with the same entries as the plug-in likelihood's, of a matrix whose entries
+    of counts >= 2 point at their table rows (value 1) instead of at ``log a`` (value x).
+    Larger or fractional values keep :math:`x \log a` in that product and add their
+    excess directly. Duplicate entries of a non-canonical CSR matrix are summed first.
     """
-    X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
-    if not X.has_canonical_format:
-        # R(a, x) is not additive in x: duplicate entries must be summed first.
-        X = X.copy()
-        X.sum_duplicates()
+    # R(a, x) is not additive in x: duplicate entries are summed first.
+    X = summed(sp.csr_matrix(X) if not sp.issparse(X) else X)
     n, n_features = X.shape
     tables = _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
     log_a_t = tables.log_a_t
-    out = matmul(X, log_a_t)
     indptr, indices, data = X.indptr, X.indices, X.data
     cuts = np.searchsorted(indptr, np.arange(_BLOCK, X.nnz, _BLOCK), side="right") - 1
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
 
-    # One scan over the stored values, block by block: the entries with a non-zero
-    # excess (values other than 0 and 1) are kept compactly, tabled counts as (feature,
-    # count) pairs with their rows' bounds, the others (large or fractional) as they are.
+    # First pass, one scan over the stored values block by block: the entries with a
+    # non-zero excess (values other than 0 and 1) are kept compactly, tabled counts as
+    # (position, feature, count), the others (large or fractional) as they are, and the
+    # deepest tabled count of each feature sizes the table.
     tails = []
     # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
     xmax = np.zeros(n_features, dtype=np.uint8)
@@ -238,34 +246,57 @@ def _sum_log_rising(a, X):
             continue
         cols = np.take(indices[s:e], pos)
         tabled = (vals == np.round(vals)) & (vals >= 2) & (vals <= _TABLE_MAX)
-        local = indptr[r0 : r1 + 1] - s
         direct = None
         if not tabled.all():
+            local = indptr[r0 : r1 + 1] - s
             d = pos[~tabled]
             direct = (np.searchsorted(local, d, side="right") - 1, cols[~tabled], vals[~tabled])
             pos, cols, vals = pos[tabled], cols[tabled], vals[tabled]
         counts = vals.astype(np.uint8)
-        # The highest tabled count of each feature sizes the excess table.
         np.maximum.at(xmax, cols, counts)
-        # pos is sorted: the tabled entries of row i lie between these bounds.
-        tails.append((r0, r1, np.searchsorted(pos, local), cols, counts, direct))
+        tails.append((r0, r1, pos, cols, counts, direct))
     if not tails:
-        return out
+        return matmul(X, log_a_t)
     table, rank, offset = tables.excess_for(a, xmax)
 
-    for r0, r1, tail_indptr, cols, counts, direct in tails:
+    # Second pass: each block's product with the table, its tabled entries redirected.
+    out = np.empty((n, a.shape[0]))
+    done = 0
+    for r0, r1, pos, cols, counts, direct in tails:
+        if done < r0:
+            out[done:r0] = matmul(_row_block(X, done, r0), log_a_t)
+        s, e = indptr[r0], indptr[r1]
+        block = _row_block(X, r0, r1)
         if cols.size:
             virtual = offset[counts - 1]
             virtual += rank[cols]
-            level = sp.csr_matrix((np.ones(cols.size), virtual, tail_indptr), shape=(r1 - r0, table.shape[0]))
-            out[r0:r1] += matmul(level, table)
+            virtual += n_features
+            ind = block.indices.astype(np.result_type(block.indices.dtype, np.min_scalar_type(table.shape[0])))
+            ind[pos] = virtual
+            val = block.data.astype(np.float64)
+            val[pos] = 1.0
+            block = sp.csr_matrix((val, ind, block.indptr), shape=(r1 - r0, table.shape[0]))
+            out[r0:r1] = matmul(block, table)
+        else:
+            out[r0:r1] = matmul(block, log_a_t)
         if direct is not None:
             for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
                 r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
                 terms = _log_rising_excess(np.take(a, c, axis=1).T, v[:, None], log_a_t[c])
                 starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
                 out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
+        done = r1
+    if done < n:
+        out[done:n] = matmul(_row_block(X, done, n), log_a_t)
     return out
+
+
+def _row_block(X, r0, r1):
+    """Rows ``r0:r1`` of a CSR matrix as a view of its arrays (no copy of the entries)."""
+    if r0 == 0 and r1 == X.shape[0]:
+        return X
+    s, e = X.indptr[r0], X.indptr[r1]
+    return sp.csr_matrix((X.data[s:e], X.indices[s:e], X.indptr[r0 : r1 + 1] - s), shape=(r1 - r0, X.shape[1]))
 
 
 def _distinct(values):
@@ -438,10 +469,7 @@ def _row_sums_float(X):
 def _sum_log_factorial(X, w):
     """:math:`\\sum_i w_i \\sum_j \\log x_{ij}!`."""
     if sp.issparse(X):
-        X = sp.csr_matrix(X)
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
+        X = summed(X)
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
         per_row = np.bincount(rows, weights=gammaln(X.data + 1.0), minlength=X.shape[0])
     else:

@@ -70,6 +70,7 @@ from bayesnb.core.kernels import (
     namespace,
     row_sums,
     sum_log_rising_jax,
+    summed,
 )
 from bayesnb.core.priors import Gamma
 from bayesnb.core.stats import poisson_stats, with_observed
@@ -160,12 +161,7 @@ def point(prior, stats, kind):
 
 def _canonical(X):
     """CSR without duplicate entries (the count-nonlinear terms need each x_ij whole)."""
-    if sp.issparse(X):
-        X = X.tocsr()
-        if not X.has_canonical_format:
-            X = X.copy()
-            X.sum_duplicates()
-    return X
+    return summed(X)
 
 
 def _row_log_factorial(X):

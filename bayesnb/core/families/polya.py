@@ -42,7 +42,7 @@ import scipy.sparse as sp
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, multinomial
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import host
+from bayesnb.core.kernels import host, summed
 from bayesnb.core.stats import count_stats
 
 __all__ = [
@@ -161,10 +161,7 @@ def polya_stats(X, y_index, n_classes, weight=None):
     base = count_stats(X, y_index, n_classes, weight)
     y_index = np.asarray(y_index, dtype=np.intp)
     w = np.ones(y_index.size) if weight is None else np.asarray(weight, dtype=np.float64)
-    X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
-    if not X.has_canonical_format:
-        X = X.copy()
-        X.sum_duplicates()
+    X = summed(sp.csr_matrix(X) if not sp.issparse(X) else X)
     rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
     nz = X.data != 0
     pairs = _aggregate(
