@@ -23,8 +23,6 @@ with the same block.
 
 from __future__ import annotations
 
-from typing import NamedTuple
-
 import jax
 import numpy as np
 
@@ -158,11 +156,7 @@ def feature_draws(key, estimator, n, *, prior=False):
 
 
 def _feature_sample(key, estimator, n, prior):
-    if not is_mixed(estimator):
-        return estimator.family_.sample(key, estimator.prior_ if prior else estimator.posterior_, n)
-    parts = blocks(estimator)
-    keys = jax.random.split(key, len(parts))
-    return {name: _feature_sample(k, est, n, prior) for k, (name, est, _) in zip(keys, parts)}
+    return estimator.family_.sample(key, estimator.prior_ if prior else estimator.posterior_, n)
 
 
 def draws(estimator, n, random_state, *, prior=False):
@@ -190,31 +184,13 @@ def simulate(key, estimator, params, y_index):
     -------
     ndarray of shape (n_rows, n_features_in_)
     """
-    if not is_mixed(estimator):
-        return np.asarray(estimator.family_.simulate(key, params, y_index, estimator.stats_))
-    parts = blocks(estimator)
-    keys = jax.random.split(key, len(parts))
-    X = np.full((np.shape(y_index)[0], estimator.n_features_in_), np.nan)
-    for k, (name, est, idx) in zip(keys, parts):
-        X[:, idx] = simulate(k, est, params[name], y_index)
-    return X
-
-
-class _Rows(NamedTuple):
-    """A block of rows of a mixed model's validated input: one piece per block of columns."""
-
-    parts: list
-    shape: tuple
+    return np.asarray(estimator.family_.simulate(key, params, y_index, estimator.stats_))
 
 
 def take_rows(estimator, X, start, stop):
-    """Rows ``start:stop`` of validated input (one piece per block for a mixed model)."""
-    if is_mixed(estimator):
-        parts = [take_rows(est, part, start, stop) for (_, est, _), part in zip(blocks(estimator), X.parts)]
-        return _Rows(parts, (len(range(*slice(start, stop).indices(X.shape[0]))), X.shape[1]))
-    if isinstance(X, _missing.MaskedX):
-        return X.rows(start, stop)
-    return X[start:stop]
+    """Rows ``start:stop`` of validated input (a masked or block-split input slices itself)."""
+    rows = getattr(X, "rows", None)
+    return rows(start, stop) if rows is not None else X[start:stop]
 
 
 def log_likelihood_draws(estimator, params, X):
@@ -224,18 +200,23 @@ def log_likelihood_draws(estimator, params, X):
     with unobserved entries (``missing="ignore"``) are scored on their observed entries
     (the family's ``log_likelihood`` with the mask); a mixed model sums its blocks.
     """
-    if is_mixed(estimator):
+    return _draws_log_likelihood(estimator.family_, estimator.prior_, params, X, np.asarray(estimator.classes_).size)
+
+
+def _draws_log_likelihood(family, prior, params, X, n_classes):
+    if family.blocks is not None:
+        # A product of families: its blocks' log-likelihoods add up, each piece of the rows
+        # scored by its own family.
         return sum(
-            log_likelihood_draws(est, params[name], part) for (name, est, _), part in zip(blocks(estimator), X.parts)
+            _draws_log_likelihood(b.family, prior[b.name], params[b.name], part, n_classes)
+            for b, part in zip(family.blocks, X.parts)
         )
-    family, prior = estimator.family_, estimator.prior_
     if isinstance(X, _missing.MaskedX):
         # Rows with unobserved entries: the family's likelihood of the observed ones, per draw.
         n = jax.tree.leaves(params)[0].shape[0]
         return np.stack(
             [family.log_likelihood(jax.tree.map(lambda a: a[d], params), X.X, prior, mask=X.mask) for d in range(n)]
         )
-    n_classes = np.asarray(estimator.classes_).size
     if family.model is not None:
         # Parameters shared by the classes (a shared covariance) get their class axis.
         params = family.model(prior).per_class(params, n_classes)

@@ -173,7 +173,7 @@ _CONVERT_BLOCK = 1 << 20
 
 
 def summed(X):
-    """A CSR matrix with each (row, column) stored once: ``X`` itself where it already is.
+    r"""A CSR matrix with each (row, column) stored once: ``X`` itself where it already is.
 
     Terms that are not additive in a count (:math:`\log x!`, the rising factorial of the
     Dirichlet-multinomial, Pólya statistics) need each :math:`x_{ij}` whole, so duplicate

@@ -949,9 +949,7 @@ __all__ += [
 
 
 class LabelStats(NamedTuple):
-    """Weighted class counts, the only statistics :class:`~bayesnb.MixedNB` keeps itself.
-
-    The feature statistics live in the blocks' estimators, each of which merges its own.
+    """Weighted class counts alone: a shard of a :class:`~bayesnb.MixedNB` (whose blocks carry their own shards).
 
     Attributes
     ----------
@@ -966,4 +964,36 @@ class LabelStats(NamedTuple):
         return LabelStats(np.asarray(self.class_count) + np.asarray(other.class_count))
 
 
-__all__ += ["LabelStats"]
+class ProductStats(NamedTuple):
+    """Statistics of a product of families (:mod:`bayesnb.core.families.product`): the class counts and each block's own.
+
+    Attributes
+    ----------
+    class_count : ndarray of shape (n_classes,)
+    blocks : dict
+        Block name → the block family's statistics.
+    """
+
+    class_count: np.ndarray
+    blocks: dict
+
+    # Persistence checks class_count as a table with the class axis first; the blocks
+    # are the statistics of the block estimators, saved and checked as theirs.
+    TABLE_FIELDS = ("class_count",)
+    NESTED_FIELDS = ("blocks",)
+
+    def merge(self, other):
+        """Statistics of the union of two disjoint sets of rows, block by block."""
+        if set(self.blocks) != set(other.blocks):
+            raise ValueError(f"cannot merge statistics of blocks {sorted(self.blocks)} and {sorted(other.blocks)}")
+        blocks = {}
+        for name, mine in self.blocks.items():
+            theirs = other.blocks[name]
+            if is_masked(mine) or is_masked(theirs):
+                # Batches with and without unobserved entries merge in the per-cell form.
+                mine, theirs = as_masked(mine), as_masked(theirs)
+            blocks[name] = mine.merge(theirs)
+        return ProductStats(np.asarray(self.class_count) + np.asarray(other.class_count), blocks)
+
+
+__all__ += ["LabelStats", "ProductStats"]

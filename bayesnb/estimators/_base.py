@@ -98,6 +98,22 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """Keyword options of the family's ``point`` for ``kind`` (none by default)."""
         return {}
 
+    def _stats_options(self):
+        """Keyword options of the family's ``stats`` for the fitted tables (none by default)."""
+        return {}
+
+    def _as_block(self, name, columns):
+        """This fitted estimator as a block of a product family (see :mod:`bayesnb.core.families.product`)."""
+        from bayesnb.core.families.product import Block
+
+        return Block(
+            name,
+            self.family_,
+            np.asarray(columns),
+            self._stats_options(),
+            {kind: self._point_options(kind) for kind in ("mle", "map", "mean")},
+        )
+
     def _loo_feature(self, X, y_index, weight, kind):
         """Leave-one-out feature scores of validated training rows, (n_samples, n_classes)."""
         mask = None
@@ -262,6 +278,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         self
         """
+        self._partial_fit_batch(X, y, classes, sample_weight)
+        return self
+
+    def _partial_fit_batch(self, X, y, classes, sample_weight):
+        """:meth:`partial_fit`, returning the statistics of the batch alone (a product's blocks report them)."""
         first = not hasattr(self, "classes_")
         if first and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit")
@@ -274,7 +295,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
                     raise ValueError(
                         f"classes={classes!r} differs from the classes of the first call {self.classes_!r}"
                     )
-            return self._update(X, y, classes if first else self.classes_, sample_weight)
+            return self._update(X, y, classes if first else self.classes_, sample_weight, batch=True)
         except BaseException:
             # A batch that fails is not committed: retrying it must not count it twice.
             self.__dict__.clear()
@@ -292,7 +313,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
         return X, y
 
-    def _update(self, X, y, classes, sample_weight):
+    def _update(self, X, y, classes, sample_weight, batch=False):
+        """Add the statistics of rows ``X``; returns ``self``, or with ``batch`` the batch's statistics."""
         y_index = np.searchsorted(classes, y)
         bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
         if bad.any():
@@ -310,7 +332,7 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             w = np.ones(X.shape[0]) if w is None else np.asarray(w, np.float64)
             terms = self._loo_terms(X, y_index, np.minimum(w, 1.0))
             self.temperature_ = _loo.choose_temperature(terms, weight=w) if w.sum() > 0 else 1.0
-        return self
+        return new if batch else self
 
     def _refresh(self):
         """Recompute priors and posteriors from the accumulated statistics."""

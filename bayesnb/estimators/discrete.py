@@ -421,7 +421,10 @@ class CategoricalNB(_DiscreteNB):
                 )
             n_cat = np.maximum(n_cat, m)
         self.n_categories_ = check_category_table(n_cat.astype(np.int64), type(self).__name__)
-        return self._family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask, n_categories=self.n_categories_)
+        return self._family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask, **self._stats_options())
+
+    def _stats_options(self):
+        return {"n_categories": self.n_categories_}
 
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.categorical_alpha(self.stats_, self.n_categories_, scope)

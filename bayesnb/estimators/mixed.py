@@ -21,7 +21,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_category_codes
-from bayesnb.core.stats import LabelStats
+from bayesnb.core.families.product import BlockRows, product
+from bayesnb.core.stats import ProductStats
 from bayesnb.estimators._base import BaseNB
 from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from bayesnb.estimators.gaussian import GaussianNB
@@ -39,24 +40,6 @@ def _in_block(name):
         if type(err) not in (ValueError, TypeError) or str(err).startswith("block "):
             raise
         raise type(err)(f"block {name!r}: {err}") from err
-
-
-class _BlockData:
-    """The columns of one ``X`` split by block (what MixedNB's ``_check_X`` returns).
-
-    Attributes
-    ----------
-    parts : list
-        One array/DataFrame/CSR matrix per block, in the order of ``estimators_``.
-    shape : tuple (n_samples, n_features)
-    """
-
-    __slots__ = ("parts", "shape", "validated")
-
-    def __init__(self, parts, shape, validated=True):
-        self.parts = parts
-        self.shape = shape
-        self.validated = validated
 
 
 def _is_dataframe(X):
@@ -176,8 +159,9 @@ class MixedNB(BaseNB):
         ``CategoricalNB``'s share of a new category applies.
     classes_ : ndarray of shape (n_classes,)
     class_count_ : ndarray of shape (n_classes,)
-    stats_ : LabelStats
-        The class counts (each block keeps its own feature statistics).
+    stats_ : ProductStats
+        The class counts and each block's statistics (block name → the block
+        estimator's ``stats_``).
     prior_ : dict
         Block name → the block's feature prior pytree.
     posterior_ : dict
@@ -201,7 +185,14 @@ class MixedNB(BaseNB):
     ['apple', 'banana']
     """
 
-    _family = None  # the feature families are the blocks' own
+    @property
+    def _family(self):
+        # The product of the fitted blocks' families (bayesnb.core.families.product): every
+        # layer that works through the family protocol works for the mixed model.
+        blocks = self.__dict__.get("estimators_")
+        if blocks is None:
+            return None
+        return product([est._as_block(name, idx) for name, est, idx in blocks], self.n_features_in_)
 
     # Set only while fit/partial_fit validate their input (see _check_X).
     _fit_input = False
@@ -446,7 +437,7 @@ class MixedNB(BaseNB):
                     part = est._input(part, reset=False)
             parts.append(part)
         # fit hands the blocks their raw columns (each block validates its own).
-        return _BlockData(parts, X.shape, validated=not self._fit_input)
+        return BlockRows(parts, X.shape, validated=not self._fit_input)
 
     def _check_finite(self, part, name, est, X, idx):
         if self.missing == "ignore" or est.__sklearn_tags__().input_tags.allow_nan:
@@ -472,7 +463,7 @@ class MixedNB(BaseNB):
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
         y = self.classes_[y_index]
-        fitted = []
+        fitted, batch = [], {}
         blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates
         for (name, est, idx), part in zip(blocks, X.parts):
             # A copy is updated so that a batch failing in a later block leaves every block
@@ -481,12 +472,22 @@ class MixedNB(BaseNB):
             if isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
                 est.set_params(min_categories=self._min_categories(name, idx))
             with _in_block(name):
-                est.partial_fit(part, y, classes=self.classes_, sample_weight=sample_weight)
+                batch[name] = est._partial_fit_batch(part, y, self.classes_, sample_weight)
             fitted.append((name, est, idx))
         self.estimators_ = fitted
         self.__dict__.pop("_templates", None)
         class_count = np.bincount(y_index, weights=sample_weight, minlength=self.classes_.size).astype(np.float64)
-        return LabelStats(class_count)
+        return ProductStats(class_count, batch)
+
+    def _refresh(self):
+        # The blocks hold the accumulated statistics (each merged its own batches, in its
+        # own form: per cell once a batch had unobserved entries); the product's are theirs,
+        # the same objects. (A mixed shard or an older file brings the class counts alone.)
+        self.stats_ = ProductStats(
+            np.asarray(self.stats_.class_count, dtype=np.float64),
+            {name: est.stats_ for name, est, _ in self.estimators_},
+        )
+        super()._refresh()
 
     def _min_categories(self, name, idx):
         """Every learned category of an encoded column has a slot, observed in a class or not."""
@@ -497,12 +498,6 @@ class MixedNB(BaseNB):
 
     def _make_prior(self):
         return {name: est.prior_ for name, est, _ in self.estimators_}
-
-    def _feature_posterior(self):
-        return {name: est.posterior_ for name, est, _ in self.estimators_}
-
-    def _feature_log_evidence(self):
-        return sum(float(est._feature_log_evidence()) for _, est, _ in self.estimators_)
 
     def _sample_row_params(self, key, n, prior):
         keys = jax.random.split(key, len(self.estimators_))
@@ -540,18 +535,6 @@ class MixedNB(BaseNB):
             else:
                 columns[name] = values
         return pd.DataFrame(columns)
-
-    def _point(self, kind):
-        return {name: est._point(kind) for name, est, _ in self.estimators_}
-
-    def _log_likelihood(self, params, X):
-        return sum(est._feature_ll(params[name], part) for (name, est, _), part in zip(self.estimators_, X.parts))
-
-    def _predictive_is_plugin(self):
-        return False  # each block scores its own columns with its predictive
-
-    def _log_predictive(self, X):
-        return sum(est._feature_lp(part) for (_, est, _), part in zip(self.estimators_, X.parts))
 
     def _loo_feature(self, X, y_index, weight, kind):
         validated = getattr(X, "validated", True)

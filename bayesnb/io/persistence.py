@@ -464,7 +464,11 @@ def _check_state(est, name):
     # holds flat lists of entries (the Polya family's (class, word, count) triples) names
     # its tables in TABLE_FIELDS, and its entries' class and feature indices are checked.
     tables = getattr(type(stats), "TABLE_FIELDS", stats._fields)
+    # A product's per-block statistics are its block estimators', saved and checked as theirs.
+    nested = getattr(type(stats), "NESTED_FIELDS", ())
     for field in stats._fields:
+        if field in nested:
+            continue
         value = getattr(stats, field)
         arr = np.asarray(value)
         where = f"{name}.stats_.{field}"

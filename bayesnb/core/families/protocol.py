@@ -102,6 +102,12 @@ log_density : callable ``(dist, params, raise_by=0.0) -> float`` or None
     ``raise_by=1``: its MAP is the posterior mean under ``dist``); a family without
     such concentrations refuses a non-zero ``raise_by`` with ``ValueError``. None: no
     density.
+blocks : tuple of :class:`bayesnb.core.families.product.Block` or None
+    Set only on a *product* of families over blocks of columns
+    (:func:`bayesnb.core.families.product.product`, the family of a
+    :class:`bayesnb.MixedNB`): its blocks, each a name, a registered family and its
+    columns. Its pytrees are dicts by block name and its rows
+    :class:`~bayesnb.core.families.product.BlockRows`. None for a registered family.
 
 Tracing with JAX
 ----------------
@@ -185,6 +191,7 @@ class Family(NamedTuple):
     log_evidence_offset: Callable[..., Any] | None = None
     expected_log_likelihood: Callable[..., Any] | None = None
     log_density: Callable[..., Any] | None = None
+    blocks: tuple | None = None
 
     @property
     def predictive_is_plugin(self):
