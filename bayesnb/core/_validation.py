@@ -33,6 +33,13 @@ ESTIMATES = ("mle", "map", "mean", "predictive")
 # Categories are stored densely per (class, feature) up to the largest code, so a code is
 # also a table size; beyond this it is almost surely an identifier, not a category code.
 _MAX_CATEGORY_CODE = 2**20 - 1
+# The count table is padded to the widest feature: (n_classes, n_features, max K) cells, of
+# which fitting holds a few float64 copies. Beyond this many cells (128 MiB a copy) a table
+# is refused when the widest feature's largest code exceeds the number of rows, i.e. when
+# most of its categories cannot have been seen: such codes are identifiers or sparse
+# encodings, and the padding would cost gigabytes (issue 19: one code of 2**20 - 1 in one
+# of 40 features made fit use 6.2 GB).
+_MAX_TABLE_CELLS = 2**24
 
 
 def check_estimate(estimate):
@@ -83,12 +90,50 @@ def check_category_codes(X, who):
     return X.astype(np.int64, copy=False)
 
 
-def check_category_table(n_categories, who):
-    """Refuse category codes that would make the per-(class, feature) table huge at fit time."""
+def check_category_table(n_categories, who, *, n_classes=1, seen=None, n_rows=None):
+    """Refuse category codes that would make the per-(class, feature) table huge at fit time.
+
+    Parameters
+    ----------
+    n_categories : int ndarray of shape (n_features,)
+        The table's number of categories per feature.
+    who : str
+        The estimator's name, for the message.
+    n_classes : int
+        Rows of the table per feature.
+    seen : int ndarray of shape (n_features,), optional
+        One more than the largest code of each feature in the data being fitted.
+    n_rows : int, optional
+        The number of rows of that data.
+
+    Returns
+    -------
+    n_categories
+
+    Raises
+    ------
+    ValueError
+        If a code exceeds ``2**20 - 1``, or if the padded table exceeds ``2**24`` cells
+        while the widest feature's largest code in the data exceeds its number of rows.
+    """
     if n_categories.size and n_categories.max() > _MAX_CATEGORY_CODE + 1:
         raise ValueError(
             f"{who}: category code {int(n_categories.max()) - 1} is too large to fit; codes must "
             f"be 0 .. K-1 with K <= {_MAX_CATEGORY_CODE + 1} (encode categories with OrdinalEncoder)"
+        )
+    if seen is None or n_rows is None or not n_categories.size:
+        return n_categories
+    width = int(n_categories.max())
+    cells = int(n_classes) * n_categories.size * width
+    j = int(np.argmax(seen)) if seen.size else 0
+    if cells > _MAX_TABLE_CELLS and seen.size and int(seen[j]) == width and width - 1 >= n_rows:
+        raise ValueError(
+            f"{who}: feature {j} has category code {width - 1} but the data has only {n_rows} rows, "
+            f"and the table of counts pads every one of the {n_categories.size} features to {width} "
+            f"categories ({n_classes} x {n_categories.size} x {width} = {cells} cells, "
+            f"{cells * 8 / 2**20:.0f} MiB per copy). Category codes must be 0 .. K-1: re-encode "
+            "the categories (e.g. with sklearn.preprocessing.OrdinalEncoder) instead of passing "
+            "identifiers or sparse codes"
         )
     return n_categories
 

@@ -119,3 +119,54 @@ def test_mixed_nullable_columns_under_ignore_are_the_sum_of_blocks():
     assert_allclose(mixed.predict_proba(frame), ref.predict_proba(plain), rtol=1e-12)
     with pytest.raises(ValueError, match="column 'first' of block 'real' contains NaN"):
         MixedNB([("real", GaussianNB(), [0]), ("counts", PoissonNB(), [1])]).fit(frame, Y)
+
+
+# ------------------------------------------------------------ CategoricalNB padding
+def _sklearn_categorical_proba(X, y, Xt):
+    from sklearn.naive_bayes import CategoricalNB as SkCategoricalNB
+
+    return SkCategoricalNB(alpha=1.0).fit(X, y).predict_proba(Xt)
+
+
+def test_categorical_identifier_codes_padding_every_feature_are_refused_before_allocating():
+    import tracemalloc
+
+    # One code of 2**20 - 1 in one of 40 features: the padded table would hold
+    # 2 x 40 x 2**20 cells (640 MiB a copy; 6.2 GB at fit before). Refused, naming the
+    # feature, the code, the number of rows and the re-encoding, before any table exists.
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 3, size=(200, 40))
+    X[7, 5] = 2**20 - 1
+    y = rng.integers(0, 2, 200)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"feature 5 has category code 1048575 but the data has only 200 rows.*OrdinalEncoder"):
+            CategoricalNB().fit(X, y)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 20 * 2**20
+    # The same through partial_fit: a later batch introducing the code.
+    est = CategoricalNB().partial_fit(X[100:], y[100:], classes=[0, 1])
+    with pytest.raises(ValueError, match="feature 5 has category code 1048575"):
+        est.partial_fit(X[:100], y[:100])
+    assert est.n_categories_.max() == 3  # the refused batch is not committed
+    # A MixedNB categorical block is the same estimator.
+    with pytest.raises(ValueError, match="category code 1048575"):
+        MixedNB([("cat", CategoricalNB(), list(range(40)))]).fit(X, y)
+
+
+@pytest.mark.parametrize("code", [2**20 - 1, 5000])
+def test_categorical_large_code_where_the_table_is_small_still_fits(code):
+    # The refusal is about the padded table, not the code: one wide feature (2 x 2 x 2**20
+    # cells), or 40 features of 5,001 categories (2 x 40 x 5001), fit and agree with
+    # scikit-learn's CategoricalNB (estimate="mean", empirical class prior).
+    rng = np.random.default_rng(1)
+    n_features = 2 if code > 10**5 else 40
+    X = rng.integers(0, 3, size=(60, n_features))
+    X[3, 1] = code
+    y = rng.integers(0, 2, 60)
+    prior = np.bincount(y) / y.size
+    est = CategoricalNB(estimate="mean", class_prior=prior).fit(X, y)
+    assert est.n_categories_[1] == code + 1
+    assert_allclose(est.predict_proba(X[:10]), _sklearn_categorical_proba(X, y, X[:10]), rtol=1e-10)
