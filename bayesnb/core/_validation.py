@@ -26,6 +26,7 @@ __all__ = [
     "sparse_counts_input",
     "is_sparse_threshold",
     "binarize_csr",
+    "canonical_csr",
 ]
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
@@ -242,11 +243,45 @@ def sparse_counts_input(X):
     """
     if not (sp.issparse(X) and X.format == "csr"):
         return X, np.float64, False
+    X = canonical_csr(X)
     if X.dtype.kind in "iub":
         return X, None, True
     if X.dtype != np.float64 and X.dtype.kind == "f":
         X = type(X)((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape, copy=False)
     return X, np.float64, False
+
+
+def canonical_csr(X):
+    """``X`` with duplicate entries summed: the caller's CSR matrix, or a canonical copy.
+
+    A CSR matrix may store one (row, column) entry several times; SciPy's meaning of such
+    a matrix (``toarray``, products) is their sum. A check or a threshold applied to the
+    stored values one by one would see two 1s where the matrix holds a 2 (BernoulliNB
+    counted such a row twice where the dense 2 is refused), so the entries are summed
+    first, on a copy: the caller's matrix is never modified. A matrix known to be
+    canonical (``CountVectorizer``'s output, anything after ``sum_duplicates``) is
+    returned as is.
+
+    Parameters
+    ----------
+    X : CSR matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    CSR matrix of shape (n_samples, n_features), without duplicate entries
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix((np.ones(3), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    >>> canonical_csr(X).data.tolist(), X.nnz
+    ([2.0, 1.0], 3)
+    """
+    if X.has_canonical_format:
+        return X
+    X = X.copy()
+    X.sum_duplicates()
+    return X
 
 
 def binarize_csr(X, threshold, *, overwrite=False):

@@ -170,3 +170,70 @@ def test_categorical_large_code_where_the_table_is_small_still_fits(code):
     est = CategoricalNB(estimate="mean", class_prior=prior).fit(X, y)
     assert est.n_categories_[1] == code + 1
     assert_allclose(est.predict_proba(X[:10]), _sklearn_categorical_proba(X, y, X[:10]), rtol=1e-10)
+
+
+# ------------------------------------------------------------ CSR with duplicate entries
+def _csr_with_duplicates(seed):
+    """A CSR matrix storing some (row, column) entries twice, its dense meaning, labels."""
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(seed)
+    n, d = 30, 6
+    rows, cols, vals = [], [], []
+    for i in range(n):
+        for j in rng.choice(d, size=3, replace=False):
+            copies = 1 + int(rng.random() < 0.3)  # stored once or twice
+            for _ in range(copies):
+                rows.append(i)
+                cols.append(int(j))
+                vals.append(1.0)
+    order = rng.permutation(len(rows))  # unsorted within rows, duplicates not adjacent
+    rows, cols, vals = (np.asarray(a)[order] for a in (rows, cols, vals))
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(rows, minlength=n))])
+    sort = np.argsort(rows, kind="stable")
+    X = sp.csr_matrix((vals[sort], cols[sort], indptr), shape=(n, d))
+    assert not X.has_canonical_format and X.nnz > np.count_nonzero(X.toarray())
+    return X, X.toarray(), rng.integers(0, 2, n)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("binarize", [0.0, 0.5, 1.5])
+def test_bernoulli_csr_duplicates_are_summed_like_dense(seed, binarize):
+    from sklearn.naive_bayes import BernoulliNB as SkBernoulliNB
+
+    X, dense, y = _csr_with_duplicates(seed)
+    data_before = X.data.copy()
+    est = BernoulliNB(binarize=binarize).fit(X, y)
+    ref = BernoulliNB(binarize=binarize).fit(dense, y)
+    assert_allclose(est.posterior_.concentration1, ref.posterior_.concentration1, rtol=0, atol=0)
+    assert_allclose(est.predict_proba(X), ref.predict_proba(dense), rtol=1e-12)
+    assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
+    # Oracle: scikit-learn on the dense matrix (estimate="mean", empirical class prior).
+    prior = np.bincount(y) / y.size
+    ours = BernoulliNB(binarize=binarize, estimate="mean", class_prior=prior).fit(X, y)
+    theirs = SkBernoulliNB(alpha=1.0, binarize=binarize).fit(dense, y)
+    assert_allclose(ours.predict_proba(X), theirs.predict_proba(dense), rtol=1e-10)
+    # The caller's matrix is untouched.
+    assert X.nnz == data_before.size and np.array_equal(X.data, data_before)
+
+
+def test_bernoulli_csr_duplicate_ones_are_a_two_and_refused_without_threshold():
+    X, dense, y = _csr_with_duplicates(0)
+    with pytest.raises(ValueError, match=r"binarize=None needs binary \(0/1\) data; found value .*2\.0"):
+        BernoulliNB(binarize=None).fit(dense, y)
+    with pytest.raises(ValueError, match=r"binarize=None needs binary \(0/1\) data; found value .*2\.0"):
+        BernoulliNB(binarize=None).fit(X, y)
+    fitted = BernoulliNB(binarize=None).fit((dense > 0).astype(float), y)
+    with pytest.raises(ValueError, match="needs binary"):
+        fitted.predict_proba(X)
+
+
+@pytest.mark.parametrize("make", [MultinomialNB, PoissonNB, PolyaNB], ids=lambda c: c.__name__)
+def test_count_estimators_on_csr_duplicates_equal_dense(make):
+    X, dense, y = _csr_with_duplicates(2)
+    for dtype in (np.float64, np.int64, np.float32):
+        Xt = X.astype(dtype)
+        Xt.has_canonical_format = False  # astype may keep or drop the flag; be explicit
+        est, ref = make().fit(Xt, y), make().fit(dense, y)
+        assert_allclose(est.predict_joint_log_proba(Xt), ref.predict_joint_log_proba(dense), rtol=1e-12)
+        assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
