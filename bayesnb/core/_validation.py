@@ -34,6 +34,12 @@ ESTIMATES = ("mle", "map", "mean", "predictive")
 # Categories are stored densely per (class, feature) up to the largest code, so a code is
 # also a table size; beyond this it is almost surely an identifier, not a category code.
 _MAX_CATEGORY_CODE = 2**20 - 1
+# Row weights are pseudo-counts here (a weight of w is w copies of the row, not a relative
+# importance as in scikit-learn): the posterior's parameters grow like the total weight,
+# and the predictives multiply two of them (kappa * beta, n * kappa0 / (n + kappa0), ...),
+# which overflows float64 beyond a total of about 1.3e154. The bound leaves a margin for
+# the features' own scale.
+_MAX_TOTAL_WEIGHT = 1e150
 # The count table is padded to the widest feature: (n_classes, n_features, max K) cells, of
 # which fitting holds a few float64 copies. Beyond this many cells (128 MiB a copy) a table
 # is refused when the widest feature's largest code exceeds the number of rows, i.e. when
@@ -140,7 +146,11 @@ def check_category_table(n_categories, who, *, n_classes=1, seen=None, n_rows=No
 
 
 def check_sample_weight(sample_weight, n_samples):
-    """Return float64 weights of shape (n_samples,), checking length, finiteness and sign."""
+    """Return float64 weights of shape (n_samples,), checking length, finiteness, sign and size.
+
+    Weights summing to more than ``1e150`` are refused (the posterior's parameters grow
+    like the total weight and its predictives multiply two of them).
+    """
     if sample_weight is None:
         return None
     try:
@@ -157,6 +167,13 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("Negative values in sample_weight: weights must be >= 0")
     if n_samples and not w.any():
         raise ValueError("sample_weight is zero for every row: no row carries weight")
+    total = float(np.sum(w / _MAX_TOTAL_WEIGHT)) * _MAX_TOTAL_WEIGHT if w.size else 0.0
+    if not total <= _MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}, above the {_MAX_TOTAL_WEIGHT:.0e} that the posterior's "
+            "products can hold in float64: weights are pseudo-counts (a weight of w counts the "
+            "row w times), so rescale them (e.g. to sum to the number of rows)"
+        )
     return w
 
 

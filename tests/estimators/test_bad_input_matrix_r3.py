@@ -237,3 +237,95 @@ def test_count_estimators_on_csr_duplicates_equal_dense(make):
         est, ref = make().fit(Xt, y), make().fit(dense, y)
         assert_allclose(est.predict_joint_log_proba(Xt), ref.predict_joint_log_proba(dense), rtol=1e-12)
         assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
+
+
+# ------------------------------------------------------------ huge sample weights
+_rng = np.random.default_rng(5)
+_Y12 = np.tile([0, 1], 6)
+_C12 = _rng.poisson(2.0, (12, 3)).astype(float)
+_R12 = _rng.normal(size=(12, 3)) + np.array([0.0, 1.0, -1.0]) * _Y12[:, None]
+WEIGHTED = {
+    "MultinomialNB": (MultinomialNB, _C12),
+    "PoissonNB": (PoissonNB, _C12),
+    "PolyaNB": (PolyaNB, _C12),
+    "BernoulliNB": (BernoulliNB, (_C12 > 1).astype(float)),
+    "CategoricalNB": (CategoricalNB, np.minimum(_C12, 3)),
+    "GaussianNB": (GaussianNB, _R12),
+    "ExponentialNB": (ExponentialNB, np.abs(_R12) + 0.1),
+    "GBC-full": (lambda **kw: GaussianBayesClassifier(covariance="full", **kw), _R12),
+    "GBC-shared": (lambda **kw: GaussianBayesClassifier(covariance="shared", **kw), _R12),
+    "GBC-diag": (lambda **kw: GaussianBayesClassifier(covariance="diag", **kw), _R12),
+}
+
+
+@pytest.mark.parametrize("weight", [1e300, 1e200, 1e149])
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+def test_weights_whose_sum_overflows_the_posterior_are_refused(name, weight):
+    # 1e300 gave NaN probabilities and evidences with only RuntimeWarnings; the
+    # predictives multiply two parameters of the order of the total weight.
+    make, X = WEIGHTED[name]
+    with pytest.raises(ValueError, match=r"sample_weight sums to 1\.2e\+\d+, above the 1e\+150 .*rescale"):
+        make().fit(X, _Y12, sample_weight=np.full(12, weight))
+    est = make().partial_fit(X, _Y12, classes=[0, 1])
+    before = est.predict_proba(X)
+    with pytest.raises(ValueError, match="sample_weight sums to"):
+        est.partial_fit(X, _Y12, sample_weight=np.full(12, weight))
+    assert_allclose(est.predict_proba(X), before, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("name", sorted(WEIGHTED))
+def test_largest_accepted_weights_give_finite_answers_without_warnings(name):
+    import warnings
+
+    make, X = WEIGHTED[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for estimate in ("predictive", "mean", "map", "mle"):
+            if name == "PolyaNB" and estimate == "map":
+                continue  # undefined for concentrations < 1 (refused with its own message)
+            est = make(estimate=estimate).fit(X, _Y12, sample_weight=np.full(12, 8e148))
+            proba = est.predict_proba(X)
+            assert np.all(np.isfinite(proba)) and np.all(np.isfinite(est.log_evidence()))
+            assert_allclose(proba.sum(axis=1), 1.0, rtol=1e-12)
+
+
+def test_gaussian_huge_weights_and_scale_give_the_plug_in_limit():
+    # Weights of 1e100 on features of scale 1e100: the Student-t predictive has 1e101
+    # degrees of freedom and the prior weighs nothing, so it is the Normal plug-in of the
+    # weighted MLE, i.e. scikit-learn's GaussianNB on the unscaled rows (class
+    # probabilities do not change when every feature is scaled alike). Before, the scale
+    # k / (2 b (k + 1)) overflowed to 0 and every row got the same probabilities.
+    import warnings
+
+    from sklearn.naive_bayes import GaussianNB as SkGaussianNB
+
+    want = SkGaussianNB(var_smoothing=0.0).fit(_R12, _Y12).predict_proba(_R12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        for make in (GaussianNB, lambda **kw: GaussianBayesClassifier(covariance="diag", **kw)):
+            est = make().fit(_R12 * 1e100, _Y12, sample_weight=np.full(12, 1e100))
+            assert_allclose(est.predict_proba(_R12 * 1e100), want, rtol=1e-9)
+
+
+def test_multinomial_huge_weights_give_the_plug_in_limit():
+    # Posterior concentrations of ~1e149: the Dirichlet-multinomial predictive is the
+    # multinomial of the weighted MLE proportions (scikit-learn with alpha -> 0).
+    import warnings
+
+    from sklearn.naive_bayes import MultinomialNB as SkMultinomialNB
+
+    want = SkMultinomialNB(alpha=1e-12, force_alpha=True).fit(_C12, _Y12).predict_proba(_C12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = MultinomialNB().fit(_C12, _Y12, sample_weight=np.full(12, 8e148)).predict_proba(_C12)
+    assert_allclose(got, want, rtol=1e-9)
+    # Counts of 1e100 with weights of 1e60 (concentrations ~1e160: the Stirling tail of
+    # the log rising factorial squared them and overflowed, with a RuntimeWarning).
+    big = _C12 * 1e100
+    want = SkMultinomialNB(alpha=1e-12, force_alpha=True).fit(big, _Y12).predict_proba(big)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = MultinomialNB().fit(big, _Y12, sample_weight=np.full(12, 1e60)).predict_proba(big)
+        poisson = PoissonNB().fit(big, _Y12, sample_weight=np.full(12, 1e60)).predict_proba(big)
+    assert_allclose(got, want, rtol=1e-9)
+    assert np.all(np.isfinite(poisson))
