@@ -77,13 +77,24 @@ def split(X, y, test_size, seed):
         raise DataError(f"cannot make a stratified train/test split: {exc}") from None
 
 
-def read_data(path, sep, header):
+def read_data(path, sep, header, **limits):
+    """A user's CSV/TSV file as a :class:`~bayesnb.io.datasets.Table`; errors become :class:`DataError`.
+
+    ``limits`` (``max_rows``, ``max_bytes``) are :func:`~bayesnb.io.datasets.read_table`'s;
+    a refusal names the command-line option that raises the bound.
+    """
     from bayesnb.io.datasets import read_table
 
     try:
-        return read_table(path, sep=sep, header=header)
+        return read_table(path, sep=sep, header=header, **limits)
     except (OSError, ValueError) as exc:
-        raise DataError(str(exc) or f"cannot read {path}") from None
+        raise DataError(limit_hint(str(exc)) or f"cannot read {path}") from None
+
+
+def limit_hint(message):
+    """A reader's message with its bound named by the command-line option that raises it."""
+    message = message.replace("read_table's max_rows", "raise it with --max-rows")
+    return message.replace("read_table's max_bytes", "raise it with --max-size MB")
 
 
 def _label_column(table, requested):

@@ -56,7 +56,7 @@ def _require_file(path):
     return path
 
 
-def read_labelled_text(path, sep="\t", encoding="utf-8"):
+def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_bytes=None):
     """Read a file of ``label<sep>text`` lines (e.g. the SMS Spam Collection).
 
     Parameters
@@ -64,6 +64,9 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
     path : str or Path
     sep : str, default TAB
     encoding : str, default "utf-8"
+    max_rows, max_bytes : int, optional
+        Refuse a file of more labelled lines, or of more bytes (checked before reading);
+        defaults :data:`MAX_ROWS` and :data:`MAX_BYTES`, as for :func:`read_table`.
 
     Returns
     -------
@@ -90,6 +93,8 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
     import codecs
 
     path = _require_file(path)
+    max_rows = MAX_ROWS if max_rows is None else max_rows
+    _check_size(path, MAX_BYTES if max_bytes is None else max_bytes)
     texts, labels = [], []
     if codecs.lookup(encoding).name == "utf-8":
         encoding = "utf-8-sig"  # a byte order mark is not part of the first label
@@ -104,13 +109,25 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
                 label, found, text = line.partition(sep)
                 if not found or not label.strip():
                     raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
+                if len(labels) == max_rows:
+                    raise ValueError(f"{path}, line {number}: more than {max_rows:,} rows, the limit (read_table's max_rows)")
                 labels.append(label.strip())
                 texts.append(text)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
     if not labels:
         raise ValueError(f"{path} holds no labelled lines")
-    return texts, np.asarray(labels)
+    return texts, _column_array(labels)
+
+
+def _check_size(path, max_bytes):
+    """Refuse a file of more than ``max_bytes`` bytes before reading it."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(
+            f"{path}: {size:,} bytes, more than the limit of {max_bytes:,} (read_table's max_bytes; "
+            "the rows are held in memory as text)"
+        )
 
 
 def read_20newsgroups_bydate(path, subset="train", categories=None):
@@ -189,6 +206,10 @@ def read_categorical_table(path, label_column=0, sep=","):
 #: naming the bound; pass larger values for a trusted file).
 MAX_COLUMNS = 100_000
 MAX_FIELD_CHARS = 2**24
+#: A file is held in memory as Python strings (several times its size on disk), so its
+#: size is checked before it is opened and its rows while it is read.
+MAX_BYTES = 256 * 2**20
+MAX_ROWS = 1_000_000
 
 
 class Table(NamedTuple):
@@ -200,7 +221,9 @@ class Table(NamedTuple):
     columns : list of str
         Column names (from the header, or "0", "1", ... without one).
     values : list of ndarray of str
-        One array per column, shape (n_rows,), values stripped of surrounding blanks.
+        One array per column, shape (n_rows,), values stripped of surrounding blanks
+        (``str`` objects in an object array where a fixed-width array would be more than
+        8 times the column's text).
     lines : int ndarray of shape (n_rows,)
         Line number (1-based) of each row in the file, for error messages.
     positions : dict, optional
@@ -282,7 +305,35 @@ def _blank(row):
     return not any(field.strip() for field in row)
 
 
-def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX_COLUMNS, max_field_chars=MAX_FIELD_CHARS):
+def _column_array(values):
+    """One column as an array of str: fixed-width, or of objects where that would be huge.
+
+    NumPy's fixed-width strings take 4 bytes per character of the *longest* value for
+    every row: one text of 2 million characters among 20,000 short ones made a 149 GiB
+    array from a 2 MB file. Where the fixed width would be more than 8 times the text
+    itself, the column is an object array of the same ``str`` values (memory in
+    proportion to the text).
+    """
+    longest = max(map(len, values), default=0)
+    total = sum(map(len, values))
+    if longest * len(values) > 8 * total + 2**20:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return np.asarray(values, dtype=str)
+
+
+def read_table(
+    path,
+    *,
+    sep=None,
+    header=True,
+    encoding="utf-8",
+    max_columns=MAX_COLUMNS,
+    max_field_chars=MAX_FIELD_CHARS,
+    max_rows=MAX_ROWS,
+    max_bytes=MAX_BYTES,
+):
     """Read a CSV/TSV file of labelled rows (a user's data for ``bayesnb fit``).
 
     Records are split only on ``\\n`` and ``\\r\\n`` (and a lone ``\\r``), as by the
@@ -306,6 +357,11 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         Refuse a file with more columns.
     max_field_chars : int, default 2**24
         Refuse a field longer than this (quoted fields may span lines).
+    max_rows : int, default 1,000,000
+        Refuse a file with more data rows (counted while reading, which stops there).
+    max_bytes : int, default 256 MiB
+        Refuse a larger file before reading it: the rows are held in memory as Python
+        strings, several times the file's size.
 
     Returns
     -------
@@ -317,9 +373,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         If the file does not exist.
     ValueError
         If it is not text in ``encoding``, holds no rows, has duplicate or empty column
-        names, more than ``max_columns`` columns, a field longer than
-        ``max_field_chars``, or a row whose number of fields differs from the header's
-        (the message names the line).
+        names, more than ``max_columns`` columns or ``max_rows`` rows, more than
+        ``max_bytes`` bytes, a field longer than ``max_field_chars``, or a row whose
+        number of fields differs from the header's (the message names the line).
 
     Examples
     --------
@@ -338,7 +394,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         raise ValueError(f"sep must be a single character, got {sep!r}")
     if codecs.lookup(encoding).name == "utf-8":
         encoding = "utf-8-sig"  # drops a byte order mark, which would otherwise prefix the first name
+    _check_size(path, max_bytes)
     rows, numbers = [], []
+    limit_rows = max_rows + (1 if header else 0)
     previous_limit = csv.field_size_limit()
     line_num = 0
     try:
@@ -379,6 +437,10 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
                     raise ValueError(
                         f"{path}, line {line_num}: {len(row)} fields, expected {width} (separator {sep_name})"
                     )
+                if len(rows) == limit_rows:
+                    raise ValueError(
+                        f"{path}, line {line_num}: more than {max_rows:,} rows, the limit (read_table's max_rows)"
+                    )
                 rows.append([field.strip() for field in row])
                 numbers.append(line_num)
     except csv.Error as exc:
@@ -414,5 +476,5 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         positions = {name: j for j, name in enumerate(names)}
     if not rows:
         raise ValueError(f"{path} holds a header but no rows")
-    values = [np.asarray(col, dtype=str) for col in zip(*rows)]
+    values = [_column_array(col) for col in zip(*rows)]
     return Table(str(path), list(names), values, np.asarray(numbers, dtype=np.int64), positions)
