@@ -247,7 +247,12 @@ def to_inference_data(
       ``posterior_predictive`` ``y``: a label drawn from
       :math:`p(y \mid x_i, \theta, \pi)` for every row and draw. With
       ``missing="ignore"`` an unobserved entry is NaN in ``observed_data`` and left out
-      of the row's likelihood (as in the estimator's own predictions).
+      of the row's likelihood (as in the estimator's own predictions). Beside ``xy``,
+      ``log_likelihood`` holds ``y``, the conditional
+      :math:`\log p(y_i \mid x_i, \theta, \pi)` (the log of the class probability of
+      the row's label under the draw): the likelihood of a classifier, whose LOO is
+      ``az.loo(idata, var_name="y")`` (``var_name="xy"`` for the generative model's;
+      arviz asks for the name when a group holds two).
     * A tempered estimator (``temperature_`` :math:`T \ne 1`): ``predictions`` are
       tempered like its ``predict_proba``; ``log_likelihood`` and ``posterior_predictive``
       stay those of the model as written (tempering is a device on the class
@@ -315,16 +320,19 @@ def to_inference_data(
         n = y_index.shape[0]
         rows = np.arange(n)
         loglik = np.empty((total, n))
+        conditional = np.empty((total, n))
         replicated = np.empty((total, n), dtype=np.int64)
         rng = generator(key_rep)
         for start, stop, lj in _joint_draws(estimator, log_class, params, checked):
             loglik[start:stop] = lj[:, rows, y_index]
-            proba = np.exp(log_normalize(lj, log_class[start:stop, None, :])[0])
+            log_proba = log_normalize(lj, log_class[start:stop, None, :])[0]
+            conditional[start:stop] = log_proba[:, rows, y_index]
+            proba = np.exp(log_proba)
             u = rng.random((stop - start, n))[..., None] * proba.sum(axis=-1, keepdims=True)
             replicated[start:stop] = (np.cumsum(proba, axis=-1) <= u).sum(axis=-1)
         labels = estimator.classes_
         groups["observed_data"] = {"y": np.asarray(labels[y_index]), **observed}
-        groups["log_likelihood"] = _chains({"xy": loglik}, n_chains, n_draws)
+        groups["log_likelihood"] = _chains({"xy": loglik, "y": conditional}, n_chains, n_draws)
         groups["posterior_predictive"] = _chains({"y": labels[np.minimum(replicated, labels.size - 1)]}, n_chains, n_draws)
         dims.update({"y": ("data",), "xy": ("data",)})
         for var in observed:
