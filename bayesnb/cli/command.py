@@ -119,6 +119,11 @@ def _separator(text):
     return sep
 
 
+def _na_values(text):
+    # "?,NA," -> ("?", "NA", ""): fields are compared stripped, as read_table strips them.
+    return tuple(dict.fromkeys(v.strip() for v in text.split(",")))
+
+
 def _add_limit_options(p):
     # A user's file is untrusted input held in memory as text: bounded by default, with
     # the bounds named in the error and raised here for a trusted large file.
@@ -162,6 +167,21 @@ def _add_table_options(p, *, label_required=False, data_help="CSV/TSV file, one 
     )
     p.add_argument("--sep", type=_separator, help="field separator (default: TAB for .tsv, comma for .csv)")
     p.add_argument("--no-header", action="store_true", help="the file has no header line: name columns 0, 1, ...")
+    p.add_argument(
+        "--missing",
+        choices=("error", "ignore"),
+        default="error",
+        help="a missing value in a feature column: error (default; the message names the column) or "
+        "ignore (left out of the row's likelihood, the estimator's missing='ignore')",
+    )
+    p.add_argument(
+        "--na-values",
+        type=_na_values,
+        default=_userdata.DEFAULT_NA_VALUES,
+        metavar="LIST",
+        help="comma-separated values that mean missing (default: '?,NA,' = ?, NA and an empty field; "
+        "an ARFF file's unquoted ? always is)",
+    )
     _add_limit_options(p)
 
 

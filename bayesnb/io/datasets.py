@@ -20,6 +20,7 @@ __all__ = [
     "load_digits_counts",
     "read_labelled_text",
     "read_table",
+    "read_arff",
     "read_20newsgroups_bydate",
     "read_categorical_table",
 ]
@@ -229,6 +230,12 @@ class Table(NamedTuple):
     positions : dict, optional
         ``{name: position}`` of the columns (built from ``columns`` when absent), so that
         looking a column up costs the same for a file of 10 or 100,000 columns.
+    types : dict, optional
+        ``{name: "numeric" | "categorical" | "string"}`` where the file declares the
+        columns' types (ARFF); None for CSV/TSV.
+    categories : dict, optional
+        ``{name: [value, ...]}``, the declared values of the nominal columns (ARFF), in
+        the declared order; a missing value is ``"?"`` (:data:`ARFF_MISSING`).
     """
 
     path: str
@@ -236,6 +243,8 @@ class Table(NamedTuple):
     values: list
     lines: np.ndarray
     positions: dict | None = None
+    types: dict | None = None
+    categories: dict | None = None
 
     @property
     def n_rows(self):
@@ -478,3 +487,188 @@ def read_table(
         raise ValueError(f"{path} holds a header but no rows")
     values = [_column_array(col) for col in zip(*rows)]
     return Table(str(path), list(names), values, np.asarray(numbers, dtype=np.int64), positions)
+
+
+# ----------------------------------------------------------------------------- ARFF
+
+#: How an ARFF file writes a missing value (unquoted).
+ARFF_MISSING = "?"
+_ARFF_NUMERIC = ("numeric", "real", "integer")
+
+
+def _arff_split(text, path, line_num, sep=","):
+    """Fields of one ARFF line: ``sep``-separated, each optionally quoted with ' or "."""
+    fields, i, n = [], 0, len(text)
+    while True:
+        while i < n and text[i] in " \t":
+            i += 1
+        if i < n and text[i] in "'\"":
+            quote, i, chars = text[i], i + 1, []
+            while i < n and text[i] != quote:
+                if text[i] == "\\" and i + 1 < n:
+                    i += 1
+                chars.append(text[i])
+                i += 1
+            if i >= n:
+                raise ValueError(f"{path}, line {line_num}: unbalanced quote {quote}")
+            i += 1
+            # A quoted value is never the missing marker: '?' is the text "?".
+            fields.append(("".join(chars), True))
+            while i < n and text[i] in " \t":
+                i += 1
+        else:
+            j = text.find(sep, i)
+            j = n if j < 0 else j
+            fields.append((text[i:j].strip(), False))
+            i = j
+        if i >= n:
+            return fields
+        if text[i] != sep:
+            raise ValueError(f"{path}, line {line_num}: expected {sep!r} after a quoted value")
+        i += 1
+
+
+def _arff_attribute(rest, path, line_num):
+    """``(name, type, nominal values or None)`` of the text after ``@attribute``."""
+    rest = rest.strip()
+    if rest[:1] in ("'", '"'):
+        end = rest.find(rest[0], 1)
+        if end < 0:
+            raise ValueError(f"{path}, line {line_num}: unbalanced quote in an attribute name")
+        name, kind = rest[1:end], rest[end + 1 :].strip()
+    else:
+        parts = rest.split(None, 1)
+        if len(parts) != 2:
+            raise ValueError(f"{path}, line {line_num}: '@attribute NAME TYPE' expected")
+        name, kind = parts
+    if kind.startswith("{"):
+        if not kind.endswith("}"):
+            raise ValueError(f"{path}, line {line_num}: a nominal type must end with '}}'")
+        values = [v for v, _ in _arff_split(kind[1:-1], path, line_num)] if kind[1:-1].strip() else []
+        if not values or len(set(values)) != len(values):
+            raise ValueError(f"{path}, line {line_num}: attribute {name!r} needs distinct nominal values")
+        return name, "categorical", values
+    lowered = kind.lower()
+    if lowered in _ARFF_NUMERIC:
+        return name, "numeric", None
+    if lowered == "string":
+        return name, "string", None
+    raise ValueError(
+        f"{path}, line {line_num}: attribute {name!r} has type {kind!r}; bayesnb reads numeric, "
+        "nominal and string attributes (convert dates to numbers)"
+    )
+
+
+def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_ROWS, max_bytes=MAX_BYTES):
+    r"""Read a (dense) ARFF file, as Weka and OpenML write them, into a :class:`Table`.
+
+    The header's ``@attribute`` lines give the columns, their types (``numeric``,
+    ``real``, ``integer``; nominal ``{a, b, ...}``; ``string``) and the nominal values,
+    kept in ``Table.types`` and ``Table.categories``. ``%`` starts a comment line; names
+    and values may be quoted with ``'`` or ``"``. An unquoted ``?`` is a missing value and
+    is kept as the string ``"?"`` (:data:`ARFF_MISSING`): what to do with it is the
+    caller's choice. Every other value is checked against its declared type.
+
+    Parameters
+    ----------
+    path : str or Path
+    encoding : str, default "utf-8"
+    max_columns, max_rows, max_bytes : int
+        Bounds as for :func:`read_table`.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    ValueError
+        If the header is malformed, an attribute has another type (date, relational),
+        the data are in sparse ARFF form, a row has the wrong number of values, a nominal
+        value is not declared or a numeric one is not a number (the message names the
+        line), or a bound is exceeded.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".arff", delete=False)
+    >>> _ = f.write("@relation r\n@attribute a {x, y}\n@attribute b numeric\n@attribute c {p, q}\n"
+    ...             "@data\nx, 1.5, p\ny, ?, 'q'\n"); f.close()
+    >>> t = read_arff(f.name); os.unlink(f.name)
+    >>> t.columns, t.types, t.column("b").tolist(), t.categories["c"]
+    (['a', 'b', 'c'], {'a': 'categorical', 'b': 'numeric', 'c': 'categorical'}, ['1.5', '?'], ['p', 'q'])
+    """
+    import codecs
+
+    path = _require_file(path)
+    _check_size(path, max_bytes)
+    if codecs.lookup(encoding).name == "utf-8":
+        encoding = "utf-8-sig"
+    names, types, categories = [], {}, {}
+    rows, numbers = [], []
+    in_data = False
+    try:
+        with path.open(encoding=encoding, newline=None) as fh:
+            for line_num, line in enumerate(fh, start=1):
+                text = line.strip()
+                if not text or text.startswith("%"):
+                    continue
+                if not in_data:
+                    keyword, _, rest = text.partition(" ")
+                    keyword = keyword.lower()
+                    if keyword == "@relation":
+                        continue
+                    if keyword == "@attribute":
+                        name, kind, values = _arff_attribute(rest.replace("\t", " "), path, line_num)
+                        if name in types:
+                            raise ValueError(f"{path}, line {line_num}: attribute {name!r} declared twice")
+                        if len(names) == max_columns:
+                            raise ValueError(f"{path}, line {line_num}: more than {max_columns:,} attributes, the limit")
+                        names.append(name)
+                        types[name] = kind
+                        if values is not None:
+                            categories[name] = values
+                        continue
+                    if keyword == "@data":
+                        if not names:
+                            raise ValueError(f"{path}, line {line_num}: @data before any @attribute")
+                        in_data = True
+                        continue
+                    raise ValueError(f"{path}, line {line_num}: expected @relation, @attribute or @data, got {text[:40]!r}")
+                if text.startswith("{"):
+                    raise ValueError(f"{path}, line {line_num}: sparse ARFF rows are not supported; write the file dense")
+                fields = _arff_split(text, path, line_num)
+                if len(fields) != len(names):
+                    raise ValueError(f"{path}, line {line_num}: {len(fields)} values, expected {len(names)} (one per @attribute)")
+                if len(rows) == max_rows:
+                    raise ValueError(f"{path}, line {line_num}: more than {max_rows:,} rows, the limit (read_table's max_rows)")
+                row = []
+                for (value, quoted), name in zip(fields, names):
+                    if not quoted and value == ARFF_MISSING:
+                        row.append(ARFF_MISSING)
+                        continue
+                    kind = types[name]
+                    if kind == "numeric":
+                        try:
+                            float(value)
+                        except ValueError:
+                            raise ValueError(
+                                f"{path}, line {line_num}: attribute {name!r} is numeric, got {value!r}"
+                            ) from None
+                    elif kind == "categorical" and value not in categories[name]:
+                        raise ValueError(
+                            f"{path}, line {line_num}: {value!r} is not a declared value of attribute {name!r} "
+                            f"({', '.join(categories[name][:10])})"
+                        )
+                    row.append(value)
+                rows.append(row)
+                numbers.append(line_num)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
+    if not in_data:
+        raise ValueError(f"{path}: no @data section (not an ARFF file?)")
+    if not rows:
+        raise ValueError(f"{path} holds no data rows")
+    values = [_column_array(list(col)) for col in zip(*rows)]
+    positions = {name: j for j, name in enumerate(names)}
+    return Table(str(path), names, values, np.asarray(numbers, dtype=np.int64), positions, types, categories)
