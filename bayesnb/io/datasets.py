@@ -231,7 +231,7 @@ class Table(NamedTuple):
         ``{name: position}`` of the columns (built from ``columns`` when absent), so that
         looking a column up costs the same for a file of 10 or 100,000 columns.
     types : dict, optional
-        ``{name: "numeric" | "categorical" | "string"}`` where the file declares the
+        ``{name: "numeric" | "nominal" | "string"}`` where the file declares the
         columns' types (ARFF); None for CSV/TSV.
     categories : dict, optional
         ``{name: [value, ...]}``, the declared values of the nominal columns (ARFF), in
@@ -547,7 +547,7 @@ def _arff_attribute(rest, path, line_num):
         values = [v for v, _ in _arff_split(kind[1:-1], path, line_num)] if kind[1:-1].strip() else []
         if not values or len(set(values)) != len(values):
             raise ValueError(f"{path}, line {line_num}: attribute {name!r} needs distinct nominal values")
-        return name, "categorical", values
+        return name, "nominal", values
     lowered = kind.lower()
     if lowered in _ARFF_NUMERIC:
         return name, "numeric", None
@@ -596,7 +596,7 @@ def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_R
     ...             "@data\nx, 1.5, p\ny, ?, 'q'\n"); f.close()
     >>> t = read_arff(f.name); os.unlink(f.name)
     >>> t.columns, t.types, t.column("b").tolist(), t.categories["c"]
-    (['a', 'b', 'c'], {'a': 'categorical', 'b': 'numeric', 'c': 'categorical'}, ['1.5', '?'], ['p', 'q'])
+    (['a', 'b', 'c'], {'a': 'nominal', 'b': 'numeric', 'c': 'nominal'}, ['1.5', '?'], ['p', 'q'])
     """
     import codecs
 
@@ -655,7 +655,7 @@ def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_R
                             raise ValueError(
                                 f"{path}, line {line_num}: attribute {name!r} is numeric, got {value!r}"
                             ) from None
-                    elif kind == "categorical" and value not in categories[name]:
+                    elif kind == "nominal" and value not in categories[name]:
                         raise ValueError(
                             f"{path}, line {line_num}: {value!r} is not a declared value of attribute {name!r} "
                             f"({', '.join(categories[name][:10])})"
