@@ -67,7 +67,7 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
     encoding : str, default "utf-8"
     max_rows, max_bytes : int, optional
         Refuse a file of more labelled lines, or of more bytes (checked before reading);
-        defaults :data:`MAX_ROWS` and :data:`MAX_BYTES`, as for :func:`read_table`.
+        defaults ``MAX_ROWS`` and ``MAX_BYTES``, as for :func:`read_table`.
 
     Returns
     -------
@@ -235,7 +235,7 @@ class Table(NamedTuple):
         columns' types (ARFF); None for CSV/TSV.
     categories : dict, optional
         ``{name: [value, ...]}``, the declared values of the nominal columns (ARFF), in
-        the declared order; a missing value is ``"?"`` (:data:`ARFF_MISSING`).
+        the declared order; a missing value is ``"?"`` (``ARFF_MISSING``).
     """
 
     path: str
@@ -566,7 +566,7 @@ def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_R
     ``real``, ``integer``; nominal ``{a, b, ...}``; ``string``) and the nominal values,
     kept in ``Table.types`` and ``Table.categories``. ``%`` starts a comment line; names
     and values may be quoted with ``'`` or ``"``. An unquoted ``?`` is a missing value and
-    is kept as the string ``"?"`` (:data:`ARFF_MISSING`): what to do with it is the
+    is kept as the string ``"?"`` (``ARFF_MISSING``): what to do with it is the
     caller's choice. Every other value is checked against its declared type.
 
     Parameters
