@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import suite  # noqa: E402
 
 # Modules whose import registers sections, in the order they run.
-SECTION_MODULES = ["sections", "sections_bayes", "real_corpora"]
+SECTION_MODULES = ["sections", "sections_bayes", "real_corpora", "draws_memory"]
 
 
 def main(argv=None):

@@ -43,6 +43,7 @@ from bayesnb.cli.userdata import DataError
 from bayesnb.core import families
 from bayesnb.core._validation import ESTIMATES
 from bayesnb.io import _atomic
+from bayesnb.io import datasets as _datasets
 
 __all__ = ["main", "build_parser"]
 
@@ -118,6 +119,35 @@ def _separator(text):
     return sep
 
 
+def _na_values(text):
+    # "?,NA," -> ("?", "NA", ""): fields are compared stripped, as read_table strips them.
+    return tuple(dict.fromkeys(v.strip() for v in text.split(",")))
+
+
+def _add_limit_options(p):
+    # A user's file is untrusted input held in memory as text: bounded by default, with
+    # the bounds named in the error and raised here for a trusted large file.
+    p.add_argument(
+        "--max-rows",
+        type=_count(1),
+        default=_datasets.MAX_ROWS,
+        metavar="N",
+        help="refuse a data file of more than N rows (default: %(default)s)",
+    )
+    p.add_argument(
+        "--max-size",
+        type=_count(1),
+        default=_datasets.MAX_BYTES // 2**20,
+        metavar="MB",
+        help="refuse a data file larger than MB mebibytes, before reading it (default: %(default)s)",
+    )
+
+
+def _read(args, path, sep, header):
+    """``read_data`` of a user's file under the ``--max-rows`` / ``--max-size`` bounds."""
+    return _userdata.read_data(path, sep, header, max_rows=args.max_rows, max_bytes=args.max_size * 2**20)
+
+
 def _add_table_options(p, *, label_required=False, data_help="CSV/TSV file, one row per example", data_optional=False):
     if data_optional:
         p.add_argument("data", metavar="DATA", nargs="?", help=data_help)
@@ -137,6 +167,22 @@ def _add_table_options(p, *, label_required=False, data_help="CSV/TSV file, one 
     )
     p.add_argument("--sep", type=_separator, help="field separator (default: TAB for .tsv, comma for .csv)")
     p.add_argument("--no-header", action="store_true", help="the file has no header line: name columns 0, 1, ...")
+    p.add_argument(
+        "--missing",
+        choices=("error", "ignore"),
+        default="error",
+        help="a missing value in a feature column: error (default; the message names the column) or "
+        "ignore (left out of the row's likelihood, the estimator's missing='ignore')",
+    )
+    p.add_argument(
+        "--na-values",
+        type=_na_values,
+        default=_userdata.DEFAULT_NA_VALUES,
+        metavar="LIST",
+        help="comma-separated values that mean missing (default: '?,NA,' = ?, NA and an empty field; "
+        "an ARFF file's unquoted ? always is)",
+    )
+    _add_limit_options(p)
 
 
 def _add_model_options(p):
@@ -202,6 +248,7 @@ def build_parser():
         metavar="PATH",
         help="labelled text file, one 'label<TAB>text' per line (default: bundled digits)",
     )
+    _add_limit_options(demo)
     demo.add_argument(
         "--out",
         metavar="DIR",
@@ -284,6 +331,7 @@ def build_parser():
     predict.add_argument("--seed", type=_seed, default=0, help="random seed of the draws (default: %(default)s)")
     predict.add_argument("--sep", type=_separator, help="field separator of DATA (default: as at fit)")
     predict.add_argument("--no-header", action="store_true", help="DATA has no header line")
+    _add_limit_options(predict)
     predict.set_defaults(handler=_run_predict)
 
     comp = sub.add_parser(
@@ -553,7 +601,7 @@ def _run_fit(args):
 
     # Refused before any work: a model path that is the data, or a file of another kind.
     _userdata.check_model_outputs(args.model, inputs=[args.data], force=args.force)
-    table = _userdata.read_data(args.data, args.sep, not args.no_header)
+    table = _read(args, args.data, args.sep, not args.no_header)
     spec = _userdata.spec_from_args(args, table)
     y = _userdata.labels(spec, table)
     if np.unique(y).size < 2:
@@ -587,7 +635,7 @@ def _run_predict(args):
     clf, spec = _userdata.load_model(args.model)
     sep = args.sep if args.sep is not None else spec.get("sep")
     header = spec.get("header", True) and not args.no_header
-    table = _userdata.read_data(args.data, sep, header)
+    table = _read(args, args.data, sep, header)
     X = _userdata.design(spec, table, fit=False)
     clf.set_params(estimate=args.estimate)
     from bayesnb.exceptions import ZeroLikelihoodWarning
@@ -642,12 +690,12 @@ def _run_compare(args):
 
     if args.out:
         _check_out(args.out, "a comparison table", [args.data, args.test_data], _is_comparison_table, args.force)
-    table = _userdata.read_data(args.data, args.sep, not args.no_header)
+    table = _read(args, args.data, args.sep, not args.no_header)
     spec = _userdata.spec_from_args(args, table)
     y = _userdata.labels(spec, table)
     X = _userdata.design(spec, table, fit=True)
     if args.test_data is not None:
-        test = _userdata.read_data(args.test_data, args.sep, not args.no_header)
+        test = _read(args, args.test_data, args.sep, not args.no_header)
         X_test, y_test = _userdata.design(spec, test, fit=False), _userdata.labels(spec, test)
         X_train, y_train = X, y
         unknown = sorted(set(y_test.tolist()) - set(y_train.tolist()))
@@ -759,7 +807,7 @@ def _run_crosscheck(args):
                 raise DataError(f"--{option} describes a DATA file; none was given (the default data is the digits)")
         X, y, clf, family, what = _crosscheck_digits(args)
     else:
-        table = _userdata.read_data(args.data, args.sep, not args.no_header)
+        table = _read(args, args.data, args.sep, not args.no_header)
         spec = _userdata.spec_from_args(args, table)
         y = _userdata.labels(spec, table)
         X = _named_columns(_userdata.design(spec, table, fit=True), spec)

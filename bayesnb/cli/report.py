@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from bayesnb import __version__
-from bayesnb.cli.userdata import DataError, split
+from bayesnb.cli.userdata import DataError, limit_hint, split
 from bayesnb.io import _atomic
 
 __all__ = []
@@ -71,9 +71,12 @@ def text_problem(args):
     from bayesnb.io.datasets import read_labelled_text
 
     try:
-        texts, labels = read_labelled_text(args.data)
+        limits = {"max_rows": getattr(args, "max_rows", None)}
+        if getattr(args, "max_size", None) is not None:
+            limits["max_bytes"] = args.max_size * 2**20
+        texts, labels = read_labelled_text(args.data, **limits)
     except (OSError, ValueError) as exc:
-        raise DataError(str(exc) if str(exc) else f"cannot read {args.data}") from None
+        raise DataError(limit_hint(str(exc)) if str(exc) else f"cannot read {args.data}") from None
 
     docs = np.asarray(texts, dtype=object)
     docs_train, docs_test, y_train, y_test = split(docs, labels, args.test_size, args.seed)

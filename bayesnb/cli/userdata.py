@@ -77,13 +77,27 @@ def split(X, y, test_size, seed):
         raise DataError(f"cannot make a stratified train/test split: {exc}") from None
 
 
-def read_data(path, sep, header):
-    from bayesnb.io.datasets import read_table
+def read_data(path, sep, header, **limits):
+    """A user's CSV/TSV file as a :class:`~bayesnb.io.datasets.Table`; errors become :class:`DataError`.
+
+    ``limits`` (``max_rows``, ``max_bytes``) are :func:`~bayesnb.io.datasets.read_table`'s;
+    a refusal names the command-line option that raises the bound.
+    """
+    from bayesnb.io.datasets import read_arff, read_table
 
     try:
-        return read_table(path, sep=sep, header=header)
+        if Path(path).suffix.lower() == ".arff":
+            # The header declares the columns, their types and the nominal values.
+            return read_arff(path, **limits)
+        return read_table(path, sep=sep, header=header, **limits)
     except (OSError, ValueError) as exc:
-        raise DataError(str(exc) or f"cannot read {path}") from None
+        raise DataError(limit_hint(str(exc)) or f"cannot read {path}") from None
+
+
+def limit_hint(message):
+    """A reader's message with its bound named by the command-line option that raises it."""
+    message = message.replace("read_table's max_rows", "raise it with --max-rows")
+    return message.replace("read_table's max_bytes", "raise it with --max-size MB")
 
 
 def _label_column(table, requested):
@@ -115,7 +129,11 @@ def spec_from_args(args, table):
         "label": table.columns[label],
         # Every column of the fit file: predict names the ones it does not know.
         "columns": list(table.columns),
+        # How a missing value is written, and what the model does with one.
+        "missing": getattr(args, "missing", "error"),
+        "na_values": sorted(na_values_of(getattr(args, "na_values", DEFAULT_NA_VALUES), table)),
     }
+    na = set(spec["na_values"])
     if args.text is not None:
         if args.features is not None:
             raise DataError("--text and --features are exclusive: a model of a text column uses no other column")
@@ -144,11 +162,26 @@ def spec_from_args(args, table):
     if not cols:
         raise DataError(f"{table.path}: no feature columns besides the label")
     types, not_finite = {}, {}
+    declared = table.types or {}
     for j in cols:
-        numbers = _parse_numbers(table.values[j])
-        types[table.columns[j]] = "categorical" if numbers is None else "numeric"
-        if numbers is not None and not np.all(np.isfinite(numbers)):
-            not_finite[table.columns[j]] = int(np.flatnonzero(~np.isfinite(numbers))[0])
+        name = table.columns[j]
+        absent = _missing_mask(table.values[j], na)
+        if absent.any() and spec["missing"] == "error":
+            i = int(np.flatnonzero(absent)[0])
+            raise DataError(
+                f"{table.path}, line {int(table.lines[i])}: column {name!r} holds a missing value "
+                f"({str(table.values[j][i])!r}, {int(absent.sum())} in all); pass --missing ignore to leave "
+                "missing values out of the model, or --na-values to say which values are missing"
+            )
+        if name in declared:
+            # An ARFF file declares its types: a numeric attribute stays numeric with '?'.
+            numbers = _parse_numbers(table.values[j], absent) if declared[name] == "numeric" else None
+        else:
+            # A number column with missing values is numeric, not categorical.
+            numbers = _parse_numbers(table.values[j], absent) if not absent.all() else None
+        types[name] = "categorical" if numbers is None else "numeric"
+        if numbers is not None and not np.all(np.isfinite(numbers[~absent])):
+            not_finite[name] = int(np.flatnonzero(~np.isfinite(numbers) & ~absent)[0])
     family = args.family
     if family == "auto":
         kinds = set(types.values())
@@ -179,14 +212,44 @@ def spec_from_args(args, table):
     return spec
 
 
-def _parse_numbers(values):
-    """``values`` as float64 (non-finite ones included), or None if one is not a number."""
+def _parse_numbers(values, absent=None):
+    """``values`` as float64 (non-finite ones included; NaN where ``absent``), or None if one is not a number."""
     import numpy as np
 
+    if absent is not None and absent.any():
+        out = np.full(len(values), np.nan)
+        present = _parse_numbers(np.asarray(values)[~absent])
+        if present is None:
+            return None
+        out[~absent] = present
+        return out
     try:
         return np.asarray(values, dtype=np.float64)
-    except (ValueError, OverflowError):
+    except (ValueError, OverflowError, TypeError):
         return None
+
+
+#: Values that mean "missing" in a user's file unless ``--na-values`` says otherwise.
+DEFAULT_NA_VALUES = ("?", "NA", "")
+
+
+def na_values_of(values, table):
+    """The set of missing-value markers for ``table``: ``values``, plus ARFF's ``?`` for an ARFF file."""
+    from bayesnb.io.datasets import ARFF_MISSING
+
+    out = set(values)
+    if table.types is not None:
+        out.add(ARFF_MISSING)
+    return out
+
+
+def _missing_mask(values, na):
+    """Where a column's values are one of the missing-value markers ``na``: bool ndarray."""
+    import numpy as np
+
+    if not na:
+        return np.zeros(len(values), dtype=bool)
+    return np.fromiter((v in na for v in values.tolist()), dtype=bool, count=len(values))
 
 
 def _as_numbers(values):
@@ -242,16 +305,28 @@ def design(spec, table, *, fit):
     columns = []
     if fit:
         spec["categories"] = {}
+    na = set(spec.get("na_values", ())) | (na_values_of((), table) if table.types is not None else set())
+    ignore = spec.get("missing", "error") == "ignore"
     for name in spec["features"]:
         try:
             values = table.named(name)
         except ValueError as exc:
             raise DataError(str(exc)) from None
+        absent = _missing_mask(values, na)
+        if absent.any() and not ignore:
+            i = int(np.flatnonzero(absent)[0])
+            raise DataError(
+                f"{table.path}, line {int(table.lines[i])}: column {name!r} holds a missing value "
+                f"({str(values[i])!r}); the model was fitted with --missing error: fit it with "
+                "--missing ignore to leave missing values out"
+            )
         if spec["types"][name] == "numeric":
-            numbers = _as_numbers(values)
-            if numbers is None:
+            numbers = _parse_numbers(values, absent)
+            bad_mask = ~absent if numbers is None else ~absent & ~np.isfinite(numbers)
+            if numbers is None or bad_mask.any():
                 bad = next(
-                    (i for i, v in enumerate(values.tolist()) if _as_numbers(np.asarray([v])) is None), 0
+                    (i for i, v in enumerate(values.tolist())
+                     if not absent[i] and _as_numbers(np.asarray([v])) is None), 0
                 )
                 raise DataError(
                     f"{table.path}, line {int(table.lines[bad])}: column {name!r} must be a finite number, "
@@ -260,14 +335,20 @@ def design(spec, table, *, fit):
             columns.append(numbers)
         else:
             if fit:
-                spec["categories"][name] = sorted(set(values.tolist()))
+                declared = (table.categories or {}).get(name)
+                # ARFF declares a nominal column's values (in its order); else the sorted
+                # values seen. A missing value is not a category.
+                seen = declared if declared is not None else sorted(set(values[~absent].tolist()))
+                spec["categories"][name] = [str(v) for v in seen]
             cats = spec["categories"][name]
             lookup = {v: k for k, v in enumerate(cats)}
             # A value not seen at fit gets the code after the fitted ones: CategoricalNB's
             # share of a new category.
-            columns.append(np.array([lookup.get(v, len(cats)) for v in values.tolist()], dtype=np.float64))
+            codes = np.array([lookup.get(v, len(cats)) for v in values.tolist()], dtype=np.float64)
+            codes[absent] = np.nan
+            columns.append(codes)
     X = np.column_stack(columns)
-    if spec["family"] != "mixed" and resolve_family(spec["family"])[0].support == "codes":
+    if spec["family"] != "mixed" and resolve_family(spec["family"])[0].support == "codes" and not np.isnan(X).any():
         X = X.astype(np.int64)
     return X
 
@@ -282,10 +363,11 @@ def make_estimator(spec, alpha):
         return {"min_categories": np.asarray([len(spec["categories"][c]) for c in columns], dtype=np.int64)}
 
     family = spec["family"]
+    missing = spec.get("missing", "error")
     if family != "mixed":
         fam, params = resolve_family(family)
         extra = categories(spec["features"]) if fam.support == "codes" else {}
-        return E.estimator_for(fam.name, alpha=alpha, **params, **extra)
+        return E.estimator_for(fam.name, alpha=alpha, missing=missing, **params, **extra)
     # mixed: one Gaussian block of the numeric columns, one categorical block of the others
     numeric = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "numeric"]
     nominal = [j for j, c in enumerate(spec["features"]) if spec["types"][c] != "numeric"]
@@ -295,7 +377,7 @@ def make_estimator(spec, alpha):
     if nominal:
         extra = categories([spec["features"][j] for j in nominal])
         blocks.append(("categorical", E.estimator_for("categorical", alpha=alpha, **extra), nominal))
-    return E.MixedNB(blocks=blocks)
+    return E.MixedNB(blocks=blocks, missing=missing)
 
 
 def labels(spec, table, required=True):
@@ -310,6 +392,13 @@ def labels(spec, table, required=True):
     empty = np.flatnonzero(y == "")
     if empty.size:
         raise DataError(f"{table.path}, line {int(table.lines[empty[0]])}: empty label")
+    na = set(spec.get("na_values", ())) | (na_values_of((), table) if table.types is not None else set())
+    absent = np.flatnonzero(_missing_mask(y, na))
+    if absent.size:
+        raise DataError(
+            f"{table.path}, line {int(table.lines[absent[0]])}: missing label ({str(y[absent[0]])!r}); "
+            "rows without a label cannot be fitted or scored: remove them"
+        )
     return y
 
 
@@ -415,6 +504,10 @@ def _check_spec(spec, clf, layout):
         bad(f"'sep' must be one character, got {spec['sep']!r}")
     if not _unique_strings(spec["columns"]):
         bad("'columns' must be a list of distinct names")
+    if spec.get("missing", "error") not in ("error", "ignore"):
+        bad(f"'missing' must be 'error' or 'ignore', got {spec['missing']!r}")
+    if not _unique_strings(spec.get("na_values", [])):
+        bad("'na_values' must be a list of distinct strings")
     if spec["family"] not in family_choices() or spec["family"] == "auto":
         bad(f"unknown family {spec['family']!r}")
     n_features = getattr(clf, "n_features_in_", None)

@@ -26,6 +26,7 @@ __all__ = [
     "sparse_counts_input",
     "is_sparse_threshold",
     "binarize_csr",
+    "canonical_csr",
 ]
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
@@ -33,6 +34,19 @@ ESTIMATES = ("mle", "map", "mean", "predictive")
 # Categories are stored densely per (class, feature) up to the largest code, so a code is
 # also a table size; beyond this it is almost surely an identifier, not a category code.
 _MAX_CATEGORY_CODE = 2**20 - 1
+# Row weights are pseudo-counts here (a weight of w is w copies of the row, not a relative
+# importance as in scikit-learn): the posterior's parameters grow like the total weight,
+# and the predictives multiply two of them (kappa * beta, n * kappa0 / (n + kappa0), ...),
+# which overflows float64 beyond a total of about 1.3e154. The bound leaves a margin for
+# the features' own scale.
+_MAX_TOTAL_WEIGHT = 1e150
+# The count table is padded to the widest feature: (n_classes, n_features, max K) cells, of
+# which fitting holds a few float64 copies. Beyond this many cells (128 MiB a copy) a table
+# is refused when the widest feature's largest code exceeds the number of rows, i.e. when
+# most of its categories cannot have been seen: such codes are identifiers or sparse
+# encodings, and the padding would cost gigabytes (issue 19: one code of 2**20 - 1 in one
+# of 40 features made fit use 6.2 GB).
+_MAX_TABLE_CELLS = 2**24
 
 
 def check_estimate(estimate):
@@ -83,18 +97,60 @@ def check_category_codes(X, who):
     return X.astype(np.int64, copy=False)
 
 
-def check_category_table(n_categories, who):
-    """Refuse category codes that would make the per-(class, feature) table huge at fit time."""
+def check_category_table(n_categories, who, *, n_classes=1, seen=None, n_rows=None):
+    """Refuse category codes that would make the per-(class, feature) table huge at fit time.
+
+    Parameters
+    ----------
+    n_categories : int ndarray of shape (n_features,)
+        The table's number of categories per feature.
+    who : str
+        The estimator's name, for the message.
+    n_classes : int
+        Rows of the table per feature.
+    seen : int ndarray of shape (n_features,), optional
+        One more than the largest code of each feature in the data being fitted.
+    n_rows : int, optional
+        The number of rows of that data.
+
+    Returns
+    -------
+    n_categories
+
+    Raises
+    ------
+    ValueError
+        If a code exceeds ``2**20 - 1``, or if the padded table exceeds ``2**24`` cells
+        while the widest feature's largest code in the data exceeds its number of rows.
+    """
     if n_categories.size and n_categories.max() > _MAX_CATEGORY_CODE + 1:
         raise ValueError(
             f"{who}: category code {int(n_categories.max()) - 1} is too large to fit; codes must "
             f"be 0 .. K-1 with K <= {_MAX_CATEGORY_CODE + 1} (encode categories with OrdinalEncoder)"
         )
+    if seen is None or n_rows is None or not n_categories.size:
+        return n_categories
+    width = int(n_categories.max())
+    cells = int(n_classes) * n_categories.size * width
+    j = int(np.argmax(seen)) if seen.size else 0
+    if cells > _MAX_TABLE_CELLS and seen.size and int(seen[j]) == width and width - 1 >= n_rows:
+        raise ValueError(
+            f"{who}: feature {j} has category code {width - 1} but the data has only {n_rows} rows, "
+            f"and the table of counts pads every one of the {n_categories.size} features to {width} "
+            f"categories ({n_classes} x {n_categories.size} x {width} = {cells} cells, "
+            f"{cells * 8 / 2**20:.0f} MiB per copy). Category codes must be 0 .. K-1: re-encode "
+            "the categories (e.g. with sklearn.preprocessing.OrdinalEncoder) instead of passing "
+            "identifiers or sparse codes"
+        )
     return n_categories
 
 
 def check_sample_weight(sample_weight, n_samples):
-    """Return float64 weights of shape (n_samples,), checking length, finiteness and sign."""
+    """Return float64 weights of shape (n_samples,), checking length, finiteness, sign and size.
+
+    Weights summing to more than ``1e150`` are refused (the posterior's parameters grow
+    like the total weight and its predictives multiply two of them).
+    """
     if sample_weight is None:
         return None
     try:
@@ -111,6 +167,13 @@ def check_sample_weight(sample_weight, n_samples):
         raise ValueError("Negative values in sample_weight: weights must be >= 0")
     if n_samples and not w.any():
         raise ValueError("sample_weight is zero for every row: no row carries weight")
+    total = float(np.sum(w / _MAX_TOTAL_WEIGHT)) * _MAX_TOTAL_WEIGHT if w.size else 0.0
+    if not total <= _MAX_TOTAL_WEIGHT:
+        raise ValueError(
+            f"sample_weight sums to {total:.3g}, above the {_MAX_TOTAL_WEIGHT:.0e} that the posterior's "
+            "products can hold in float64: weights are pseudo-counts (a weight of w counts the "
+            "row w times), so rescale them (e.g. to sum to the number of rows)"
+        )
     return w
 
 
@@ -197,11 +260,42 @@ def sparse_counts_input(X):
     """
     if not (sp.issparse(X) and X.format == "csr"):
         return X, np.float64, False
+    X = canonical_csr(X)
     if X.dtype.kind in "iub":
         return X, None, True
     if X.dtype != np.float64 and X.dtype.kind == "f":
         X = type(X)((X.data.astype(np.float64), X.indices, X.indptr), shape=X.shape, copy=False)
     return X, np.float64, False
+
+
+def canonical_csr(X):
+    """``X`` with duplicate entries summed: the caller's CSR matrix, or a canonical copy.
+
+    A CSR matrix may store one (row, column) entry several times; SciPy's meaning of such
+    a matrix (``toarray``, products) is their sum. A check or a threshold applied to the
+    stored values one by one would see two 1s where the matrix holds a 2 (BernoulliNB
+    counted such a row twice where the dense 2 is refused), so the entries are summed
+    first, on a copy: the caller's matrix is never modified. A matrix without repeated
+    entries is returned as is (:func:`bayesnb.core.kernels.summed`).
+
+    Parameters
+    ----------
+    X : CSR matrix of shape (n_samples, n_features)
+
+    Returns
+    -------
+    CSR matrix of shape (n_samples, n_features), without duplicate entries
+
+    Examples
+    --------
+    >>> import numpy as np, scipy.sparse as sp
+    >>> X = sp.csr_matrix((np.ones(3), np.array([0, 0, 1]), np.array([0, 2, 3])), shape=(2, 2))
+    >>> canonical_csr(X).data.tolist(), X.nnz
+    ([2.0, 1.0], 3)
+    """
+    from bayesnb.core.kernels import summed  # found without sorting the entries
+
+    return summed(X)
 
 
 def binarize_csr(X, threshold, *, overwrite=False):

@@ -46,7 +46,7 @@ import scipy.sparse as sp
 
 from bayesnb.core.stats import dense_mask, missing_columns, observed_rows
 
-__all__ = ["MISSING", "check_missing", "MaskedX", "split"]
+__all__ = ["MISSING", "check_missing", "MaskedX", "split", "refuse_frame_missing"]
 
 MISSING = ("error", "ignore")
 
@@ -129,9 +129,15 @@ def _nan_positions(X):
         rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))[nan]
         return sp.csr_matrix((np.ones(rows.size), (rows, X.indices[nan])), shape=X.shape)
     try:
-        arr = np.asarray(X)
-        if arr.dtype.kind == "O":
-            arr = arr.astype(np.float64)
+        if _is_frame(X):
+            # pandas' nullable dtypes (Int64, boolean, Float64) hold pd.NA, which
+            # ``np.asarray`` turns into an object array that ``float()`` refuses: ask pandas
+            # for float64 with NA as NaN (True/False become 1/0, as validation makes them).
+            arr = X.to_numpy(dtype=np.float64, na_value=np.nan)
+        else:
+            arr = np.asarray(X)
+            if arr.dtype.kind == "O":
+                arr = arr.astype(np.float64)
     except (TypeError, ValueError):
         return None  # not numeric: the estimator's own check names the problem
     if arr.dtype.kind not in "fc" or arr.ndim != 2:
@@ -147,11 +153,63 @@ def _filled(X, mask):
         X.data[np.isnan(X.data)] = 0.0
         X.eliminate_zeros()
         return X
-    if hasattr(X, "columns") and hasattr(X, "fillna"):
-        return X.fillna(0)  # keeps the column names
+    if _is_frame(X):
+        # Keeps the column names. A nullable boolean column takes False (0) and refuses 0.
+        fill = {c: (False if getattr(t, "kind", "") == "b" else 0) for c, t in X.dtypes.items()}
+        return X.fillna(fill)
     arr = np.array(X, dtype=np.float64)
     arr[mask] = 0.0
     return arr
+
+
+def _is_frame(X):
+    """Whether ``X`` is a pandas DataFrame (duck-typed: pandas is not imported here)."""
+    return hasattr(X, "columns") and hasattr(X, "isna") and hasattr(X, "to_numpy")
+
+
+def refuse_frame_missing(X, who, can_ignore):
+    """Raise ``ValueError`` naming the columns of a DataFrame ``X`` that hold NaN or ``pd.NA``.
+
+    What ``missing="error"`` says about a DataFrame: scikit-learn's own message ("Input X
+    contains NaN") names neither the column nor that a nullable column's ``pd.NA`` is what
+    it calls NaN. Other inputs are left to the estimator's validation.
+
+    Parameters
+    ----------
+    X : any
+        The input as the user passed it.
+    who : str
+        The estimator's name, for the message.
+    can_ignore : bool
+        Whether ``missing="ignore"`` would fit such rows (the message then suggests it).
+
+    Raises
+    ------
+    ValueError
+        If ``X`` is a DataFrame with a missing value.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> df = pd.DataFrame({"a": [1, 2], "b": pd.array([1, None], dtype="Int64")})
+    >>> refuse_frame_missing(df, "PoissonNB", True)
+    Traceback (most recent call last):
+    ...
+    ValueError: PoissonNB: missing values (NaN or pd.NA) in column 'b' (1 row); pass missing='ignore' to leave them out, or impute them
+    """
+    if not _is_frame(X):
+        return
+    na = np.asarray(X.isna().to_numpy(), dtype=bool)
+    if not na.any():
+        return
+    counts = na.sum(axis=0)
+    cols = np.flatnonzero(counts)
+    names = ", ".join(f"{X.columns[j]!r} ({int(counts[j])} row{'s' if counts[j] > 1 else ''})" for j in cols[:5])
+    more = f" and {cols.size - 5} more" if cols.size > 5 else ""
+    hint = "pass missing='ignore' to leave them out, or impute them" if can_ignore else "impute or drop them"
+    raise ValueError(
+        f"{who}: missing values (NaN or pd.NA) in column{'s' if cols.size > 1 else ''} {names}{more}; {hint}"
+    )
 
 
 def split(check, X, reset):

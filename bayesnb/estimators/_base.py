@@ -188,6 +188,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     def _input(self, X, reset):
         """``_check_X`` under the ``missing`` policy."""
         if isinstance(self.missing, str) and self.missing == "error":
+            # A DataFrame's NaN / pd.NA is refused naming its column (only DataFrames pay
+            # for this pass; arrays keep scikit-learn's own check).
+            _missing.refuse_frame_missing(X, self._model_name(), self._fits_missing())
             return self._check_X(X, reset=reset)
         _missing.check_missing(self.missing)
         return _missing.split(self._check_X, X, reset)

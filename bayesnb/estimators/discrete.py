@@ -420,7 +420,9 @@ class CategoricalNB(_DiscreteNB):
                     f"min_categories must be a positive int or an int array of shape ({X.shape[1]},), got {self.min_categories!r}"
                 )
             n_cat = np.maximum(n_cat, m)
-        self.n_categories_ = check_category_table(n_cat.astype(np.int64), type(self).__name__)
+        self.n_categories_ = check_category_table(
+            n_cat.astype(np.int64), type(self).__name__, n_classes=self.classes_.size, seen=seen, n_rows=X.shape[0]
+        )
         return self._family.stats(X, y_index, self.classes_.size, sample_weight, mask=mask, **self._stats_options())
 
     def _stats_options(self):

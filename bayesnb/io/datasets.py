@@ -20,6 +20,7 @@ __all__ = [
     "load_digits_counts",
     "read_labelled_text",
     "read_table",
+    "read_arff",
     "read_20newsgroups_bydate",
     "read_categorical_table",
 ]
@@ -56,7 +57,7 @@ def _require_file(path):
     return path
 
 
-def read_labelled_text(path, sep="\t", encoding="utf-8"):
+def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_bytes=None):
     """Read a file of ``label<sep>text`` lines (e.g. the SMS Spam Collection).
 
     Parameters
@@ -64,6 +65,9 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
     path : str or Path
     sep : str, default TAB
     encoding : str, default "utf-8"
+    max_rows, max_bytes : int, optional
+        Refuse a file of more labelled lines, or of more bytes (checked before reading);
+        defaults ``MAX_ROWS`` and ``MAX_BYTES``, as for :func:`read_table`.
 
     Returns
     -------
@@ -90,6 +94,8 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
     import codecs
 
     path = _require_file(path)
+    max_rows = MAX_ROWS if max_rows is None else max_rows
+    _check_size(path, MAX_BYTES if max_bytes is None else max_bytes)
     texts, labels = [], []
     if codecs.lookup(encoding).name == "utf-8":
         encoding = "utf-8-sig"  # a byte order mark is not part of the first label
@@ -104,13 +110,25 @@ def read_labelled_text(path, sep="\t", encoding="utf-8"):
                 label, found, text = line.partition(sep)
                 if not found or not label.strip():
                     raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
+                if len(labels) == max_rows:
+                    raise ValueError(f"{path}, line {number}: more than {max_rows:,} rows, the limit (read_table's max_rows)")
                 labels.append(label.strip())
                 texts.append(text)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
     if not labels:
         raise ValueError(f"{path} holds no labelled lines")
-    return texts, np.asarray(labels)
+    return texts, _column_array(labels)
+
+
+def _check_size(path, max_bytes):
+    """Refuse a file of more than ``max_bytes`` bytes before reading it."""
+    size = path.stat().st_size
+    if size > max_bytes:
+        raise ValueError(
+            f"{path}: {size:,} bytes, more than the limit of {max_bytes:,} (read_table's max_bytes; "
+            "the rows are held in memory as text)"
+        )
 
 
 def read_20newsgroups_bydate(path, subset="train", categories=None):
@@ -189,6 +207,10 @@ def read_categorical_table(path, label_column=0, sep=","):
 #: naming the bound; pass larger values for a trusted file).
 MAX_COLUMNS = 100_000
 MAX_FIELD_CHARS = 2**24
+#: A file is held in memory as Python strings (several times its size on disk), so its
+#: size is checked before it is opened and its rows while it is read.
+MAX_BYTES = 256 * 2**20
+MAX_ROWS = 1_000_000
 
 
 class Table(NamedTuple):
@@ -200,12 +222,20 @@ class Table(NamedTuple):
     columns : list of str
         Column names (from the header, or "0", "1", ... without one).
     values : list of ndarray of str
-        One array per column, shape (n_rows,), values stripped of surrounding blanks.
+        One array per column, shape (n_rows,), values stripped of surrounding blanks
+        (``str`` objects in an object array where a fixed-width array would be more than
+        8 times the column's text).
     lines : int ndarray of shape (n_rows,)
         Line number (1-based) of each row in the file, for error messages.
     positions : dict, optional
         ``{name: position}`` of the columns (built from ``columns`` when absent), so that
         looking a column up costs the same for a file of 10 or 100,000 columns.
+    types : dict, optional
+        ``{name: "numeric" | "nominal" | "string"}`` where the file declares the
+        columns' types (ARFF); None for CSV/TSV.
+    categories : dict, optional
+        ``{name: [value, ...]}``, the declared values of the nominal columns (ARFF), in
+        the declared order; a missing value is ``"?"`` (``ARFF_MISSING``).
     """
 
     path: str
@@ -213,6 +243,8 @@ class Table(NamedTuple):
     values: list
     lines: np.ndarray
     positions: dict | None = None
+    types: dict | None = None
+    categories: dict | None = None
 
     @property
     def n_rows(self):
@@ -282,7 +314,35 @@ def _blank(row):
     return not any(field.strip() for field in row)
 
 
-def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX_COLUMNS, max_field_chars=MAX_FIELD_CHARS):
+def _column_array(values):
+    """One column as an array of str: fixed-width, or of objects where that would be huge.
+
+    NumPy's fixed-width strings take 4 bytes per character of the *longest* value for
+    every row: one text of 2 million characters among 20,000 short ones made a 149 GiB
+    array from a 2 MB file. Where the fixed width would be more than 8 times the text
+    itself, the column is an object array of the same ``str`` values (memory in
+    proportion to the text).
+    """
+    longest = max(map(len, values), default=0)
+    total = sum(map(len, values))
+    if longest * len(values) > 8 * total + 2**20:
+        out = np.empty(len(values), dtype=object)
+        out[:] = values
+        return out
+    return np.asarray(values, dtype=str)
+
+
+def read_table(
+    path,
+    *,
+    sep=None,
+    header=True,
+    encoding="utf-8",
+    max_columns=MAX_COLUMNS,
+    max_field_chars=MAX_FIELD_CHARS,
+    max_rows=MAX_ROWS,
+    max_bytes=MAX_BYTES,
+):
     """Read a CSV/TSV file of labelled rows (a user's data for ``bayesnb fit``).
 
     Records are split only on ``\\n`` and ``\\r\\n`` (and a lone ``\\r``), as by the
@@ -306,6 +366,11 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         Refuse a file with more columns.
     max_field_chars : int, default 2**24
         Refuse a field longer than this (quoted fields may span lines).
+    max_rows : int, default 1,000,000
+        Refuse a file with more data rows (counted while reading, which stops there).
+    max_bytes : int, default 256 MiB
+        Refuse a larger file before reading it: the rows are held in memory as Python
+        strings, several times the file's size.
 
     Returns
     -------
@@ -317,9 +382,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         If the file does not exist.
     ValueError
         If it is not text in ``encoding``, holds no rows, has duplicate or empty column
-        names, more than ``max_columns`` columns, a field longer than
-        ``max_field_chars``, or a row whose number of fields differs from the header's
-        (the message names the line).
+        names, more than ``max_columns`` columns or ``max_rows`` rows, more than
+        ``max_bytes`` bytes, a field longer than ``max_field_chars``, or a row whose
+        number of fields differs from the header's (the message names the line).
 
     Examples
     --------
@@ -338,7 +403,9 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         raise ValueError(f"sep must be a single character, got {sep!r}")
     if codecs.lookup(encoding).name == "utf-8":
         encoding = "utf-8-sig"  # drops a byte order mark, which would otherwise prefix the first name
+    _check_size(path, max_bytes)
     rows, numbers = [], []
+    limit_rows = max_rows + (1 if header else 0)
     previous_limit = csv.field_size_limit()
     line_num = 0
     try:
@@ -379,6 +446,10 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
                     raise ValueError(
                         f"{path}, line {line_num}: {len(row)} fields, expected {width} (separator {sep_name})"
                     )
+                if len(rows) == limit_rows:
+                    raise ValueError(
+                        f"{path}, line {line_num}: more than {max_rows:,} rows, the limit (read_table's max_rows)"
+                    )
                 rows.append([field.strip() for field in row])
                 numbers.append(line_num)
     except csv.Error as exc:
@@ -414,5 +485,190 @@ def read_table(path, *, sep=None, header=True, encoding="utf-8", max_columns=MAX
         positions = {name: j for j, name in enumerate(names)}
     if not rows:
         raise ValueError(f"{path} holds a header but no rows")
-    values = [np.asarray(col, dtype=str) for col in zip(*rows)]
+    values = [_column_array(col) for col in zip(*rows)]
     return Table(str(path), list(names), values, np.asarray(numbers, dtype=np.int64), positions)
+
+
+# ----------------------------------------------------------------------------- ARFF
+
+#: How an ARFF file writes a missing value (unquoted).
+ARFF_MISSING = "?"
+_ARFF_NUMERIC = ("numeric", "real", "integer")
+
+
+def _arff_split(text, path, line_num, sep=","):
+    """Fields of one ARFF line: ``sep``-separated, each optionally quoted with ' or "."""
+    fields, i, n = [], 0, len(text)
+    while True:
+        while i < n and text[i] in " \t":
+            i += 1
+        if i < n and text[i] in "'\"":
+            quote, i, chars = text[i], i + 1, []
+            while i < n and text[i] != quote:
+                if text[i] == "\\" and i + 1 < n:
+                    i += 1
+                chars.append(text[i])
+                i += 1
+            if i >= n:
+                raise ValueError(f"{path}, line {line_num}: unbalanced quote {quote}")
+            i += 1
+            # A quoted value is never the missing marker: '?' is the text "?".
+            fields.append(("".join(chars), True))
+            while i < n and text[i] in " \t":
+                i += 1
+        else:
+            j = text.find(sep, i)
+            j = n if j < 0 else j
+            fields.append((text[i:j].strip(), False))
+            i = j
+        if i >= n:
+            return fields
+        if text[i] != sep:
+            raise ValueError(f"{path}, line {line_num}: expected {sep!r} after a quoted value")
+        i += 1
+
+
+def _arff_attribute(rest, path, line_num):
+    """``(name, type, nominal values or None)`` of the text after ``@attribute``."""
+    rest = rest.strip()
+    if rest[:1] in ("'", '"'):
+        end = rest.find(rest[0], 1)
+        if end < 0:
+            raise ValueError(f"{path}, line {line_num}: unbalanced quote in an attribute name")
+        name, kind = rest[1:end], rest[end + 1 :].strip()
+    else:
+        parts = rest.split(None, 1)
+        if len(parts) != 2:
+            raise ValueError(f"{path}, line {line_num}: '@attribute NAME TYPE' expected")
+        name, kind = parts
+    if kind.startswith("{"):
+        if not kind.endswith("}"):
+            raise ValueError(f"{path}, line {line_num}: a nominal type must end with '}}'")
+        values = [v for v, _ in _arff_split(kind[1:-1], path, line_num)] if kind[1:-1].strip() else []
+        if not values or len(set(values)) != len(values):
+            raise ValueError(f"{path}, line {line_num}: attribute {name!r} needs distinct nominal values")
+        return name, "nominal", values
+    lowered = kind.lower()
+    if lowered in _ARFF_NUMERIC:
+        return name, "numeric", None
+    if lowered == "string":
+        return name, "string", None
+    raise ValueError(
+        f"{path}, line {line_num}: attribute {name!r} has type {kind!r}; bayesnb reads numeric, "
+        "nominal and string attributes (convert dates to numbers)"
+    )
+
+
+def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_ROWS, max_bytes=MAX_BYTES):
+    r"""Read a (dense) ARFF file, as Weka and OpenML write them, into a :class:`Table`.
+
+    The header's ``@attribute`` lines give the columns, their types (``numeric``,
+    ``real``, ``integer``; nominal ``{a, b, ...}``; ``string``) and the nominal values,
+    kept in ``Table.types`` and ``Table.categories``. ``%`` starts a comment line; names
+    and values may be quoted with ``'`` or ``"``. An unquoted ``?`` is a missing value and
+    is kept as the string ``"?"`` (``ARFF_MISSING``): what to do with it is the
+    caller's choice. Every other value is checked against its declared type.
+
+    Parameters
+    ----------
+    path : str or Path
+    encoding : str, default "utf-8"
+    max_columns, max_rows, max_bytes : int
+        Bounds as for :func:`read_table`.
+
+    Returns
+    -------
+    Table
+
+    Raises
+    ------
+    ValueError
+        If the header is malformed, an attribute has another type (date, relational),
+        the data are in sparse ARFF form, a row has the wrong number of values, a nominal
+        value is not declared or a numeric one is not a number (the message names the
+        line), or a bound is exceeded.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".arff", delete=False)
+    >>> _ = f.write("@relation r\n@attribute a {x, y}\n@attribute b numeric\n@attribute c {p, q}\n"
+    ...             "@data\nx, 1.5, p\ny, ?, 'q'\n"); f.close()
+    >>> t = read_arff(f.name); os.unlink(f.name)
+    >>> t.columns, t.types, t.column("b").tolist(), t.categories["c"]
+    (['a', 'b', 'c'], {'a': 'nominal', 'b': 'numeric', 'c': 'nominal'}, ['1.5', '?'], ['p', 'q'])
+    """
+    import codecs
+
+    path = _require_file(path)
+    _check_size(path, max_bytes)
+    if codecs.lookup(encoding).name == "utf-8":
+        encoding = "utf-8-sig"
+    names, types, categories = [], {}, {}
+    rows, numbers = [], []
+    in_data = False
+    try:
+        with path.open(encoding=encoding, newline=None) as fh:
+            for line_num, line in enumerate(fh, start=1):
+                text = line.strip()
+                if not text or text.startswith("%"):
+                    continue
+                if not in_data:
+                    keyword, _, rest = text.partition(" ")
+                    keyword = keyword.lower()
+                    if keyword == "@relation":
+                        continue
+                    if keyword == "@attribute":
+                        name, kind, values = _arff_attribute(rest.replace("\t", " "), path, line_num)
+                        if name in types:
+                            raise ValueError(f"{path}, line {line_num}: attribute {name!r} declared twice")
+                        if len(names) == max_columns:
+                            raise ValueError(f"{path}, line {line_num}: more than {max_columns:,} attributes, the limit")
+                        names.append(name)
+                        types[name] = kind
+                        if values is not None:
+                            categories[name] = values
+                        continue
+                    if keyword == "@data":
+                        if not names:
+                            raise ValueError(f"{path}, line {line_num}: @data before any @attribute")
+                        in_data = True
+                        continue
+                    raise ValueError(f"{path}, line {line_num}: expected @relation, @attribute or @data, got {text[:40]!r}")
+                if text.startswith("{"):
+                    raise ValueError(f"{path}, line {line_num}: sparse ARFF rows are not supported; write the file dense")
+                fields = _arff_split(text, path, line_num)
+                if len(fields) != len(names):
+                    raise ValueError(f"{path}, line {line_num}: {len(fields)} values, expected {len(names)} (one per @attribute)")
+                if len(rows) == max_rows:
+                    raise ValueError(f"{path}, line {line_num}: more than {max_rows:,} rows, the limit (read_table's max_rows)")
+                row = []
+                for (value, quoted), name in zip(fields, names):
+                    if not quoted and value == ARFF_MISSING:
+                        row.append(ARFF_MISSING)
+                        continue
+                    kind = types[name]
+                    if kind == "numeric":
+                        try:
+                            float(value)
+                        except ValueError:
+                            raise ValueError(
+                                f"{path}, line {line_num}: attribute {name!r} is numeric, got {value!r}"
+                            ) from None
+                    elif kind == "nominal" and value not in categories[name]:
+                        raise ValueError(
+                            f"{path}, line {line_num}: {value!r} is not a declared value of attribute {name!r} "
+                            f"({', '.join(categories[name][:10])})"
+                        )
+                    row.append(value)
+                rows.append(row)
+                numbers.append(line_num)
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
+    if not in_data:
+        raise ValueError(f"{path}: no @data section (not an ARFF file?)")
+    if not rows:
+        raise ValueError(f"{path} holds no data rows")
+    values = [_column_array(list(col)) for col in zip(*rows)]
+    positions = {name: j for j, name in enumerate(names)}
+    return Table(str(path), names, values, np.asarray(numbers, dtype=np.int64), positions, types, categories)

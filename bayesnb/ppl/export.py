@@ -22,6 +22,10 @@ Variables (names of the numpyro model's sites, see :mod:`bayesnb.ppl.models`):
 
 In a :class:`~bayesnb.MixedNB` every block's variables and feature dims carry the block
 name: ``gaussian__loc`` with dims (class, gaussian__feature).
+
+A categorical block's category labels (a MixedNB's ``categories_``, e.g. the strings of a
+DataFrame column; else the codes) are the 2-d coordinate ``category_label`` on
+(feature, category), ``""`` on padding (see :func:`category_labels`).
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from bayesnb.core._validation import check_n_draws
 from bayesnb.core.families._rows import generator
 from bayesnb.ppl import models
 
-__all__ = ["to_inference_data", "coords_of", "parameter_draws", "scalar_labels", "scalar_mask"]
+__all__ = ["to_inference_data", "coords_of", "category_labels", "parameter_draws", "scalar_labels", "scalar_mask"]
 
 
 def _feature_names(estimator, feature_names=None):
@@ -86,6 +90,56 @@ def coords_of(estimator, feature_names=None):
         for dim, values in spec.coords().items():
             coords[f"{prefix}{dim}"] = list(values)
     return coords
+
+
+def category_labels(estimator):
+    """The label of every (feature, category) cell of the categorical blocks, for arviz.
+
+    The ``category`` dim holds codes ``0 .. max K_j - 1`` shared by the features of a
+    block (the padded layout of ``feature_probs``), so the labels, which differ from
+    feature to feature, are a 2-d coordinate ``category_label`` (``<block>__category_label``
+    in a MixedNB) on (feature, category): the fitted category values where the estimator
+    knows them (a MixedNB fitted on a DataFrame: its ``categories_``), else the codes,
+    and ``""`` on the padding past a feature's number of categories.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+
+    Returns
+    -------
+    dict of coordinate name -> ((feature dim, category dim), str ndarray of shape (n_features, n_codes))
+    """
+    known = getattr(estimator, "categories_", None)
+    known = known if isinstance(known, dict) else {}
+    out = {}
+    for name, est, idx, spec in models.block_specs(estimator):
+        codes = spec.coords().get("category")
+        if codes is None:
+            continue
+        prefix = f"{name}__" if name else ""
+        columns = range(est.n_features_in_) if idx is None else [int(j) for j in idx]
+        counts = np.asarray(getattr(est, "n_categories_", [len(codes)] * len(columns)))
+        labels = np.full((len(columns), len(codes)), "", dtype=object)
+        for k, j in enumerate(columns):
+            values = known.get(j)
+            for c in range(min(int(counts[k]), len(codes))):
+                labels[k, c] = str(values[c]) if values is not None and c < len(values) else str(codes[c])
+        out[f"{prefix}category_label"] = ((f"{prefix}feature", f"{prefix}category"), labels.astype(str))
+    return out
+
+
+def _with_category_labels(idata, estimator):
+    """``idata`` with :func:`category_labels` on every group that has both of its dims."""
+    labels = category_labels(estimator)
+    if not labels:
+        return idata
+    for group in idata.groups():
+        ds = getattr(idata, group)
+        extra = {k: v for k, v in labels.items() if all(d in ds.dims for d in v[0])}
+        if extra:
+            setattr(idata, group, ds.assign_coords(extra))
+    return idata
 
 
 def scalar_labels(name, dims, coords, shape):
@@ -193,7 +247,12 @@ def to_inference_data(
       ``posterior_predictive`` ``y``: a label drawn from
       :math:`p(y \mid x_i, \theta, \pi)` for every row and draw. With
       ``missing="ignore"`` an unobserved entry is NaN in ``observed_data`` and left out
-      of the row's likelihood (as in the estimator's own predictions).
+      of the row's likelihood (as in the estimator's own predictions). Beside ``xy``,
+      ``log_likelihood`` holds ``y``, the conditional
+      :math:`\log p(y_i \mid x_i, \theta, \pi)` (the log of the class probability of
+      the row's label under the draw): the likelihood of a classifier, whose LOO is
+      ``az.loo(idata, var_name="y")`` (``var_name="xy"`` for the generative model's;
+      arviz asks for the name when a group holds two).
     * A tempered estimator (``temperature_`` :math:`T \ne 1`): ``predictions`` are
       tempered like its ``predict_proba``; ``log_likelihood`` and ``posterior_predictive``
       stay those of the model as written (tempering is a device on the class
@@ -261,16 +320,19 @@ def to_inference_data(
         n = y_index.shape[0]
         rows = np.arange(n)
         loglik = np.empty((total, n))
+        conditional = np.empty((total, n))
         replicated = np.empty((total, n), dtype=np.int64)
         rng = generator(key_rep)
         for start, stop, lj in _joint_draws(estimator, log_class, params, checked):
             loglik[start:stop] = lj[:, rows, y_index]
-            proba = np.exp(log_normalize(lj, log_class[start:stop, None, :])[0])
+            log_proba = log_normalize(lj, log_class[start:stop, None, :])[0]
+            conditional[start:stop] = log_proba[:, rows, y_index]
+            proba = np.exp(log_proba)
             u = rng.random((stop - start, n))[..., None] * proba.sum(axis=-1, keepdims=True)
             replicated[start:stop] = (np.cumsum(proba, axis=-1) <= u).sum(axis=-1)
         labels = estimator.classes_
         groups["observed_data"] = {"y": np.asarray(labels[y_index]), **observed}
-        groups["log_likelihood"] = _chains({"xy": loglik}, n_chains, n_draws)
+        groups["log_likelihood"] = _chains({"xy": loglik, "y": conditional}, n_chains, n_draws)
         groups["posterior_predictive"] = _chains({"y": labels[np.minimum(replicated, labels.size - 1)]}, n_chains, n_draws)
         dims.update({"y": ("data",), "xy": ("data",)})
         for var in observed:
@@ -299,4 +361,4 @@ def to_inference_data(
         "estimator": type(estimator).__name__,
     }
     dims = {k: list(v) for k, v in dims.items()}
-    return az.from_dict(**groups, coords=coords, dims=dims, attrs=attrs)
+    return _with_category_labels(az.from_dict(**groups, coords=coords, dims=dims, attrs=attrs), estimator)

@@ -304,20 +304,32 @@ def fit(estimator, X, y=None, sample_weight=None, *, classes=None, split_every=8
 # ----------------------------------------------------------------------------- predict
 
 
+def _predict_rows(estimator, method, X):
+    """``estimator.<method>(X)``, where a block of 0 rows gives an empty result of the right shape.
+
+    Dask arrays and DataFrames may hold empty chunks (after filtering, or a chunking such
+    as ``(5, 0, 15)``); the estimators refuse an input with no rows, as scikit-learn does,
+    so such a block is answered here: shape (0,) of the classes' dtype for ``predict``,
+    (0, n_classes) float64 otherwise.
+    """
+    if X.shape[0] == 0:
+        if method == "predict":
+            return estimator.classes_[:0]
+        return np.empty((0, estimator.classes_.size), dtype=np.float64)
+    return getattr(estimator, method)(X)
+
+
 def _apply(block, estimator, method):
     if isinstance(block, (tuple, list)):  # a Bag element (X, y[, w]): predict on its X
         block = block[0]
-    return getattr(estimator, method)(block)
+    return _predict_rows(estimator, method, block)
 
 
 def _apply_frame(frame, estimator, method, drop):
     import pandas as pd
 
     features = frame.drop(columns=drop) if drop else frame
-    if len(features) == 0:
-        values = np.empty((0, estimator.classes_.size)) if method != "predict" else estimator.classes_[:0]
-    else:
-        values = getattr(estimator, method)(features)
+    values = _predict_rows(estimator, method, features)
     if method == "predict":
         return pd.Series(values, index=frame.index, name="prediction")
     return pd.DataFrame(values, index=frame.index, columns=list(estimator.classes_))

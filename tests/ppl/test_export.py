@@ -43,9 +43,9 @@ def test_inference_data_groups_dims_coords_and_arviz(name):
     # arviz runs on it: summary (every free scalar), PSIS-LOO and WAIC.
     summary = az.summary(idata, kind="stats")
     assert np.isfinite(summary["mean"]).sum() > 0
-    loo = az.loo(idata, pointwise=True)
+    loo = az.loo(idata, pointwise=True, var_name="xy")
     assert np.isfinite(loo.elpd_loo) and loo.loo_i.shape == (len(case.y),)
-    assert np.isfinite(az.waic(idata).elpd_waic)
+    assert np.isfinite(az.waic(idata, var_name="xy").elpd_waic)
     pred = idata.predictions["class_proba"]
     assert pred.dims == ("chain", "draw", "new_data", "class")
     assert_allclose(pred.sum("class"), 1.0, rtol=1e-12)
@@ -124,7 +124,7 @@ def test_loo_of_the_exact_draws_is_close_to_the_exact_leave_one_out():
     """PSIS-LOO on the iid draws against the exact leave-one-out predictive of the closed form."""
     case = fitted("bernoulli")
     est, X, y = case.estimator, case.X, case.y
-    loo = az.loo(est.to_inference_data(4000, random_state=0, X=X, y=y), pointwise=True)
+    loo = az.loo(est.to_inference_data(4000, random_state=0, X=X, y=y), pointwise=True, var_name="xy")
     exact = []
     for i in range(len(y)):
         keep = np.arange(len(y)) != i
@@ -184,4 +184,4 @@ def test_unobserved_entries_are_nan_in_the_data_and_left_out_of_the_likelihood()
                         rtol=1e-9)
     # A row with nothing observed gets the class proportions of the draw.
     assert_allclose(idata.predictions["class_proba"].values[0, :, 1], post["class_probs"].values[0], rtol=1e-12)
-    assert np.isfinite(az.loo(idata).elpd_loo) and observed.sum() < X.size
+    assert np.isfinite(az.loo(idata, var_name="xy").elpd_loo) and observed.sum() < X.size

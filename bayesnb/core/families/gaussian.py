@@ -461,7 +461,7 @@ def predictive_params(post):
     a = np.asarray(post.concentration, dtype=np.float64)
     k = np.asarray(post.kappa, dtype=np.float64)
     b = np.asarray(post.rate, dtype=np.float64)
-    return 2.0 * a, np.asarray(post.loc, dtype=np.float64), np.sqrt(b * (k + 1.0) / (a * k))
+    return 2.0 * a, np.asarray(post.loc, dtype=np.float64), np.sqrt((b / a) * ((k + 1.0) / k))
 
 
 # ----------------------------------------------------------------------------- row kernels
@@ -704,7 +704,7 @@ def log_predictive(post, X):
     b = np.asarray(post.rate, dtype=np.float64)
     loc = np.asarray(post.loc, dtype=np.float64)
     n_classes, n_features = loc.shape
-    args = (loc, k / (2.0 * b * (k + 1.0)), a + 0.5, _student_const(post))
+    args = (loc, (k / (k + 1.0)) / (2.0 * b), a + 0.5, _student_const(post))
     out = _map_rows(_student_kernel, X, n_classes, args, n_classes * n_features, _T_CHUNK_ENTRIES)
     bad = ~np.all(np.isfinite(out), axis=1)
     if bad.any():
@@ -722,7 +722,7 @@ def _log_predictive_traced(post, X):
     X = dense_jax(X)
     a, k, b, loc = (jnp.asarray(f, dtype=jnp.float64) for f in (post.concentration, post.kappa, post.rate, post.loc))
     const = (log_rising_factorial(a, 0.5) - 0.5 * (jnp.log(2.0 * np.pi * b) + jnp.log1p(1.0 / k))).sum(axis=1)
-    return _student_kernel_safe(X, loc, k / (2.0 * b * (k + 1.0)), a + 0.5, const, jnp)
+    return _student_kernel_safe(X, loc, (k / (k + 1.0)) / (2.0 * b), a + 0.5, const, jnp)
 
 
 # ----------------------------------------------------------------------------- evidence, draws

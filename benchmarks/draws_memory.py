@@ -1,0 +1,126 @@
+"""Time and peak memory of posterior draws and credible intervals on a long sparse corpus.
+
+Issue 19 measured ``predict_proba_draws(n_draws=1000)`` on a 20,000 x 50,000 CSR matrix
+(1,000,000 stored counts, 2 classes) at 47 s and +1.5 GB of RSS beyond its 305 MiB
+result, and ``predict_proba_interval`` at 515 s and +1.36 GB for a 1 MiB result, while
+the README promises temporaries bounded by 32 MiB (``CHUNK_ENTRIES``). This script (and
+the ``draws_memory`` section of ``run_all.py``) measures, on that shape:
+
+* time: the median of the repeats, and its ratio to one scikit-learn ``predict_proba``
+  call on the same matrix measured in the same run, interleaved (``sk/bn`` as in the
+  rest of the suite; the cost of ``n_draws`` draws against one plug-in prediction), and
+  the cost per draw in plug-in predictions;
+* memory: the ``tracemalloc`` peak of one call (Python-level allocations, NumPy buffers
+  included) and the increase of the RSS high-water mark (everything, XLA buffers and
+  SciPy scratch included, Linux), each minus the size of the result: the temporaries,
+  to compare with the documented bound.
+
+Usage, from the repository root::
+
+    python benchmarks/draws_memory.py            # 20,000 x 50,000, n_draws=1000
+    python benchmarks/draws_memory.py --quick    # 5,000 x 20,000, n_draws=200
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import numpy as np
+import scipy.sparse as sp
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from suite import Row, memory, section, timed  # noqa: E402
+
+
+def corpus(n_docs, n_words, nnz, seed=0):
+    """A CSR matrix of ``nnz`` stored counts (Zipf words, two classes with shifted words)."""
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n_docs)
+    keys = np.empty(0, dtype=np.int64)
+    while keys.size < nnz:  # distinct (row, word) pairs: nnz stored entries exactly
+        rows = rng.integers(0, n_docs, nnz)
+        ranks = np.minimum((rng.pareto(0.8, nnz) * 50).astype(np.int64), n_words - 1)
+        cols = np.where(y[rows] == 1, (ranks + 7) % n_words, ranks)
+        keys = np.unique(np.concatenate([keys, rows.astype(np.int64) * n_words + cols]))
+    keys = np.sort(rng.choice(keys, nnz, replace=False))
+    rows, cols = np.divmod(keys, n_words)
+    X = sp.csr_matrix((rng.integers(1, 4, nnz).astype(np.float64), (rows, cols)), shape=(n_docs, n_words))
+    return X, y
+
+
+def sizes(quick):
+    return (5_000, 20_000, 250_000, 200) if quick else (20_000, 50_000, 1_000_000, 1000)
+
+
+def measure(ctx):
+    """The rows of the section: draws and intervals, time and memory against the result size."""
+    from sklearn.naive_bayes import MultinomialNB as SkMultinomialNB
+
+    import bayesnb
+    from bayesnb.analysis.uncertainty import CHUNK_ENTRIES
+
+    n_docs, n_words, nnz, n_draws = sizes(ctx.quick)
+    X, y = corpus(n_docs, n_words, nnz)
+    sk = SkMultinomialNB().fit(X, y)
+    bn = bayesnb.MultinomialNB().fit(X, y)
+    data = f"{n_docs // 1000}k x {n_words // 1000}k"
+    bound_mib = CHUNK_ENTRIES * 8 / 2**20
+    rows = []
+    cases = (
+        (
+            f"predict_proba_draws({n_draws})",
+            lambda: bn.predict_proba_draws(X, n_draws=n_draws, random_state=0),
+            n_draws * n_docs * 2 * 8 / 2**20,
+        ),
+        (
+            f"predict_proba_interval(0.9, {n_draws})",
+            lambda: bn.predict_proba_interval(X, 0.9, n_draws=n_draws, random_state=0),
+            2 * n_docs * 2 * 8 / 2**20,
+        ),
+    )
+    for operation, fn, result_mib in cases:
+        t = timed(lambda: sk.predict_proba(X), fn, ctx.repeat)
+        mem = memory(ctx, lambda: sk.predict_proba(X), fn)
+        per_draw = t["bn"] / n_draws / t["sk"]
+        note = (
+            f"{X.nnz:,} stored counts, 2 classes; result {result_mib:.1f} MiB; "
+            f"bayesnb {t['bn']:.2f}s = {per_draw:.2f} sklearn predict_proba calls per draw"
+        )
+        if mem is not None:
+            (_, _), (peak, rss) = mem
+            extra = f"; temporaries beyond the result: tracemalloc {peak - result_mib:.1f} MiB"
+            if rss is not None:
+                extra += f", RSS high-water {rss - result_mib:.1f} MiB"
+            note += extra + f" (documented bound {bound_mib:.0f} MiB)"
+        print(f"  {operation}: {note}", flush=True)
+        rows.append(Row("draws_memory", data, "MultinomialNB", operation, t, mem, note))
+    return rows
+
+
+@section("draws_memory", "predict_proba_draws / predict_proba_interval on a long sparse corpus: time and peak memory")
+def draws_memory(ctx):
+    return measure(ctx)
+
+
+def main(argv=None):
+    import suite
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="5,000 x 20,000 and 200 draws")
+    parser.add_argument("--repeat", type=int, default=None, help="timed calls after the first (default 3; 1 with --quick)")
+    args = parser.parse_args(argv)
+    repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
+    ctx = suite.Context(quick=args.quick, repeat=repeat)
+    rows = measure(ctx)
+    print()
+    suite.print_table(rows)
+    for r in rows:
+        print(f"note ({r.operation}): {r.note}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
