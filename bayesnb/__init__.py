@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from bayesnb import _legacy
 from bayesnb._version import __version__
 from bayesnb.analysis.comparison import compare
+from bayesnb.analysis.elpd import loo
 from bayesnb.estimators import (
     BernoulliNB,
     CategoricalNB,
@@ -47,6 +48,7 @@ __all__ = [
     "__version__",
     "compare",
     "load",
+    "loo",
 ]
 
 
