@@ -10,6 +10,7 @@ from bayesnb import _legacy
 from bayesnb._version import __version__
 from bayesnb.analysis.comparison import compare
 from bayesnb.analysis.elpd import loo
+from bayesnb.analysis.ppc import ppc
 from bayesnb.estimators import (
     BernoulliNB,
     CategoricalNB,
@@ -49,6 +50,7 @@ __all__ = [
     "compare",
     "load",
     "loo",
+    "ppc",
 ]
 
 

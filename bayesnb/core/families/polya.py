@@ -377,5 +377,7 @@ family = register(
         default_prior=default_prior,
         model=PolyaModel,
         log_evidence_offset=multinomial.family.log_evidence_offset,
+        # sample() draws a document's own theta_d: replicated corpora take one per row.
+        local_draws=True,
     )
 )
