@@ -26,9 +26,9 @@ never by which family it is:
 support       statistics (per class :math:`c`)
 ============  =========================================================================
 counts        ``feature_totals`` (:math:`T_{cj}`, shape (C, F)), ``length_dispersion``
-              (variance / mean of the row totals), ``count_dispersion`` (the counts'
-              pooled variance / mean over features, :math:`\sum_j s^2_{cj} / \sum_j
-              \bar x_{cj}`: 1 for Poisson counts, larger for bursty words),
+              (variance / mean of the row totals), ``count_dispersion`` (Pearson
+              dispersion of the counts given each row's total: about 1 for
+              multinomial counts, larger for bursty words),
               ``zero_share`` (share of zero counts), each shape (C,)
 binary        ``frequency``: share of ones per feature, (C, F)
 codes         ``category_frequency``: share of each category per feature, (C, F, K)
@@ -101,14 +101,34 @@ def length_dispersion(X, y_index, n_classes, observed=None):
 
 
 def count_dispersion(X, y_index, n_classes, observed=None):
-    r"""Pooled variance / mean of the counts of each class, :math:`\sum_j s^2_{cj} / \sum_j \bar x_{cj}`, (n_classes,).
+    r"""Pearson dispersion of each class's counts given the row totals, shape (n_classes,).
 
-    For Poisson (or multinomial counts with Poisson lengths) it is about 1; bursty
-    words (a word that occurs once in a document tends to occur again) make it larger.
+    .. math::
+
+        \phi_c = rac{1}{N_c (F_c - 1)} \sum_{i: y_i = c} \sum_{j: \hat p_{cj} > 0}
+            rac{(x_{ij} - n_i \hat p_{cj})^2}{n_i \hat p_{cj}},
+        \qquad \hat p_{cj} = rac{T_{cj}}{\sum_k T_{ck}},
+
+    over the :math:`N_c` rows of class :math:`c` with a positive total :math:`n_i`, and the
+    :math:`F_c` features it uses. Each row is centred on its own length, so the
+    statistic does not see how long the rows are: about 1 for multinomial counts given
+    the lengths, larger for bursty words (a word that occurs once in a document tends
+    to occur again; under a Dirichlet-multinomial with precision :math:`A` it is about
+    :math:`(ar n + A)/(1 + A)`).
     """
 
     def disp(rows):
-        return _ratio(np.nansum(np.nanvar(rows, axis=0, ddof=1)), np.nansum(np.nanmean(rows, axis=0))) if rows.shape[0] > 1 else np.nan
+        rows = np.where(np.isnan(rows), 0.0, rows)
+        n = rows.sum(axis=1)
+        rows, n = rows[n > 0], n[n > 0]
+        total = rows.sum(axis=0)
+        used = total > 0
+        if n.size < 2 or used.sum() < 2:
+            return np.nan
+        p = total[used] / total.sum()
+        # sum_j (x - n p)^2 / (n p) = sum_j x^2 / (n p) - n  (the x sum to n over the used features)
+        chi2 = np.sum((rows[:, used] ** 2 / p).sum(axis=1) / n - n)
+        return chi2 / (n.size * (used.sum() - 1))
 
     return _per_class(X, y_index, n_classes, disp)
 
@@ -227,10 +247,10 @@ def _observed(estimator, X):
     return out
 
 
-def _block_params(key, est, d, drawn, n_rows):
+def _block_params(key, est, d, drawn, y_index):
     """Parameters of replicate ``d`` of a block: its shared draw ``drawn[d]``, or one draw per row (``local_draws``, from ``key``)."""
     if drawn is None:
-        return jax.tree.map(np.asarray, est.family_.sample(key, est.posterior_, n_rows))
+        return est.family_.local_draws(key, est.posterior_, y_index)
     return jax.tree.map(lambda a: a[d], drawn)
 
 
@@ -241,7 +261,7 @@ def _replicates(key, estimator, y_index, n_draws, shape, unobserved):
     for k in jax.random.split(key, len(parts)):
         keys.append(tuple(jax.random.split(k)))  # (parameter draws, rows)
     drawn = [
-        None if est.family_.local_draws else _fitted.feature_draws(k_draw, est, n_draws)
+        None if est.family_.local_draws is not None else _fitted.feature_draws(k_draw, est, n_draws)
         for (_, est, _), (k_draw, _) in zip(parts, keys)
     ]
     # One split per block rather than a fold_in per replicate: JAX dispatch dominates small data.
@@ -250,7 +270,7 @@ def _replicates(key, estimator, y_index, n_draws, shape, unobserved):
     for d in range(n_draws):
         X = np.full(shape, np.nan)
         for b, ((_, est, cols), dr) in enumerate(zip(parts, drawn)):
-            params = _block_params(None if dr is not None else draw_keys[b][d], est, d, dr, shape[0])
+            params = _block_params(None if dr is not None else draw_keys[b][d], est, d, dr, y_index)
             rows = np.asarray(est.family_.simulate(row_keys[b][d], params, y_index, est.stats_))
             X[:, slice(None) if cols is None else cols] = rows
         X[unobserved] = np.nan
