@@ -495,6 +495,20 @@ def ppc(estimator, X, y, statistics=None, *, n_draws=500, random_state=None, kee
     ValueError
         If ``X`` and ``y`` do not fit the estimator, a statistic is unknown, or a
         callable's result changes shape between data sets.
+
+    Examples
+    --------
+    Counts whose spread no Poisson rate can produce (in each class half the rows 0, half 8):
+
+    >>> import numpy as np
+    >>> import bayesnb
+    >>> y = np.repeat([0, 1], 20)
+    >>> X = np.tile([[0], [8]], (20, 1))
+    >>> res = bayesnb.ppc(bayesnb.PoissonNB().fit(X, y), X, y, statistics=["length_dispersion"],
+    ...                   n_draws=200, random_state=0)
+    >>> res.observed["length_dispersion"].round(2).tolist(), res.p_value["length_dispersion"].tolist()
+    ([4.21, 4.21], [0.0, 0.0])
+    >>> ax = res.plot("length_dispersion")  # observed value over the replicated histogram
     """
     n_draws = check_n_draws(n_draws, "n_draws")
     Xobs = _observed(estimator, X)
