@@ -361,7 +361,9 @@ class PPCResult(NamedTuple):
         values = rep[(slice(None), *entry)]
         values = values[~np.isnan(values)]
         ax.hist(values, bins=bins, color="#1f77b4", alpha=0.7, label=f"replicated ({values.size})")
-        ax.axvline(obs[entry], color="#d62728", lw=2, label=f"observed (p = {p[entry]:.3g})")
+        # p = 0 from n replicates means p < 1/n, not an impossibility.
+        shown = f"p < {1 / values.size:.2g}" if p[entry] == 0 and values.size else f"p = {p[entry]:.3g}"
+        ax.axvline(obs[entry], color="#d62728", lw=2, label=f"observed ({shown})")
         ax.set_xlabel(statistic + (f" {list(entry)}" if entry else ""))
         ax.set_ylabel("replicated data sets")
         ax.legend(frameon=False)
