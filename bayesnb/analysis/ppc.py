@@ -472,7 +472,8 @@ def ppc(estimator, X, y, statistics=None, *, n_draws=500, random_state=None, kee
     estimator : fitted bayesnb estimator
         Any one-family estimator or :class:`~bayesnb.MixedNB`.
     X : array-like or sparse matrix of shape (n_samples, n_features)
-        The training rows.
+        The training rows (made dense, as every replicate is: for a large vocabulary,
+        check a subset of rows or columns).
     y : array-like of shape (n_samples,)
         Their labels (the replicates keep them).
     statistics : None, str, callable, sequence or dict, optional
