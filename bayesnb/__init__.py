@@ -9,6 +9,8 @@ from typing import TYPE_CHECKING
 from bayesnb import _legacy
 from bayesnb._version import __version__
 from bayesnb.analysis.comparison import compare
+from bayesnb.analysis.elpd import loo
+from bayesnb.analysis.ppc import ppc
 from bayesnb.estimators import (
     BernoulliNB,
     CategoricalNB,
@@ -47,6 +49,8 @@ __all__ = [
     "__version__",
     "compare",
     "load",
+    "loo",
+    "ppc",
 ]
 
 

@@ -40,7 +40,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bayesnb.core._x64 import x64
-from bayesnb.core.families import _dirichlet, _mask, multinomial
+from bayesnb.core.families import _dirichlet, _mask, _rows, multinomial
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import host, summed
 from bayesnb.core.stats import count_stats
@@ -288,6 +288,39 @@ def sample(key, dist, n):
     return multinomial.MultinomialParams(jnp.asarray(_dirichlet.sample_log(key, dist.concentration, n)))
 
 
+def local_draws(key, dist, y_index):
+    r"""Each row's own :math:`\theta_d \sim \mathrm{Dir}(\alpha_{y_d})`, as :class:`MultinomialParams`.
+
+    Drawn with numpy's Gamma sampler (many times faster than ``sample``'s JAX one for a
+    corpus of documents): :math:`\log G_j = \log G'_j + \log(U_j)/\alpha_j`, with
+    :math:`G'_j \sim \mathrm{Gamma}(\alpha_j + 1)` and :math:`U_j` uniform, is
+    :math:`\log` of a :math:`\mathrm{Gamma}(\alpha_j)` draw that stays finite for the
+    small concentrations of rare words, normalised with ``logsumexp``.
+
+    Parameters
+    ----------
+    key : jax.random key
+    dist : Polya
+    y_index : int array of shape (n_rows,)
+
+    Returns
+    -------
+    MultinomialParams
+        ``log_probs`` of shape (n_rows, n_classes, n_features): row ``d``'s
+        :math:`\log\theta_d` under every class index (a broadcast view; only the
+        row's own class is read by ``simulate``).
+    """
+    from scipy.special import logsumexp
+
+    conc = np.asarray(dist.concentration, dtype=np.float64)
+    alpha = conc[np.asarray(y_index, dtype=np.intp)]
+    rng = _rows.generator(key)
+    with np.errstate(divide="ignore"):
+        log_g = np.log(rng.gamma(alpha + 1.0)) + np.log(rng.random(alpha.shape)) / alpha
+    log_p = log_g - logsumexp(log_g, axis=1, keepdims=True)
+    return multinomial.MultinomialParams(np.broadcast_to(log_p[:, None, :], (alpha.shape[0],) + conc.shape))
+
+
 def _simulate(key, params, y_index, stats):
     # Token rows from a document's theta (one per row where params have a row axis);
     # lengths follow the training documents of each class, as for the multinomial.
@@ -374,5 +407,7 @@ family = register(
         default_prior=default_prior,
         model=PolyaModel,
         log_evidence_offset=multinomial.family.log_evidence_offset,
+        # sample() draws a document's own theta_d: replicated corpora take one per row.
+        local_draws=local_draws,
     )
 )

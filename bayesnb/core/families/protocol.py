@@ -102,6 +102,15 @@ log_density : callable ``(dist, params, raise_by=0.0) -> float`` or None
     ``raise_by=1``: its MAP is the posterior mean under ``dist``); a family without
     such concentrations refuses a non-zero ``raise_by`` with ``ValueError``. None: no
     density.
+local_draws : callable ``(key, dist, y_index) -> params`` or None
+    Where ``sample`` draws a *row's own* latent parameters rather than parameters
+    shared by all rows (the Pólya family: a new document's
+    :math:`\theta_d \sim \mathrm{Dir}(\alpha_c)`, while :math:`\alpha` itself is
+    fixed): one draw per row of ``y_index`` from its class's distribution in ``dist``,
+    as parameters with a leading row axis, shape (n_rows, n_classes, ...) (a broadcast
+    view is fine), for ``simulate``. A replicated data set from the posterior
+    predictive (:func:`bayesnb.analysis.ppc.ppc`) then takes one draw per row instead
+    of one draw for all rows. None (the default): parameters are shared by the rows.
 blocks : tuple of :class:`bayesnb.core.families.product.Block` or None
     Set only on a *product* of families over blocks of columns
     (:func:`bayesnb.core.families.product.product`, the family of a
@@ -191,6 +200,7 @@ class Family(NamedTuple):
     log_evidence_offset: Callable[..., Any] | None = None
     expected_log_likelihood: Callable[..., Any] | None = None
     log_density: Callable[..., Any] | None = None
+    local_draws: Callable[..., Any] | None = None
     blocks: tuple | None = None
 
     @property

@@ -1,0 +1,205 @@
+r"""Exact leave-one-out expected log predictive density, as an arviz ``ELPDData``.
+
+:func:`loo` turns the closed-form leave-one-out predictives of
+:mod:`bayesnb.analysis.loo` (every training row's sufficient statistics downdated out of
+``stats_``, the prior held at the fitted ``prior_``, no refit) into the object that
+``arviz.loo`` returns, so that ``arviz.compare`` ranks bayesnb models beside any other
+model whose pointwise leave-one-out log predictive densities are known:
+
+.. math::
+
+    \widehat{\mathrm{elpd}}_{\mathrm{loo}} = \sum_i \log p(y_i \mid x_i, D_{-i})
+    \quad\text{(``kind="conditional"``)}, \qquad
+    \sum_i \log p(x_i, y_i \mid D_{-i}) \quad\text{(``kind="joint"``)}.
+
+Nothing is estimated: where PSIS-LOO (``arviz.loo`` on posterior draws) approximates
+each term by importance sampling and flags rows whose Pareto :math:`\hat k` is large,
+these terms are exact (see the guide page "Exact leave-one-out and posterior predictive
+checks").
+
+Examples
+--------
+>>> import numpy as np
+>>> from bayesnb import MultinomialNB
+>>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1], [2, 2, 0], [0, 2, 2]])
+>>> y = np.array([0, 0, 1, 1, 0, 1])
+>>> clf = MultinomialNB().fit(X, y)
+>>> res = loo(clf, X, y)
+>>> res["loo_i"].shape, bool(np.isclose(res["elpd_loo"], res["loo_i"].sum()))
+((6,), True)
+>>> # the same as refitting without each row (the Dirichlet prior does not depend on the data)
+>>> refit = [MultinomialNB().fit(np.delete(X, i, 0), np.delete(y, i)).predict_log_proba(X[i:i + 1])[0, y[i]]
+...          for i in range(6)]
+>>> bool(np.allclose(res["loo_i"].values, refit, atol=1e-10))
+True
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from bayesnb.analysis import loo as _loo
+
+__all__ = ["KINDS", "elpd_data", "loo"]
+
+#: What each pointwise term predicts.
+KINDS = ("conditional", "joint")
+
+
+def elpd_data(pointwise, *, p_loo=np.nan, n_samples=0, dim="observation", coords=None):
+    r"""An arviz ``ELPDData`` (``az.loo``'s result, on the log scale) from pointwise values.
+
+    The builder shared by :func:`loo` and by callers that have leave-one-out log
+    predictive densities from elsewhere (e.g. brute-force refits of another classifier),
+    so that ``arviz.compare`` takes them all.
+
+    Parameters
+    ----------
+    pointwise : array-like of shape (n_data_points,)
+        :math:`\log p(\text{row}_i \mid D_{-i})`.
+    p_loo : float, optional
+        Effective number of parameters, :math:`\mathrm{lppd} - \widehat{\mathrm{elpd}}_{\mathrm{loo}}`
+        (NaN where unknown).
+    n_samples : int, optional
+        Posterior draws the values were computed from (0: closed form, no draws).
+    dim : str, optional
+        Name of the dimension of ``loo_i``.
+    coords : sequence of length n_data_points, optional
+        Its coordinates (default ``0 .. n-1``).
+
+    Returns
+    -------
+    arviz.ELPDData
+        Entries ``elpd_loo`` (the sum), ``se`` (:math:`\sqrt{n\,\mathrm{Var}(\text{loo}_i)}`,
+        as ``az.loo``), ``p_loo``, ``n_samples``, ``n_data_points``, ``warning`` (True
+        where a pointwise value is not finite: a row impossible under the model), ``loo_i``
+        (an ``xarray.DataArray``), ``scale`` (``"log"``).
+
+    Raises
+    ------
+    ValueError
+        If ``pointwise`` is not one-dimensional and non-empty, or holds NaN or +inf.
+    """
+    import xarray as xr
+    from arviz import ELPDData
+
+    values = np.asarray(pointwise, dtype=np.float64)
+    if values.ndim != 1 or values.size == 0:
+        raise ValueError(f"pointwise values must be a non-empty 1-d array, got shape {values.shape}")
+    if np.isnan(values).any() or np.isposinf(values).any():
+        bad = int(np.flatnonzero(np.isnan(values) | np.isposinf(values))[0])
+        raise ValueError(f"pointwise log predictive density {values[bad]} at row {bad} is not a log probability")
+    n = values.size
+    coords = np.arange(n) if coords is None else np.asarray(coords)
+    loo_i = xr.DataArray(values, dims=(dim,), coords={dim: coords}, name="loo_i")
+    finite = bool(np.isfinite(values).all())
+    with np.errstate(invalid="ignore"):
+        se = float(np.sqrt(n * np.var(values))) if finite else np.nan
+    return ELPDData(
+        data=[float(values.sum()), se, float(p_loo), int(n_samples), n, not finite, loo_i, "log"],
+        index=["elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i", "scale"],
+    )
+
+
+def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
+    r"""Exact leave-one-out of a fitted bayesnb estimator on its training data, as ``az.loo`` returns it.
+
+    Row :math:`i`'s statistics are removed from the fitted ``stats_`` (its whole weight,
+    where ``sample_weight`` was given) and its label and features are predicted by the
+    model fitted on the rest, :math:`D_{-i}`, with the prior held at the fitted
+    ``prior_`` (and the class Dirichlet at ``class_dirichlet_``), also where they were
+    built from the data or learned by their evidence: no refit, :math:`O(NF)` for the
+    families whose classes share no parameter (a downdate per row for a shared
+    covariance). The terms are those of :meth:`loo_terms <bayesnb.MultinomialNB.loo_terms>`
+    (:mod:`bayesnb.analysis.loo`) under the estimator's ``estimate``: with the default
+    ``"predictive"`` the exact posterior predictive, otherwise the plug-in of the point
+    estimate of the downdated posterior.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+        Any estimator with ``loo_terms`` (every family and :class:`~bayesnb.MixedNB`).
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+        The training rows (their statistics are in ``stats_``).
+    y : array-like of shape (n_samples,)
+        Their labels.
+    kind : {"conditional", "joint"}, default="conditional"
+        ``"conditional"``: :math:`\log p(y_i \mid x_i, D_{-i})`, the classifier's
+        leave-one-out log score (tempered by ``temperature_`` as ``predict_log_proba``
+        is); ``"joint"``: :math:`\log p(x_i, y_i \mid D_{-i})`, the generative model's
+        (untempered: the model as written; for the multinomial family the log
+        probability of the token sequence, as everywhere in bayesnb).
+    sample_weight : array-like of shape (n_samples,), optional
+        The weights the estimator was fitted with. Each row is left out whole; its
+        pointwise value is not multiplied by its weight (``elpd_loo`` sums rows, as
+        arviz does).
+
+    Returns
+    -------
+    arviz.ELPDData
+        ``elpd_loo``, ``se``, ``p_loo``, ``n_samples`` (0: closed form, no posterior
+        draws), ``n_data_points``, ``warning``, ``loo_i`` (``xarray.DataArray`` with dim
+        ``observation``, the rows of ``X``), ``scale`` ``"log"``. ``p_loo`` is
+        :math:`\sum_i \log p(\cdot_i \mid D) - \widehat{\mathrm{elpd}}_{\mathrm{loo}}`,
+        the in-sample predictive (same ``kind`` and ``estimate``) minus the leave-one-out
+        one, the effective number of parameters of Vehtari, Gelman & Gabry (2017).
+        ``warning`` is True where a row is impossible without itself (a ``-inf`` term,
+        e.g. an MLE that never saw the row's word in its class, or a row impossible
+        under every class); such a term is ``-inf``, not the class proportions that
+        ``predict`` falls back to, and ``se`` is then NaN.
+
+    Raises
+    ------
+    ValueError
+        If ``kind`` is unknown, or ``X``, ``y`` do not fit the estimator (see
+        ``loo_terms``).
+    TypeError
+        If ``estimator`` has no exact leave-one-out (no ``loo_terms``).
+
+    See Also
+    --------
+    bayesnb.analysis.loo : the downdate of the sufficient statistics.
+    elpd_data : the same object from pointwise values computed elsewhere.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import bayesnb
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(30, 2)) + np.repeat([[0, 0], [2, 1]], 15, axis=0)
+    >>> y = np.repeat([0, 1], 15)
+    >>> diag = bayesnb.loo(bayesnb.GaussianNB().fit(X, y), X, y)
+    >>> shared = bayesnb.loo(bayesnb.GaussianBayesClassifier(covariance="shared").fit(X, y), X, y)
+    >>> bool(diag["warning"]), diag["n_data_points"], diag["scale"]
+    (False, 30, 'log')
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+    if not callable(getattr(estimator, "loo_terms", None)):
+        raise TypeError(f"{type(estimator).__name__} has no exact leave-one-out (it has no loo_terms)")
+    terms = estimator.loo_terms(X, y, sample_weight=sample_weight)
+    rows = np.arange(terms.y_index.size)
+    if kind == "conditional":
+        temperature = float(getattr(estimator, "temperature_", 1.0))
+        pointwise = _loo.conditional(terms, temperature)
+        # conditional() gives a row impossible under every class its class proportions
+        # (predict's fallback); as a log score that row is impossible: -inf.
+        scores = terms.class_log + terms.feature_log / temperature
+        pointwise = np.where(np.isneginf(scores.max(axis=1)), -np.inf, pointwise)
+        with np.errstate(divide="ignore"):
+            in_sample = np.asarray(estimator.predict_log_proba(X), dtype=np.float64)[rows, terms.y_index]
+    else:
+        pointwise = _loo.joint(terms)
+        # predict_joint_log_proba divides the feature part by temperature_; the joint of the
+        # model as written multiplies it back.
+        class_log = np.asarray(estimator.class_log_prior_, dtype=np.float64)
+        tempered = np.asarray(estimator.predict_joint_log_proba(X), dtype=np.float64)[rows, terms.y_index]
+        cls = class_log[terms.y_index]
+        with np.errstate(invalid="ignore"):
+            in_sample = cls + (tempered - cls) * float(getattr(estimator, "temperature_", 1.0))
+    with np.errstate(invalid="ignore"):
+        p_loo = float(in_sample.sum() - pointwise.sum())
+    if not np.isfinite(p_loo):
+        p_loo = np.nan
+    coords = getattr(X, "index", None)
+    return elpd_data(pointwise, p_loo=p_loo, coords=None if coords is None else list(coords))
