@@ -21,7 +21,8 @@ from bayesnb.estimators import (
     PolyaNB,
     SemiSupervisedNB,
 )
-from bayesnb.exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
+from bayesnb.estimators.compiled import compile_model
+from bayesnb.exceptions import EvidenceWarning, ModelCompileError, ModelFileError, ZeroLikelihoodWarning
 from bayesnb.io.persistence import load
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__
@@ -38,6 +39,7 @@ __all__ = [
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
+    "ModelCompileError",
     "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
@@ -46,6 +48,7 @@ __all__ = [
     "ZeroLikelihoodWarning",
     "__version__",
     "compare",
+    "compile_model",
     "load",
 ]
 

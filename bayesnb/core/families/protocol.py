@@ -102,6 +102,17 @@ log_density : callable ``(dist, params, raise_by=0.0) -> float`` or None
     ``raise_by=1``: its MAP is the posterior mean under ``dist``); a family without
     such concentrations refuses a non-zero ``raise_by`` with ``ValueError``. None: no
     density.
+recognise : callable ``(view) -> Recognised or None`` or None
+    How :func:`bayesnb.compile_model` recognises the family in a user's numpyro model:
+    given a ``view`` of one observed feature site (:class:`bayesnb.ppl.compile.SiteView`:
+    its likelihood, the latent sites feeding it and probes of how they do), return
+    ``None`` when the site's likelihood is not the family's (e.g. not a Bernoulli),
+    the family's prior pytree read off the model (``view.recognised(prior, **roles)``:
+    constants from the model, hyperprior sites as
+    :class:`~bayesnb.ppl.compile.Hyperprior` fields) when the (prior, likelihood) pair
+    is the family's conjugate pair, and raise
+    :class:`~bayesnb.exceptions.ModelCompileError` naming the site when the likelihood
+    is the family's but its prior or dependencies are not. None: not recognised.
 
 Tracing with JAX
 ----------------
@@ -185,6 +196,7 @@ class Family(NamedTuple):
     log_evidence_offset: Callable[..., Any] | None = None
     expected_log_likelihood: Callable[..., Any] | None = None
     log_density: Callable[..., Any] | None = None
+    recognise: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):
