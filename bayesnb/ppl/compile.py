@@ -288,6 +288,14 @@ def _close(a, b):
     return a.shape == b.shape and np.allclose(a, b, rtol=RTOL, atol=1e-12)
 
 
+def _broadcasts_to(value, target):
+    """Whether ``target`` is ``value`` broadcast (a hyperparameter standing for a whole parameter)."""
+    try:
+        return _close(np.broadcast_to(value, target.shape), target)
+    except ValueError:  # not broadcastable to it
+        return False
+
+
 # ----------------------------------------------------------------------------- the view of one site
 
 
@@ -436,8 +444,9 @@ class SiteView:
         site = run.sites[link.site]
         vshape = np.shape(site["value"])
         batch = vshape[: len(vshape) - link.event_dim]
-        event = tuple(vshape[len(vshape) - event_dims:]) if event_dims else ()
-        value = np.broadcast_to(run.attr(link.site, attr), tuple(batch) + event)
+        value = run.attr(link.site, attr)
+        event = tuple(value.shape[value.ndim - event_dims:]) if event_dims else ()
+        value = np.broadcast_to(value, tuple(batch) + event)
         btail = link.tail[: len(link.tail) - link.event_dim] if link.event_dim else link.tail
         if link.class_axis is None:
             return value.reshape(tuple(btail) + event)
@@ -470,14 +479,19 @@ class SiteView:
         if all(_close(a, arrays[0]) for a in arrays[1:]):
             return np.array(arrays[0], dtype=np.float64)
         for h in c.latent:
-            if h == link.site or h in c.claimed and c.claimed[h] != "hyperprior":
+            if h == link.site or (h in c.claimed and c.claimed[h] != "hyperprior"):
                 continue
-            try:
-                if all(_close(np.broadcast_to(run.value(h), a.shape), a) for run, a in zip(runs, arrays)):
-                    return c.hyperprior(h, f"the {attr} of {link.site!r}")
-            except ValueError:  # not broadcastable to the parameter
-                continue
+            if all(_broadcasts_to(run.value(h), a) for run, a in zip(runs, arrays)):
+                return c.hyperprior(h, f"the {attr} of {link.site!r}")
         parents = [p for p in c.parents(link.site) if p in c.latent]
+        # The probes share their data, the first run has the user's: a parameter equal
+        # across the probes but not in the first run is computed from the data.
+        if all(_close(a, arrays[1]) for a in arrays[2:]) and not _close(arrays[0], arrays[1]):
+            raise ModelCompileError(
+                link.site,
+                f"the {attr} of its {link.prior_kind} prior changes with the data X (the model was run on other "
+                "data of the same shape); a prior must not be computed from the data it is the prior of",
+            )
         raise ModelCompileError(
             link.site,
             f"the {attr} of its {link.prior_kind} prior is neither a constant nor one hyperprior site "
@@ -580,12 +594,15 @@ class _Compiler:
         try:
             with enable_x64():
                 return get_model_relations(self.model, model_args=(self.X, self.y), model_kwargs=self.kwargs)["sample_sample"]
-        except Exception:  # pragma: no cover - provenance tracing failed: every latent is a candidate
-            return None
+        except Exception as err:
+            # The same tracing that NUTS (jax.jit) needs: e.g. NumPy functions on sampled values fail it.
+            raise ValueError(
+                "compile_model could not trace which sites depend on which "
+                f"(numpyro.infer.inspect.get_model_relations failed: {type(err).__name__}: {err}); write the "
+                "model with jax.numpy on sampled values, as NUTS needs too"
+            ) from err
 
     def parents(self, name):
-        if self.relations is None:  # pragma: no cover
-            return [k for k in self.t0.sites if k != name]
         return list(self.relations.get(name, []))
 
     def claim(self, site, by):
@@ -655,14 +672,14 @@ class _Compiler:
                 "the class proportions is Dirichlet"
             )
         for run, q in zip(self.runs, probs):
-            if not _close(np.broadcast_to(run.value(p).reshape(1, -1), q.shape), q):
+            if not _broadcasts_to(run.value(p).reshape(1, -1), q):
                 raise ModelCompileError(name, f"its probabilities are not the value of {p!r} (transformed or indexed)")
         self.claim(p, name)
         conc = [_np(np.broadcast_to(run.attr(p, "concentration"), (self.n_classes,))) for run in self.runs]
         if all(_close(a, conc[0]) for a in conc[1:]):
             return ClassSpec(name, p, np.array(conc[0]), None)
         for h in self.latent:
-            if h != p and all(_close(np.broadcast_to(run.value(h), a.shape), a) for run, a in zip(self.runs, conc)):
+            if h != p and all(_broadcasts_to(run.value(h), a) for run, a in zip(self.runs, conc)):
                 return ClassSpec(name, p, self.hyperprior(h, f"the concentration of {p!r}"), None)
         raise ModelCompileError(p, "its concentration is neither a constant nor one hyperprior site")
 
@@ -686,8 +703,10 @@ class _Compiler:
         return cols
 
     def compile(self):
-        labels = self.class_spec()
-        data_frames = {f.name for f in _frames(self.t0.sites[labels.site]) if f.size == self.y.shape[0]}
+        # The plates of rows: those of size n_rows around the labels or an observed site.
+        data_frames = {
+            f.name for k in self.observed for f in _frames(self.t0.sites[k]) if f.size == self.y.shape[0]
+        }
         for name in self.latent:
             inside = [f.name for f in _frames(self.t0.sites[name]) if f.name in data_frames]
             if inside:
@@ -696,6 +715,7 @@ class _Compiler:
                     f"it is a latent variable inside the data plate {inside[0]!r} (one per row); in a naive Bayes "
                     "model a row depends on the parameters only through its label",
                 )
+        labels = self.class_spec()
         specs = []
         features = [k for k in self.observed if k != labels.site]
         for name in features:
