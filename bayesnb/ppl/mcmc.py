@@ -112,7 +112,7 @@ class NUTSRun(NamedTuple):
     log_joint : callable or None
         For a run of another model of the same posterior (a compiled user's model,
         :func:`bayesnb.ppl.compile.run_nuts_model`): ``log_joint(X_rep, y_rep)`` gives
-        :math:`\log p(x_r, y_r \mid \text{draw})` of shape (draws, rows) from that
+        ``log p(x_r, y_r | draw)`` of shape (draws, rows) from that
         model's densities, and the run's fingerprint is of the data only. None: a run
         of :func:`bayesnb.ppl.models.model_from_estimator`.
     """
