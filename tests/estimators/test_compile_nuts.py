@@ -79,18 +79,24 @@ def test_the_user_model_compiles_to_a_mixed_estimator_of_its_blocks():
 
 @pytest.fixture(scope="module")
 def runs():
+    """(X, y, fitted compiled estimator, NUTS run on the model, report) on two data sets."""
     out = []
     for seed in (0, 1):
         X, y = _data(seed)
         est = bayesnb.compile_model(model, X, y).fit(X, y)
-        out.append((X, y, est, run_nuts_model(model, est, X, y, random_state=seed, **NUTS)))
+        if seed == 0:  # the convenience: NUTS and the cross-check in one call
+            report = crosscheck_model(model, est, X, y, random_state=seed, nuts_options=NUTS)
+            nuts = report.nuts
+        else:
+            nuts = run_nuts_model(model, est, X, y, random_state=seed, **NUTS)
+            report = crosscheck(est, X, y, nuts=nuts, random_state=seed)
+        out.append((X, y, est, nuts, report))
     return out
 
 
 @pytest.mark.slow
 def test_the_compiled_estimator_agrees_with_nuts_on_the_model_as_written(runs):
-    for X, y, est, nuts in runs:
-        report = crosscheck(est, X, y, nuts=nuts, random_state=0)
+    for X, y, est, nuts, report in runs:
         assert report.agrees, str(report)
         labels = report.parameters["parameter"].tolist()
         for block, n_scalars in [("height__loc[", 4), ("height__var[", 4), ("visits__rate[", 2),
@@ -111,7 +117,7 @@ def _with_block(est, name, **params):
     ["gaussian-kappa", "poisson-rate", "class-prior"],
 )
 def test_a_wrong_closed_form_disagrees_with_the_same_nuts_run(runs, planted):
-    X, y, est, nuts = runs[0]
+    X, y, est, nuts, _ = runs[0]
     if planted == "gaussian-kappa":  # the mean's prior 20x tighter around 0 than the model says
         wrong = _with_block(est, "height", prior=NormalInverseGamma(0.0, 10.0, 3.0, 2.0))
     elif planted == "poisson-rate":  # Gamma(2, 0.05): a prior mean of 40 visits instead of 4
@@ -123,15 +129,14 @@ def test_a_wrong_closed_form_disagrees_with_the_same_nuts_run(runs, planted):
     assert not report.agrees, str(report)
 
 
-def test_crosscheck_model_runs_nuts_itself_and_refuses_other_data():
-    X, y = _data(2, n=12)
-    est = bayesnb.compile_model(model, X, y).fit(X, y)
-    nuts = run_nuts_model(model, est, X, y, random_state=0, num_warmup=50, num_samples=50, num_chains=2)
+@pytest.mark.slow
+def test_the_run_holds_the_canonical_variables_and_refuses_other_data(runs):
+    X, y, est, nuts, report = runs[0]
     assert set(nuts.samples) == {"height__loc", "height__var", "visits__rate", "colour__feature_probs"}
-    assert nuts.samples["height__loc"].shape == (2, 50, C, len(G))
-    assert nuts.samples["colour__feature_probs"].shape == (2, 50, C, len(K), 3)
+    assert nuts.samples["height__loc"].shape == (2, 1000, C, len(G))
+    assert nuts.samples["colour__feature_probs"].shape == (2, 1000, C, len(K), 3)
+    # The user's sites, as NUTS sampled them, are the canonical variables moved into place.
+    np.testing.assert_array_equal(nuts.samples["visits__rate"].reshape(-1, C, 1), nuts.latent["lam"])
     with pytest.raises(ValueError, match="different data"):
         crosscheck(est, X[::-1], y[::-1], nuts=nuts)
-    report = crosscheck_model(model, est, X, y, random_state=0,
-                              nuts_options={"num_warmup": 50, "num_samples": 50, "num_chains": 2, "n_rows": 2})
-    assert len(report.predictive) == 2 * C
+    assert len(report.predictive) == 5 * C
