@@ -142,3 +142,46 @@ def test_the_prior_read_from_the_model_is_the_one_given_to_it():
     _leaves_close(site.prior, prior)
     np.testing.assert_array_equal(site.columns, np.arange(F))
     assert {k: r.site for k, r in site.roles.items()} == {"loc": "loc", "var": "var"}
+
+
+# ----------------------------------------------------------------------------- hyperpriors
+# The integrated-hyperparameter API (an estimator taking a numpyro distribution for a
+# hyperparameter) is built elsewhere; these tests check what compile_model hands over,
+# whichever estimators take distributions (``_hyperprior_params``), and that a
+# hyperprior an estimator does not take is refused naming its site.
+
+
+def _hyper_multinomial(X, y):
+    import jax.numpy as jnp
+    import numpyro
+    import numpyro.distributions as dist
+
+    alpha = numpyro.sample("alpha", dist.Gamma(2.0, 1.0))
+    beta = numpyro.sample("beta", dist.Exponential(1.0))
+    pi = numpyro.sample("pi", dist.Dirichlet(beta * jnp.ones(C)))
+    with numpyro.plate("class", C, dim=-2):
+        theta = numpyro.sample("theta", dist.Dirichlet(alpha * jnp.ones(X.shape[1])))
+    with numpyro.plate("data", X.shape[0], dim=-2):
+        y = numpyro.sample("y", dist.Categorical(pi), obs=y[:, None])[:, 0]
+        numpyro.sample("x", dist.Multinomial(X.sum(-1)[:, None], theta[y]), obs=X[:, None, :])
+
+
+def test_hyperprior_sites_are_passed_to_the_estimator_as_their_distributions(monkeypatch):
+    monkeypatch.setattr(MultinomialNB, "_hyperprior_params", frozenset({"alpha", "class_alpha"}))
+    X = np.random.default_rng(0).integers(0, 5, (N, F))
+    est = bayesnb.compile_model(_hyper_multinomial, X, np.arange(N) % C)
+    assert type(est) is MultinomialNB
+    alpha, class_alpha = est.get_params()["alpha"], est.get_params()["class_alpha"]
+    assert type(alpha).__name__ == "Gamma" and type(class_alpha).__name__ == "Exponential"
+    np.testing.assert_allclose([float(alpha.concentration), float(alpha.rate)], [2.0, 1.0])
+    np.testing.assert_allclose(float(class_alpha.rate), 1.0)
+
+
+@pytest.mark.parametrize("accepted", [frozenset(), frozenset({"alpha"})])
+def test_a_hyperprior_the_estimator_does_not_take_is_refused_naming_the_site(monkeypatch, accepted):
+    monkeypatch.setattr(MultinomialNB, "_hyperprior_params", accepted)
+    X = np.random.default_rng(0).integers(0, 5, (N, F))
+    site = "beta" if "alpha" in accepted else "alpha"
+    with pytest.raises(bayesnb.ModelCompileError, match=f"site '{site}'.*hyperprior") as caught:
+        bayesnb.compile_model(_hyper_multinomial, X, np.arange(N) % C)
+    assert caught.value.site == site
