@@ -247,3 +247,23 @@ def test_a_model_written_with_numpy_on_sampled_values_is_an_error_saying_so():
 
     with pytest.raises(ValueError, match="jax.numpy"):
         bayesnb.compile_model(model, X_REAL, Y)
+
+
+def test_other_parametrisations_and_layouts_of_an_accepted_model_compile():
+    # Logits instead of probabilities, the class axis last, a per-cell prior: the prior
+    # read back is the one written, in the canonical (class, feature) layout.
+    a = RNG.uniform(1.0, 3.0, (X_BIN.shape[1], C))  # (feature, class), as the model lays it out
+
+    def model(X, y):
+        with numpyro.plate("class", C, dim=-1), numpyro.plate("feature", X.shape[1], dim=-2):
+            theta = numpyro.sample("theta", dist.Beta(a, 2.0 * a))
+        y = _labels(y)
+        logit = jnp.log(theta) - jnp.log1p(-theta)
+        with numpyro.plate("rows", X.shape[0], dim=-2), numpyro.plate("cols", X.shape[1], dim=-1):
+            numpyro.sample("x", dist.Bernoulli(logits=logit[:, y].T), obs=X)
+
+    compiled = recognise_model(model, X_BIN, Y)
+    (site,) = compiled.sites
+    assert site.family == "bernoulli" and site.roles["feature_probs"].class_axis == 1
+    np.testing.assert_allclose(site.prior.concentration1, a.T, rtol=1e-12)
+    np.testing.assert_allclose(site.prior.concentration0, 2.0 * a.T, rtol=1e-12)
