@@ -95,6 +95,8 @@ __all__ = [
 N_PROBES = 3
 #: Relative tolerance of the probes' comparisons (float64 throughout).
 RTOL = 1e-9
+#: Most rows of the probe data.
+PROBE_ROWS = 64
 
 
 class Hyperprior(NamedTuple):
@@ -562,7 +564,9 @@ class _Compiler:
         self.labels = self._label_site()
         label_fn = _base(self.t0.fn(self.labels))
         self.n_classes = int(np.shape(label_fn.probs)[-1])
-        n = max(X.shape[0], 2 * self.n_classes, 4)
+        # As many rows as X up to PROBE_ROWS (the probes' cost does not grow with the data),
+        # at least two of every class.
+        n = max(min(X.shape[0], PROBE_ROWS), 2 * self.n_classes, 4)
         dtype = X.dtype if np.issubdtype(X.dtype, np.number) else np.float64
         # Distinct values: each observed value names its row and column.
         self.X_probe = np.arange(n * self.n_features).reshape(n, self.n_features).astype(dtype)
@@ -769,8 +773,9 @@ def recognise_model(model, X, y, **model_kwargs):
     model : callable
         A numpyro model called as ``model(X, y, **model_kwargs)``.
     X : array-like of shape (n_rows, n_features)
-        Data of the shape the model expects (e.g. the training rows). Only shapes are
-        read: the model is also run on probe data of the same number of columns.
+        Data of the shape the model expects (e.g. the training rows; a few rows
+        suffice). The model is run on it, and on probe data of the same number of
+        columns (at most ``PROBE_ROWS`` rows).
     y : int array-like of shape (n_rows,)
         Class indices ``0 .. n_classes - 1``, as the model takes them.
     **model_kwargs

@@ -185,3 +185,35 @@ def test_a_hyperprior_the_estimator_does_not_take_is_refused_naming_the_site(mon
     with pytest.raises(bayesnb.ModelCompileError, match=f"site '{site}'.*hyperprior") as caught:
         bayesnb.compile_model(_hyper_multinomial, X, np.arange(N) % C)
     assert caught.value.site == site
+
+
+def test_a_compiled_user_model_has_the_estimators_bayesian_methods():
+    # The compiled estimator is the family's own estimator: draws, intervals, arviz export
+    # and SBC work on it unchanged (a user-written Poisson model, not bayesnb.ppl.models').
+    import numpyro
+    import numpyro.distributions as dist
+
+    from bayesnb.ppl.sbc import simulation_based_calibration
+
+    def model(X, y):
+        pi = numpyro.sample("pi", dist.Dirichlet(np.full(C, 2.0)))
+        with numpyro.plate("class", C, dim=-2), numpyro.plate("feature", X.shape[1], dim=-1):
+            rate = numpyro.sample("rate", dist.Gamma(3.0, 1.0))
+        with numpyro.plate("data", X.shape[0], dim=-2):
+            y = numpyro.sample("y", dist.Categorical(pi), obs=y[:, None])[:, 0]
+            with numpyro.plate("columns", X.shape[1], dim=-1):
+                numpyro.sample("x", dist.Poisson(rate[y]), obs=X)
+
+    rng = np.random.default_rng(3)
+    y = np.arange(N) % C
+    X = rng.poisson(1.0 + 2.0 * y[:, None], (N, F))
+    est = bayesnb.compile_model(model, X, y).fit(X, y)
+    assert type(est) is PoissonNB
+    np.testing.assert_allclose(est.class_dirichlet_.concentration, 2.0)
+    assert est.predict_proba_draws(X[:5], n_draws=20, random_state=0).shape == (20, 5, C)
+    draws = est.sample_posterior(50, random_state=0)
+    assert draws["rate"].shape == (50, C, F)
+    idata = est.to_inference_data(n_draws=40, random_state=0)
+    assert set(idata.posterior.data_vars) == {"class_probs", "rate"}
+    report = simulation_based_calibration(est, 20, n_simulations=60, n_draws=19, n_bins=5, random_state=0)
+    assert report.passed, str(report)
