@@ -91,12 +91,17 @@ class ModelCompileError(ValueError):
     message names the site and the reason, and points at NUTS on the model as it is.
     A ``ValueError``, so generic handlers catch it.
 
-    Attributes
+    Parameters
     ----------
     site : str
         The numpyro site at fault.
     reason : str
         Why it cannot be compiled.
+
+    Attributes
+    ----------
+    site : str
+    reason : str
 
     Examples
     --------
