@@ -87,6 +87,7 @@ __all__ = [
     "SiteSpec",
     "SiteView",
     "crosscheck_model",
+    "kind",
     "recognise_model",
     "run_nuts_model",
 ]
