@@ -23,7 +23,8 @@ from bayesnb.estimators import (
     PolyaNB,
     SemiSupervisedNB,
 )
-from bayesnb.exceptions import EvidenceWarning, ModelFileError, ZeroLikelihoodWarning
+from bayesnb.estimators.compiled import compile_model
+from bayesnb.exceptions import EvidenceWarning, ModelCompileError, ModelFileError, ZeroLikelihoodWarning
 from bayesnb.io.persistence import load
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__
@@ -40,6 +41,7 @@ __all__ = [
     "GaussianBayesClassifier",
     "GaussianNB",
     "MixedNB",
+    "ModelCompileError",
     "ModelFileError",
     "MultinomialNB",
     "PoissonNB",
@@ -48,6 +50,7 @@ __all__ = [
     "ZeroLikelihoodWarning",
     "__version__",
     "compare",
+    "compile_model",
     "load",
     "loo",
     "ppc",

@@ -1,6 +1,6 @@
 """Warnings and errors raised by bayesnb."""
 
-__all__ = ["EvidenceWarning", "ModelFileError", "ZeroLikelihoodWarning"]
+__all__ = ["EvidenceWarning", "ModelCompileError", "ModelFileError", "ZeroLikelihoodWarning"]
 
 
 class ZeroLikelihoodWarning(UserWarning):
@@ -78,3 +78,50 @@ class EvidenceWarning(UserWarning):
     >>> clf.class_alpha_ >= 1e8, clf.evidence_trace_["class_alpha"].at_bound.tolist()
     (True, [[True]])
     """
+
+
+class ModelCompileError(ValueError):
+    """A numpyro model that :func:`bayesnb.compile_model` cannot turn into closed forms.
+
+    Raised for a site whose likelihood is not conjugate to its prior (a Normal prior on
+    a Bernoulli's logit, a Gamma prior on a Normal's scale), for a dependency outside
+    the naive-Bayes shape (a feature that depends on another feature, a latent variable
+    per row, a parameter shared by the classes where the family has one per class), and
+    for a hyperparameter given a distribution where the estimator takes none. The
+    message names the site and the reason, and points at NUTS on the model as it is.
+    A ``ValueError``, so generic handlers catch it.
+
+    Parameters
+    ----------
+    site : str
+        The numpyro site at fault.
+    reason : str
+        Why it cannot be compiled.
+
+    Attributes
+    ----------
+    site : str
+    reason : str
+
+    Examples
+    --------
+    >>> from bayesnb.exceptions import ModelCompileError
+    >>> err = ModelCompileError("x", "its logit has a Normal prior")
+    >>> err.site, isinstance(err, ValueError)
+    ('x', True)
+    >>> print(str(err).split(";")[0])
+    cannot compile site 'x': its logit has a Normal prior
+    """
+
+    def __init__(self, site, reason):
+        self.site = site
+        self.reason = reason
+        super().__init__(
+            f"cannot compile site {site!r}: {reason}; bayesnb compiles naive Bayes models whose "
+            "(prior, likelihood) pairs are conjugate (see the page 'Compiling numpyro models'). "
+            "To fit this model as it is, run NUTS on it: numpyro.infer.MCMC(numpyro.infer.NUTS(model), ...) "
+            "(bayesnb.ppl.mcmc runs and checks NUTS for the models it compiles)"
+        )
+
+    def __reduce__(self):
+        return type(self), (self.site, self.reason)

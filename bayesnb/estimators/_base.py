@@ -52,6 +52,19 @@ class BaseNB(ClassifierMixin, BaseEstimator):
     """
 
     _family = None
+    #: Constructor parameters that take a numpyro distribution (a hyperparameter
+    #: integrated by NUTS on the collapsed model); none in this version.
+    #: :func:`bayesnb.compile_model` refuses a hyperprior site for any other parameter.
+    _hyperprior_params = frozenset()
+
+    @classmethod
+    def _params_from_prior(cls, prior):
+        """Constructor parameters that make this estimator's prior ``prior`` (for :func:`bayesnb.compile_model`).
+
+        Default: ``prior=prior``. Fields of ``prior`` may be numpyro distributions
+        (integrated hyperparameters), passed on as they are.
+        """
+        return {"prior": prior}
 
     def __init__(
         self,

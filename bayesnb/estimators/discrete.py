@@ -52,6 +52,10 @@ class _DiscreteNB(BaseNB):
         self.alpha = alpha
         self.alpha_scope = alpha_scope
 
+    @classmethod
+    def _params_from_prior(cls, prior):
+        return {"alpha": prior.concentration}
+
     def _learns_alpha(self):
         return is_evidence(self.alpha)
 
@@ -286,6 +290,15 @@ class BernoulliNB(_DiscreteNB):
         )
         self.binarize = binarize
 
+    @classmethod
+    def _params_from_prior(cls, prior):
+        a, b = prior
+        # One value for both (the same array, or the same hyperprior site): the symmetric alpha.
+        same = a is b or (type(a) is type(b) and not isinstance(a, np.ndarray) and a == b)
+        same = same or (isinstance(a, np.ndarray) and isinstance(b, np.ndarray) and np.array_equal(a, b))
+        # binarize=None: the model's rows are 0/1, anything else is an error, not thresholded.
+        return {"alpha": a if same else (a, b), "binarize": None}
+
     def _learns_alpha(self):
         alpha = self.alpha
         if isinstance(alpha, (tuple, list)) and len(alpha) == 2 and any(is_evidence(v) for v in alpha):
@@ -404,6 +417,20 @@ class CategoricalNB(_DiscreteNB):
             temperature=temperature,
         )
         self.min_categories = min_categories
+
+    @classmethod
+    def _params_from_prior(cls, prior):
+        conc = prior.concentration
+        if isinstance(conc, np.ndarray):
+            valid = np.arange(conc.shape[-1])[None, :] < np.asarray(prior.n_categories)[:, None]
+            cell = conc[..., 0]
+            if not np.all(np.where(valid, conc == cell[..., None], True)):
+                raise ValueError(
+                    "CategoricalNB takes one concentration per (class, feature), shared by the categories; "
+                    "the Dirichlet concentrations differ across categories"
+                )
+            conc = cell
+        return {"alpha": conc, "min_categories": np.asarray(prior.n_categories)}
 
     def _check_X(self, X, reset):
         X = validate_data(self, X, dtype=None, reset=reset, ensure_all_finite=True)

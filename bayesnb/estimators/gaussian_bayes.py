@@ -188,6 +188,12 @@ class GaussianBayesClassifier(BaseNB):
             return "diag"
         return "shared" if gaussian_mv.is_shared(self.prior_) else "full"
 
+    @classmethod
+    def _params_from_prior(cls, prior):
+        if isinstance(prior, NormalInverseGamma):
+            return {"covariance": "diag", "prior": prior}
+        return {"covariance": "shared" if gaussian_mv.is_shared(prior) else "full", "prior": prior}
+
     # Its own family depends on `covariance`; as the estimator of the NIW family (see
     # bayesnb.estimators.estimator_for) it is the full-covariance model.
     _serves = (("gaussian_mv", {"covariance": "full"}),)

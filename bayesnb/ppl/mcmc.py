@@ -109,6 +109,12 @@ class NUTSRun(NamedTuple):
     fingerprint : tuple
         Identifies the model and data (see :func:`crosscheck`'s ``nuts``).
     form : {"rows", "stats"}
+    log_joint : callable or None
+        For a run of another model of the same posterior (a compiled user's model,
+        :func:`bayesnb.ppl.compile.run_nuts_model`): ``log_joint(X_rep, y_rep)`` gives
+        ``log p(x_r, y_r | draw)`` of shape (draws, rows) from that
+        model's densities, and the run's fingerprint is of the data only. None: a run
+        of :func:`bayesnb.ppl.models.model_from_estimator`.
     """
 
     samples: dict
@@ -119,6 +125,7 @@ class NUTSRun(NamedTuple):
     inference_data: object
     fingerprint: tuple
     form: str
+    log_joint: object = None
 
 
 def _fingerprint(value):
@@ -138,6 +145,64 @@ def _fingerprint(value):
 
 def _model_fingerprint(model, kwargs):
     return (model.__name__,) + _fingerprint({k: v for k, v in sorted(kwargs.items())})
+
+
+def data_fingerprint(X, y, sample_weight=None):
+    """The fingerprint of a run of a user's model (:attr:`NUTSRun.log_joint` set): of the data only."""
+    return ("data",) + _fingerprint([np.asarray(X), np.asarray(y), sample_weight])
+
+
+def sample_nuts(
+    model, args, kwargs, *, num_warmup=1000, num_samples=1000, num_chains=None, random_state=None,
+    chain_method="vectorized", progress_bar=None, target_accept_prob=0.8,
+):
+    """NUTS on ``model(*args, **kwargs)`` in float64.
+
+    Returns
+    -------
+    grouped : dict of name -> ndarray of shape (chain, draw, ...)
+    latent : dict of name -> ndarray of shape (chain * draw, ...)
+    diverging : bool ndarray of shape (chain, draw)
+    """
+    from numpyro.infer import MCMC, NUTS
+
+    num_chains = NUM_CHAINS if num_chains is None else num_chains
+    if int(num_chains) < 2:
+        raise ValueError(f"num_chains must be >= 2 (r_hat compares chains), got {num_chains!r}")
+    if progress_bar is None:
+        progress_bar = _interactive()
+    key = key_from_random_state(random_state)
+    with enable_x64():
+        mcmc = MCMC(
+            NUTS(model, target_accept_prob=target_accept_prob),
+            num_warmup=int(num_warmup),
+            num_samples=int(num_samples),
+            num_chains=int(num_chains),
+            chain_method=chain_method,
+            progress_bar=bool(progress_bar),
+        )
+        mcmc.run(key, *args, extra_fields=("diverging",), **kwargs)
+        grouped = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
+        latent = {k: np.asarray(v) for k, v in mcmc.get_samples().items()}
+        diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"], dtype=bool)
+    return grouped, latent, diverging
+
+
+def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, form, log_joint=None):
+    """A :class:`NUTSRun` of canonical ``samples`` (chain, draw, ...), with its arviz posterior."""
+    import arviz as az
+
+    from bayesnb.ppl import export, models
+
+    dims = {k: list(v) for k, v in models.variable_dims(estimator).items() if k in samples}
+    idata = az.from_dict(
+        posterior=samples,
+        sample_stats={"diverging": diverging},
+        coords=export.coords_of(estimator),
+        dims=dims,
+        attrs={"inference_library": "numpyro", "sampler": "NUTS", "form": form},
+    )
+    return NUTSRun(samples, diverging, model, kwargs, latent, idata, fingerprint, form, log_joint)
 
 
 def run_nuts(
@@ -184,32 +249,15 @@ def run_nuts(
     -------
     NUTSRun
     """
-    import arviz as az
-    from numpyro.infer import MCMC, NUTS
-
-    from bayesnb.ppl import export, models
+    from bayesnb.ppl import models
 
     check_is_fitted(estimator, "stats_")
-    num_chains = NUM_CHAINS if num_chains is None else num_chains
-    if int(num_chains) < 2:
-        raise ValueError(f"num_chains must be >= 2 (r_hat compares chains), got {num_chains!r}")
-    if progress_bar is None:
-        progress_bar = _interactive()
     model, kwargs = models.model_from_estimator(estimator, X, y, form=form, sample_weight=sample_weight)
-    key = key_from_random_state(random_state)
-    with enable_x64():
-        mcmc = MCMC(
-            NUTS(model, target_accept_prob=target_accept_prob),
-            num_warmup=int(num_warmup),
-            num_samples=int(num_samples),
-            num_chains=int(num_chains),
-            chain_method=chain_method,
-            progress_bar=bool(progress_bar),
-        )
-        mcmc.run(key, extra_fields=("diverging",), **kwargs)
-        grouped = {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-        latent = {k: np.asarray(v) for k, v in mcmc.get_samples().items()}
-        diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"], dtype=bool)
+    grouped, latent, diverging = sample_nuts(
+        model, (), kwargs, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
+        random_state=random_state, chain_method=chain_method, progress_bar=progress_bar,
+        target_accept_prob=target_accept_prob,
+    )
     samples = {}
     if "class_probs" in grouped:
         samples["class_probs"] = grouped["class_probs"]
@@ -217,15 +265,7 @@ def run_nuts(
         block = {var: grouped[models._prefixed(name, var)] for var in spec.variables}
         for var, value in spec.canonical(block).items():
             samples[models._prefixed(name, var)] = value
-    dims = {k: list(v) for k, v in models.variable_dims(estimator).items() if k in samples}
-    idata = az.from_dict(
-        posterior=samples,
-        sample_stats={"diverging": diverging},
-        coords=export.coords_of(estimator),
-        dims=dims,
-        attrs={"inference_library": "numpyro", "sampler": "NUTS", "form": form},
-    )
-    return NUTSRun(samples, diverging, model, kwargs, latent, idata, _model_fingerprint(model, kwargs), form)
+    return nuts_run(estimator, samples, diverging, model, kwargs, latent, _model_fingerprint(model, kwargs), form)
 
 
 def _diagnostics(draws):
@@ -648,13 +688,16 @@ def _predictive(estimator, nuts, X_rows):
     # Every row paired with every class, as data of the model: log p(x_r, y=c | draw).
     X_rep = _repeat_rows(X_rows, n_classes)
     y_rep = np.tile(estimator.classes_, n_rows)
-    model, kwargs = models.model_from_estimator(estimator, X_rep, y_rep, form="rows")
-    with enable_x64():
-        sites = jax.jit(lambda s: log_likelihood(model, s, **kwargs))(nuts.latent)
-        total = 0.0
-        for value in sites.values():
-            value = np.asarray(value)
-            total = total + value.reshape(value.shape[:2] + (-1,)).sum(axis=-1)
+    if nuts.log_joint is not None:  # a run of the user's own model (bayesnb.ppl.compile)
+        total = nuts.log_joint(X_rep, y_rep)
+    else:
+        model, kwargs = models.model_from_estimator(estimator, X_rep, y_rep, form="rows")
+        with enable_x64():
+            sites = jax.jit(lambda s: log_likelihood(model, s, **kwargs))(nuts.latent)
+            total = 0.0
+            for value in sites.values():
+                value = np.asarray(value)
+                total = total + value.reshape(value.shape[:2] + (-1,)).sum(axis=-1)
     joint = np.asarray(total).reshape(-1, n_rows, n_classes)  # (draws, rows, classes)
     shift = joint.max(axis=(0, 2), keepdims=True)
     a = np.exp(joint - shift)
@@ -823,6 +866,9 @@ def crosscheck(
             chain_method=chain_method,
             progress_bar=progress_bar,
         )
+    elif nuts.log_joint is not None:
+        if data_fingerprint(X, y, sample_weight) != nuts.fingerprint:
+            raise ValueError("nuts= was run on different data than this cross-check")
     else:
         model, kwargs = models.model_from_estimator(estimator, X, y, form=nuts.form, sample_weight=sample_weight)
         if _model_fingerprint(model, kwargs) != nuts.fingerprint:

@@ -52,6 +52,34 @@ def make_prior(concentration, rate, shape, names=("concentration", "rate")):
     )
 
 
+def recognise_rate(view, likelihood):
+    r"""Gamma–``likelihood`` (Poisson, Exponential) in a user's numpyro model.
+
+    ``x ~ likelihood(rate=lambda[y])`` with ``lambda ~ Gamma(a, b)`` per (class, feature):
+    the shared body of the Poisson and exponential families' ``recognise`` members.
+
+    Parameters
+    ----------
+    view : bayesnb.ppl.compile.SiteView
+    likelihood : str
+        The numpyro distribution of the site (``"Poisson"``, ``"Exponential"``).
+
+    Returns
+    -------
+    Recognised or None
+        None when the site's likelihood is another one.
+    """
+    if view.likelihood_kind != likelihood:
+        return None
+    rate = view.link(
+        "rate",
+        "Gamma",
+        (view.n_columns,),
+        expect=f"Gamma–{likelihood}: rate = lambda[y] with lambda ~ Gamma(a, b) per (class, feature)",
+    )
+    return view.recognised(Gamma(view.field(rate, "concentration"), view.field(rate, "rate")), rate=rate)
+
+
 def log_mode(dist):
     r""":math:`\log((a - 1) / b)`, the log of the posterior mode of each rate.
 

@@ -287,6 +287,30 @@ def feature_log_odds(params, prior=None):
     return lp[..., 1] - lp[..., 0], np.arange(lp.shape[-2]), None, "presence vs absence"
 
 
+def recognise(view):
+    r"""Beta–Bernoulli in a user's numpyro model (the family's ``recognise`` member).
+
+    ``x ~ Bernoulli(probs=theta[y])`` with ``theta ~ Beta(a, b)`` per (class, feature).
+
+    Parameters
+    ----------
+    view : bayesnb.ppl.compile.SiteView
+
+    Returns
+    -------
+    Recognised or None
+        None when the site is not Bernoulli.
+    """
+    if view.likelihood_kind != "Bernoulli":
+        return None
+    tail = (view.n_columns,)
+    theta = view.link(
+        "probs", "Beta", tail, expect="Beta–Bernoulli: probs = theta[y] with theta ~ Beta(a, b) per (class, feature)"
+    )
+    prior = Beta(view.field(theta, "concentration1"), view.field(theta, "concentration0"))
+    return view.recognised(prior, feature_probs=theta)
+
+
 family = register(
     Family(
         name="bernoulli",
@@ -308,5 +332,6 @@ family = register(
         feature_log_odds=feature_log_odds,
         expected_log_likelihood=expected_log_likelihood,
         log_density=log_density,
+        recognise=recognise,
     )
 )

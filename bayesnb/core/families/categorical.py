@@ -505,6 +505,34 @@ def feature_log_odds(params, prior):
     return lp[:, :, feature, category], feature, category, "this value"
 
 
+def recognise(view):
+    r"""Dirichlet–categorical features in a user's numpyro model (the family's ``recognise`` member).
+
+    ``x ~ Categorical(probs=theta[y])`` per feature with ``theta_cj ~ Dir(alpha_cj)`` over
+    the same :math:`K` categories for every feature (``K`` the size of the Dirichlet).
+
+    Parameters
+    ----------
+    view : bayesnb.ppl.compile.SiteView
+
+    Returns
+    -------
+    Recognised or None
+        None when the site is not categorical.
+    """
+    if view.likelihood_kind != "Categorical":
+        return None
+    expect = "Dirichlet–Categorical: probs = theta[y] with theta ~ Dirichlet(alpha) per (class, feature)"
+    k = view.event_size("probs")
+    theta = view.link("probs", "Dirichlet", (view.n_columns, k), expect=expect)
+    conc = view.field(theta, "concentration", event_dims=1)
+    # One concentration kept for a category never seen (see CategoricalDirichlet); it
+    # does not enter the posterior of the K known categories.
+    new = conc if view.is_hyperprior(conc) else np.asarray(conc)[..., 0]
+    prior = CategoricalDirichlet(conc, np.full(view.n_columns, k, dtype=np.int64), new)
+    return view.recognised(prior, feature_probs=theta)
+
+
 family = register(
     Family(
         name="categorical",
@@ -526,5 +554,6 @@ family = register(
         feature_log_odds=feature_log_odds,
         expected_log_likelihood=expected_log_likelihood,
         log_density=log_density,
+        recognise=recognise,
     )
 )

@@ -1087,6 +1087,43 @@ class GaussianModel(_models.ModelSpec):
         return {"loc": loc, "var": var}
 
 
+def recognise(view):
+    r"""Normal-Inverse-Gamma–Normal in a user's numpyro model (the family's ``recognise`` member).
+
+    ``var ~ InverseGamma(a, b)``, ``loc ~ Normal(m, sqrt(var / kappa))`` per (class,
+    feature), ``x ~ Normal(loc[y], sqrt(var[y]))``. ``kappa`` is read as
+    ``var / scale(loc)**2``, which must be the same constant in every probe of the
+    model (a mean whose prior scale does not follow the variance is not conjugate).
+
+    Parameters
+    ----------
+    view : bayesnb.ppl.compile.SiteView
+
+    Returns
+    -------
+    Recognised or None
+        None when the site is not Normal.
+    """
+    if view.likelihood_kind != "Normal":
+        return None
+    expect = (
+        "Normal-Inverse-Gamma–Normal: x ~ Normal(loc[y], sqrt(var[y])) with var ~ InverseGamma(a, b) and "
+        "loc ~ Normal(m, sqrt(var / kappa)) per (class, feature)"
+    )
+    tail = (view.n_columns,)
+    loc = view.link("loc", "Normal", tail, expect=expect)
+    var = view.link("scale", "InverseGamma", tail, transform=np.square, param_name="scale**2", expect=expect)
+    kappa = view.constant(
+        lambda probe: probe.value(var) / np.square(probe.param(loc, "scale")),
+        loc.site,
+        f"the prior scale of {loc.site!r} must be sqrt({var.site} / kappa) with a constant kappa ({expect})",
+    )
+    prior = NormalInverseGamma(
+        view.field(loc, "loc"), kappa, view.field(var, "concentration"), view.field(var, "rate")
+    )
+    return view.recognised(prior, loc=loc, var=var)
+
+
 family = register(
     Family(
         name="gaussian",
@@ -1106,5 +1143,6 @@ family = register(
         model=GaussianModel,
         expected_log_likelihood=expected_log_likelihood,
         log_density=log_density,
+        recognise=recognise,
     )
 )

@@ -1114,6 +1114,70 @@ class GaussianMVModel(_models.ModelSpec):
         return {"loc": loc, "covariance": (cov_mean, cov_sd)}
 
 
+def recognise(view):
+    r"""Normal-Inverse-Wishart–multivariate Normal in a user's numpyro model (the ``recognise`` member).
+
+    ``Sigma ~ InverseWishart(df, Psi)`` (or its Cholesky factor ``L`` ~
+    ``InverseWishartCholesky``), per class or one shared by the classes;
+    ``loc ~ MultivariateNormal(m, Sigma / kappa)`` per class;
+    ``x ~ MultivariateNormal(loc[y], Sigma[y])``. ``kappa`` is read as the ratio of the
+    diagonals of ``Sigma`` and of the prior covariance of ``loc``, which must be one
+    constant per class.
+
+    Parameters
+    ----------
+    view : bayesnb.ppl.compile.SiteView
+
+    Returns
+    -------
+    Recognised or None
+        None when the site is not multivariate Normal.
+    """
+    from bayesnb.exceptions import ModelCompileError
+
+    if view.likelihood_kind != "MultivariateNormal":
+        return None
+    expect = (
+        "Normal-Inverse-Wishart–MultivariateNormal: x ~ MultivariateNormal(loc[y], Sigma[y]) with "
+        "Sigma ~ InverseWishart(df, Psi) (or its Cholesky factor ~ InverseWishartCholesky), per class or "
+        "shared, and loc ~ MultivariateNormal(m, Sigma / kappa) per class"
+    )
+    F = view.n_columns
+    loc = view.link("loc", "MultivariateNormal", (F,), expect=expect)
+    try:
+        # The latent is the Cholesky factor L of Sigma (as in the family's own model).
+        cov = view.link("scale_tril", "InverseWishartCholesky", (F, F), shared=True, expect=expect)
+        to_cov = _cholesky_to_cov
+    except ModelCompileError:
+        cov = view.link("covariance_matrix", "InverseWishart", (F, F), shared=True, expect=expect)
+        to_cov = np.asarray
+
+    def covariance(probe):
+        return to_cov(probe.value(cov))
+
+    ratio = view.constant(
+        lambda probe: np.diagonal(covariance(probe), axis1=-2, axis2=-1)
+        / np.diagonal(probe.param(loc, "covariance_matrix", event_dims=2), axis1=-2, axis2=-1),
+        loc.site,
+        f"the prior covariance of {loc.site!r} must be Sigma / kappa with a constant kappa ({expect})",
+    )
+    if not np.allclose(ratio, ratio[..., :1], rtol=1e-9, atol=0.0):
+        view.refuse(f"the prior covariance of {loc.site!r} is not Sigma / kappa for one kappa per class ({expect})")
+    scale_tril = view.constant(lambda probe: probe.param(cov, "scale_tril", event_dims=2), cov.site, expect)
+    scale = scale_tril @ np.swapaxes(scale_tril, -1, -2)
+    df = view.field(cov, "concentration")
+    if view.is_hyperprior(df):
+        view.refuse(f"the degrees of freedom of {cov.site!r} have a hyperprior, which bayesnb does not integrate for NIW")
+    prior = NormalInverseWishart(view.field(loc, "loc", event_dims=1), ratio[..., 0], df, scale)
+    return view.recognised(prior, loc=loc, covariance=(cov, to_cov))
+
+
+def _cholesky_to_cov(tril):
+    """Covariances :math:`L L^\top` of Cholesky factors ``tril`` of shape (..., F, F)."""
+    tril = np.asarray(tril)
+    return tril @ np.swapaxes(tril, -1, -2)
+
+
 family = register(
     Family(
         name="gaussian_mv",
@@ -1130,5 +1194,6 @@ family = register(
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),
         default_prior=_default_prior,
         model=GaussianMVModel,
+        recognise=recognise,
     )
 )

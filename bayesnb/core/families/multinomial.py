@@ -710,6 +710,31 @@ def feature_log_odds(params, prior=None):
     return terms, np.arange(terms.shape[-1]), None, "one occurrence"
 
 
+def recognise(view):
+    r"""Dirichlet–multinomial in a user's numpyro model (the family's ``recognise`` member).
+
+    ``x ~ Multinomial(total_count, probs=theta[y])`` with ``theta_c ~ Dir(alpha_c)`` per class.
+
+    Parameters
+    ----------
+    view : bayesnb.ppl.compile.SiteView
+
+    Returns
+    -------
+    Recognised or None
+        None when the site is not multinomial.
+    """
+    if view.likelihood_kind != "Multinomial":
+        return None
+    theta = view.link(
+        "probs",
+        "Dirichlet",
+        (view.n_columns,),
+        expect="Dirichlet–Multinomial: probs = theta[y] with theta_c ~ Dirichlet(alpha_c) per class",
+    )
+    return view.recognised(Dirichlet(view.field(theta, "concentration", event_dims=1)), feature_probs=theta)
+
+
 family = register(
     Family(
         name="multinomial",
@@ -731,5 +756,6 @@ family = register(
         log_evidence_offset=count_vector_log_offset,
         expected_log_likelihood=expected_log_likelihood,
         log_density=log_density,
+        recognise=recognise,
     )
 )

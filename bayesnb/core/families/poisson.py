@@ -428,5 +428,6 @@ family = register(
         feature_log_odds=feature_log_odds,
         expected_log_likelihood=expected_log_likelihood,
         log_density=log_density,
+        recognise=lambda view: _gamma.recognise_rate(view, "Poisson"),
     )
 )

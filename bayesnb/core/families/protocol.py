@@ -117,6 +117,17 @@ blocks : tuple of :class:`bayesnb.core.families.product.Block` or None
     :class:`bayesnb.MixedNB`): its blocks, each a name, a registered family and its
     columns. Its pytrees are dicts by block name and its rows
     :class:`~bayesnb.core.families.product.BlockRows`. None for a registered family.
+recognise : callable ``(view) -> Recognised or None`` or None
+    How :func:`bayesnb.compile_model` recognises the family in a user's numpyro model:
+    given a ``view`` of one observed feature site (:class:`bayesnb.ppl.compile.SiteView`:
+    its likelihood, the latent sites feeding it and probes of how they do), return
+    ``None`` when the site's likelihood is not the family's (e.g. not a Bernoulli),
+    the family's prior pytree read off the model (``view.recognised(prior, **roles)``:
+    constants from the model, hyperprior sites as
+    :class:`~bayesnb.ppl.compile.Hyperprior` fields) when the (prior, likelihood) pair
+    is the family's conjugate pair, and raise
+    :class:`~bayesnb.exceptions.ModelCompileError` naming the site when the likelihood
+    is the family's but its prior or dependencies are not. None: not recognised.
 
 Tracing with JAX
 ----------------
@@ -202,6 +213,7 @@ class Family(NamedTuple):
     log_density: Callable[..., Any] | None = None
     local_draws: Callable[..., Any] | None = None
     blocks: tuple | None = None
+    recognise: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):
