@@ -38,12 +38,13 @@ from bayesnb.core.families._mask import MaskRefused, accepts_mask
 from bayesnb.core.priors import dirichlet_from_alpha
 from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.estimators import _shards
+from bayesnb.estimators._hyper import HyperpriorMixin
 from bayesnb.exceptions import ZeroLikelihoodWarning
 
 __all__ = ["BaseNB"]
 
 
-class BaseNB(ClassifierMixin, BaseEstimator):
+class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     """Base of the bayesnb estimators (not for direct use).
 
     Subclasses set ``_family`` (a registered :class:`bayesnb.core.families.Family`) and implement
@@ -62,6 +63,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         self.class_alpha = class_alpha
         self.class_prior = class_prior
@@ -69,6 +75,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         self.estimate = estimate
         self.missing = missing
         self.temperature = temperature
+        self.hyper_chains = hyper_chains
+        self.hyper_warmup = hyper_warmup
+        self.hyper_draws = hyper_draws
+        self.hyper_predict_draws = hyper_predict_draws
+        self.random_state = random_state
 
     @property
     def family_(self):
@@ -313,7 +324,21 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return self
 
     def _refresh(self):
-        """Recompute priors and posteriors from the accumulated statistics."""
+        """Recompute priors and posteriors from the accumulated statistics.
+
+        With hyperparameters given as distributions, their posterior is sampled by NUTS
+        on the collapsed model first (:mod:`bayesnb.estimators._hyper`).
+        """
+        for name in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_", "hyper_state_"):
+            self.__dict__.pop(name, None)
+        hypers = self._hyperpriors()
+        if hypers:
+            self._refresh_hyper(hypers)
+        else:
+            self._refresh_plain()
+
+    def _refresh_plain(self):
+        """Recompute priors and posteriors from the accumulated statistics (hyperparameters given as values)."""
         check_estimate(self.estimate)
         if not isinstance(self.fit_prior, (bool, np.bool_)):
             raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
@@ -386,6 +411,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "stats_")
         X = self._input(X, reset=False)
         kind = check_estimate(self.estimate)
+        if kind == "predictive" and self._hyper_fitted():
+            return self._hyper_joint(X)
+        return self._joint(X, kind)
+
+    def _joint(self, X, kind):
+        """``predict_joint_log_proba`` of validated rows for ``kind``, at this estimator's prior."""
         if kind == "predictive" and not self._predictive_is_plugin():
             joint = self._feature_lp(X)
         else:
@@ -762,6 +793,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         From the posterior, or from the prior with ``prior=True`` (used to generate
         data from the prior predictive and for simulation-based calibration).
         """
+        if self._hyper_fitted():
+            return self._hyper_draw(n, random_state, prior=prior)
         return _fitted.draws(self, n, random_state, prior=prior)
 
     def _log_likelihood_draws(self, params, X):
@@ -821,6 +854,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
+        if self._hyper_fitted():
+            return self._hyper_proba_draws(X, n_draws, random_state)
         return _uncertainty.proba_draws(self._draw_source(X, n_draws, random_state))
 
     def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
@@ -844,6 +879,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         lower, upper : ndarrays of shape (n_samples, n_classes)
         """
         check_interval_args(level, method)
+        if self._hyper_fitted():
+            return self._hyper_proba_interval(X, level, n_draws, method, random_state)
         return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)
 
     # ------------------------------------------- generative model and arviz export

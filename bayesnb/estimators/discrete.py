@@ -44,10 +44,20 @@ class _DiscreteNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.alpha = alpha
         self.alpha_scope = alpha_scope
@@ -273,6 +283,11 @@ class BernoulliNB(_DiscreteNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             alpha=alpha,
@@ -283,6 +298,11 @@ class BernoulliNB(_DiscreteNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.binarize = binarize
 
@@ -392,6 +412,11 @@ class CategoricalNB(_DiscreteNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             alpha=alpha,
@@ -402,6 +427,11 @@ class CategoricalNB(_DiscreteNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.min_categories = min_categories
 

@@ -124,6 +124,11 @@ class ExponentialNB(GammaRateNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             alpha=alpha,
@@ -135,6 +140,11 @@ class ExponentialNB(GammaRateNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
 
     def _check_X(self, X, reset):

@@ -147,10 +147,20 @@ class GaussianNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.prior = prior
         self.var_smoothing = var_smoothing
