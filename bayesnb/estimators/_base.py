@@ -755,6 +755,13 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         """
         from bayesnb.io.persistence import save
 
+        hypers = self._hyperpriors()
+        if hypers:
+            raise ValueError(
+                f"{type(self).__name__} with a hyperprior ({', '.join(h.name for h in hypers)} given as a numpyro "
+                "distribution) cannot be saved: the archive holds numbers, not distributions or NUTS draws. Save "
+                "hyper_posterior_ with numpy, or the plain estimator at the mode (e.g. alpha=hyper_mode_['alpha'])."
+            )
         save(self, path)
 
     # ------------------------------------------------------ Bayesian methods
@@ -984,6 +991,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             ``az.waic``) and ``posterior_predictive`` are there only when they are given.
         n_chains : int
             Number of chains the iid draws are split into (arviz's ``chain`` dim).
+            With hyperparameters integrated (given as distributions), ``n_draws`` and
+            ``n_chains`` are those of the NUTS run: the ``posterior`` group holds the
+            hyperparameters' draws and one draw of the parameters conditional on each.
         feature_names : sequence of str, optional
             The ``feature`` coordinates (e.g. a vectorizer's vocabulary); default
             ``feature_names_in_``, else ``x0, x1, ...``.
@@ -994,6 +1004,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         """
         from bayesnb.ppl.export import to_inference_data
 
+        if self._hyper_fitted():
+            return self._hyper_inference_data(X_new, X, y, feature_names, random_state)
         return to_inference_data(
             self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains, feature_names=feature_names
         )

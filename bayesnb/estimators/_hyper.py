@@ -134,6 +134,11 @@ class HyperpriorMixin:
             return work.prior_, None if dirichlet is None else np.asarray(dirichlet.concentration, dtype=np.float64)
 
         base = _collapsed.base_values(hypers)
+        try:
+            build(base)
+        except (ValueError, TypeError) as err:
+            shapes = ", ".join(f"{h.name} ~ {type(h.distribution).__name__} with draws of shape {h.shape}" for h in hypers)
+            raise ValueError(f"{shapes}: {err}") from None
         for h in hypers:
             _collapsed.check_support(h, build, base)
         emb = _collapsed.embedding(build, hypers, base)
@@ -258,3 +263,22 @@ class HyperpriorMixin:
         from bayesnb.analysis.uncertainty import credible_interval
 
         return credible_interval(self._hyper_proba_draws(X, n_draws, random_state), level, method)
+
+    # ------------------------------------------------------------ export
+    def _hyper_inference_data(self, X_new, X, y, feature_names, random_state):
+        """``to_inference_data`` with the hyperparameters' draws and parameters drawn conditional on each."""
+        from bayesnb.ppl.export import add_hyperparameters, to_inference_data
+
+        chains = self.hyper_diagnostics_["num_chains"]
+        per_chain = self.hyper_diagnostics_["num_samples"]
+        total = chains * per_chain
+        key = key_from_random_state(random_state)
+        key_post, key_prior, key_rest = jax.random.split(key, 3)
+        parts = [self._at_draw(m)._draw(1, jax.random.fold_in(key_post, m)) for m in range(total)]
+        draws = jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
+        prior_draws = self._hyper_draw(total, key_prior, prior=True)
+        idata = to_inference_data(
+            self, per_chain, key_rest, X_new, X=X, y=y, n_chains=chains, feature_names=feature_names,
+            draws=draws, prior_draws=prior_draws,
+        )
+        return add_hyperparameters(idata, self.hyper_posterior_, chains, getattr(self, "n_features_in_", None))

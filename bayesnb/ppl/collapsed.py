@@ -374,7 +374,7 @@ def log_density_fn(log_evidence, hypers):
 
 
 class HyperRun(NamedTuple):
-    """Draws of the hyperparameters and their diagnostics (:func:`run_nuts`).
+    r"""Draws of the hyperparameters and their diagnostics (:func:`run_nuts`).
 
     Attributes
     ----------
@@ -491,6 +491,6 @@ def posterior_mode(log_density, hypers, start):
             value, grad = objective(jnp.asarray(u))
             return float(value), np.asarray(grad, dtype=np.float64)
 
-        result = minimize(fun, np.asarray(u0), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+        result = minimize(fun, np.asarray(u0), jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10})
         best = unpack(jnp.asarray(result.x))
         return {k: np.asarray(v, dtype=np.float64) for k, v in best.items()}
