@@ -26,6 +26,7 @@ from bayesnb.core.priors import (
     dirichlet_from_alpha,
 )
 from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators._hyper import _HYPER_PARAMS
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
 
@@ -98,6 +99,10 @@ class _DiscreteNB(BaseNB):
         return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
 
 _ALPHA_SCOPE = """
+        ``alpha`` and ``class_alpha`` may also be numpyro distributions, e.g.
+        ``alpha=dist.Gamma(2.0, 1.0)`` or ``dist.Gamma(2.0, 1.0).expand((n_features,))``
+        (for a pair, one per element): hyperpriors, integrated out at ``fit`` by NUTS on
+        the collapsed model (see the theory page on hyperpriors and ``hyper_posterior_``).
     alpha_scope : {"shared", "class", "feature"}, default="shared"
         With ``alpha="evidence"``: which concentrations are tied. ``"shared"``: one value
         for every class and feature (the symmetric prior); ``"class"``: one per class;
@@ -157,6 +162,17 @@ _COMMON_ATTRS = """
         Log class proportions under the current ``estimate``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
+    hyper_posterior_ : dict of str to ndarray, with hyperpriors only
+        Draws of every hyperparameter given as a distribution (``"alpha"``,
+        ``"alpha[0]"``, ``"class_alpha"``), shape (hyper_chains * hyper_draws, ...).
+    hyper_diagnostics_ : dict, with hyperpriors only
+        ``"r_hat"`` and ``"ess"`` (dicts by name), ``"divergences"``, ``"num_chains"``,
+        ``"num_samples"``, ``"num_warmup"``.
+    hyper_mode_ : dict of str to ndarray, with hyperpriors only
+        Posterior mode of the hyperparameters: the prior of ``prior_`` and of the
+        "mean" / "map" / "mle" plug-ins (``alpha_`` is its value).
+    hyper_predict_index_ : int ndarray, with hyperpriors only
+        The draws the integrated predictive averages over.
 """
 
 
@@ -179,6 +195,7 @@ class MultinomialNB(_DiscreteNB):
 """
         + _ALPHA_SCOPE
         + _COMMON_PARAMS
+        + _HYPER_PARAMS
         + """
     Attributes
     ----------
@@ -250,6 +267,7 @@ class BernoulliNB(_DiscreteNB):
 """
         + _ALPHA_SCOPE
         + _COMMON_PARAMS
+        + _HYPER_PARAMS
         + """
     Attributes
     ----------
@@ -379,6 +397,7 @@ class CategoricalNB(_DiscreteNB):
 """
         + _ALPHA_SCOPE
         + _COMMON_PARAMS
+        + _HYPER_PARAMS
         + """
     Attributes
     ----------

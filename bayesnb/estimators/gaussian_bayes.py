@@ -109,6 +109,15 @@ class GaussianBayesClassifier(BaseNB):
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 
+    hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
+        Used when a hyperparameter (a field of ``prior``, ``class_alpha``) is given
+        as a numpyro distribution: it is then integrated out at ``fit`` by NUTS on the
+        collapsed model (chains, warm-up iterations and draws per chain), and the
+        predictive averages over ``hyper_predict_draws`` evenly spaced draws (None: all).
+        See the theory page on hyperpriors and :class:`~bayesnb.MultinomialNB`.
+    random_state : int, RandomState, Generator, jax key or None, default=None
+        Seeds NUTS (the closed forms are deterministic).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)

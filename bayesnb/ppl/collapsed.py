@@ -31,7 +31,7 @@ This module is the pure machinery, with no knowledge of any estimator or family:
 
 The estimators (:class:`bayesnb.estimators._base.BaseNB`) build on it: a hyperparameter
 given as a distribution is integrated over at ``fit``, and ``estimate="predictive"`` is
-the predictive averaged over the draws (see :doc:`/theory/hyperpriors`).
+the predictive averaged over the draws (see the theory page on hyperpriors).
 """
 
 from __future__ import annotations

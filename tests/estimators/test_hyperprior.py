@@ -227,3 +227,19 @@ def test_bad_hyperpriors_are_refused(params, match):
     X, y = _counts(0, n=20, c=2)
     with pytest.raises(ValueError, match=match):
         MultinomialNB(**params).fit(X, y)
+
+
+def test_compare_shows_evidence_and_integrated_hyperparameters(multinomial_fit):
+    from bayesnb.analysis.comparison import compare, format_comparison
+
+    est, X, y = multinomial_fit
+    eb = MultinomialNB(alpha="evidence", class_alpha="evidence").fit(X, y)
+    X_test, y_test = _counts(9, n=30)
+    table = compare({"evidence": eb, "integrated": est}, None, None, X_test, y_test, refit=False, n_bootstrap=0,
+                    as_frame=False)
+    text = format_comparison(table)
+    a = est.hyper_posterior_["alpha"]
+    assert f"hyperparameters of evidence: alpha={eb.alpha_:.4g} (evidence max)" in text
+    assert f"alpha={a.mean():.4g} ± {a.std(ddof=1):.2g} (integrated, mode {float(est.hyper_mode_['alpha']):.4g})" in text
+    rows = {(r["model"], r["estimate"]): r for r in table.records}
+    assert "class_alpha" in rows["integrated", "predictive"]["hyperparameters"]
