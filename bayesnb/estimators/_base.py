@@ -329,7 +329,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         With hyperparameters given as distributions, their posterior is sampled by NUTS
         on the collapsed model first (:mod:`bayesnb.estimators._hyper`).
         """
-        for name in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_", "hyper_state_"):
+        for name in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_", "_hyper_state_"):
             self.__dict__.pop(name, None)
         hypers = self._hyperpriors()
         if hypers:

@@ -76,7 +76,7 @@ _HYPER_PARAMS = """
         Seeds NUTS (and nothing else: the closed forms are deterministic).
 """
 
-_STATE = "hyper_state_"
+_STATE = "_hyper_state_"
 
 
 def _as_value(value):
@@ -134,13 +134,15 @@ class HyperpriorMixin:
             return work.prior_, None if dirichlet is None else np.asarray(dirichlet.concentration, dtype=np.float64)
 
         base = _collapsed.base_values(hypers)
+        # The supports first (a Normal for a concentration is refused by name), then the
+        # shapes at a point inside every support.
+        for h in hypers:
+            _collapsed.check_support(h, build, base)
         try:
             build(base)
         except (ValueError, TypeError) as err:
             shapes = ", ".join(f"{h.name} ~ {type(h.distribution).__name__} with draws of shape {h.shape}" for h in hypers)
             raise ValueError(f"{shapes}: {err}") from None
-        for h in hypers:
-            _collapsed.check_support(h, build, base)
         emb = _collapsed.embedding(build, hypers, base)
         log_evidence = _collapsed.log_evidence_fn(self._family, self.stats_, self.stats_.class_count, emb)
         key = key_from_random_state(self._hyper_setting("random_state", None))

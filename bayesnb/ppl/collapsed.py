@@ -217,6 +217,12 @@ def check_support(hyper, build, base):
         try:
             build({**base, hyper.name: value})
         except (ValueError, TypeError) as err:
+            try:
+                build({**base, hyper.name: np.ones(hyper.shape)})
+            except (ValueError, TypeError):
+                # Not a matter of the support (a shape that does not broadcast, ...): the
+                # caller reports the builder's own message.
+                return
             raise ValueError(
                 f"{hyper.name}={type(d).__name__}(...) has support {d.support}, which contains {point:g}, a value "
                 f"{hyper.name} cannot take ({err}). Give a hyperprior on the values it can take, e.g. "

@@ -168,8 +168,8 @@ def multinomial_runs():
         est, hypers, log_evidence = _multinomial_pieces(X, y, dist.Gamma(2.0, 1.0))
         key_c, key_u = jax.random.split(jax.random.PRNGKey(seed))
         run = collapsed.run_nuts(key_c, log_evidence, hypers, num_warmup=400, num_samples=600)
-        full = _run(_uncollapsed_multinomial, key_u, T=jnp.asarray(est.feature_count_, jnp.float64),
-                    N=jnp.asarray(est.class_count_, jnp.float64))
+        full = _run(_uncollapsed_multinomial, key_u, T=np.asarray(est.feature_count_, np.float64),
+                    N=np.asarray(est.class_count_, np.float64))
         runs.append((X, y, run, full))
     return runs
 
