@@ -8,6 +8,8 @@ lives here: it is in :mod:`bayesnb.core.families`, :mod:`bayesnb.core.class_prio
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 
 import jax
@@ -75,11 +77,19 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         self.estimate = estimate
         self.missing = missing
         self.temperature = temperature
-        self.hyper_chains = hyper_chains
-        self.hyper_warmup = hyper_warmup
-        self.hyper_draws = hyper_draws
-        self.hyper_predict_draws = hyper_predict_draws
-        self.random_state = random_state
+        # The NUTS settings of hyperpriors are parameters of the estimators that list them
+        # in their signature (scikit-learn: __init__ sets its parameters and nothing else);
+        # the others integrate with the defaults (bayesnb.estimators._hyper).
+        own = _signature_params(type(self))
+        for name, value in (
+            ("hyper_chains", hyper_chains),
+            ("hyper_warmup", hyper_warmup),
+            ("hyper_draws", hyper_draws),
+            ("hyper_predict_draws", hyper_predict_draws),
+            ("random_state", random_state),
+        ):
+            if name in own:
+                setattr(self, name, value)
 
     @property
     def family_(self):
@@ -1009,6 +1019,11 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         return to_inference_data(
             self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains, feature_names=feature_names
         )
+
+
+@functools.lru_cache(maxsize=None)
+def _signature_params(cls):
+    return frozenset(inspect.signature(cls.__init__).parameters)
 
 
 def _is_loo(temperature):
