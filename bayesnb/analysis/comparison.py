@@ -555,6 +555,13 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
             lines.append("  ".join(k.ljust(w) for k, w in zip(key, widths)) + "  " + text)
         else:
             lines.append(line(row))
+    # Evidence-maximised and integrated hyperparameters, one line per model (not per estimate).
+    seen = {}
+    for rec in records:
+        if rec.get("hyperparameters"):
+            seen.setdefault(" ".join(str(rec[n]) for n in names[:-1]) or "model", rec["hyperparameters"])
+    for model, summary in seen.items():
+        lines.append(f"hyperparameters of {model}: {summary}")
     if attrs.get("mode"):
         lines.append(_describe(attrs))
     return "\n".join(lines)
@@ -801,7 +808,7 @@ def compare(
     rng = np.random.default_rng(random_state)
 
     # groups: key -> list of per-repeat {estimate: _Prediction}; evidences: key -> list
-    groups, evidences = {}, {}
+    groups, evidences, summaries = {}, {}, {}
     attrs = {"mode": mode, "level": level, "n_bootstrap": int(n_bootstrap), "reference": reference, "n_bins": n_bins}
     if mode == "holdout":
         y_eval = y_test
@@ -811,6 +818,7 @@ def compare(
             key = (name,) if named else ()
             groups[key] = [_predict_all(clf, X_test, estimates)]
             evidences[key] = [float(clf.log_evidence())]
+            summaries[key] = hyperparameter_summary(clf)
             if progress is not None:
                 progress(i + 1, total, f"fitted {name}")
         attrs.update(n_train=int(y_train.shape[0]), n_test=int(y_test.shape[0]))
@@ -851,7 +859,9 @@ def compare(
                     for e in estimates
                 }
             ]
-            evidences[key] = [float(_fit(template, X_train, y_train, classes).log_evidence())]
+            full = _fit(template, X_train, y_train, classes)
+            evidences[key] = [float(full.log_evidence())]
+            summaries[key] = hyperparameter_summary(full)
             done += 1
             if progress is not None:
                 progress(done, total, f"{name}: fit on all rows")
@@ -881,6 +891,7 @@ def compare(
 
     y_index = _label_index(np.asarray(y_eval), classes, "y_test" if mode != "cv" else "y_train")
     records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    _add_summaries(records, index_names, summaries)
     columns = [c for c in records[0] if c not in index_names] if records else []
     return _as_result(index_names, columns, records, attrs, as_frame)
 
@@ -901,7 +912,7 @@ def _compare_fitted(
     if _n_rows(X_test) != y_test.shape[0]:
         raise ValueError(f"X_test has {_n_rows(X_test)} rows but y_test has {y_test.shape[0]} labels")
     classes = None
-    groups, evidences = {}, {}
+    groups, evidences, summaries = {}, {}, {}
     for name, clf in models.items():
         check_is_fitted(clf, "stats_")
         if classes is None:
@@ -911,10 +922,12 @@ def _compare_fitted(
         key = (name,) if named else ()
         groups[key] = [_predict_all(clf, X_test, estimates)]
         evidences[key] = [float(clf.log_evidence())]
+        summaries[key] = hyperparameter_summary(clf)
     rng = np.random.default_rng(random_state)
     y_index = _label_index(y_test, classes, "y_test")
     index_names = (["model"] if named else []) + ["estimate"]
     records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    _add_summaries(records, index_names, summaries)
     attrs = {
         "mode": "holdout",
         "level": level,
@@ -926,6 +939,53 @@ def _compare_fitted(
     }
     columns = [c for c in records[0] if c not in index_names]
     return _as_result(index_names, columns, records, attrs, as_frame)
+
+
+def _format_value(value):
+    value = np.asarray(value, dtype=np.float64)
+    if value.size == 1:
+        return f"{float(value):.4g}"
+    return f"{value.size} values in [{value.min():.3g}, {value.max():.3g}]"
+
+
+def hyperparameter_summary(clf):
+    """How a fitted estimator set its learned hyperparameters, as one line.
+
+    Evidence-maximised ones (``"evidence"``: the value in ``<name>_``) and integrated
+    ones (given as distributions: posterior mean, sd and mode of ``hyper_posterior_``),
+    so that :func:`compare` shows the two side by side; None when none was learned.
+
+    Parameters
+    ----------
+    clf : fitted bayesnb estimator
+
+    Returns
+    -------
+    str or None
+    """
+    parts = []
+    for name in getattr(clf, "evidence_trace_", {}) or {}:
+        value = getattr(clf, f"{name}_", None)
+        shown = _format_value(value) if isinstance(value, (numbers.Real, np.ndarray)) else "learned"
+        parts.append(f"{name}={shown} (evidence max)")
+    hyper = getattr(clf, "hyper_posterior_", None) or {}
+    mode = getattr(clf, "hyper_mode_", {}) or {}
+    for name, draws in hyper.items():
+        draws = np.asarray(draws, dtype=np.float64)
+        if draws.ndim == 1:
+            parts.append(
+                f"{name}={draws.mean():.4g} ± {draws.std(ddof=1):.2g} (integrated, mode {_format_value(mode[name])})"
+            )
+        else:
+            parts.append(f"{name}: {draws.shape[1:]} integrated, mean in [{draws.mean(0).min():.3g}, {draws.mean(0).max():.3g}]")
+    return "; ".join(parts) or None
+
+
+def _add_summaries(records, index_names, summaries):
+    """The ``hyperparameters`` column: the summary of each record's model (see :func:`hyperparameter_summary`)."""
+    for rec in records:
+        key = tuple(rec[n] for n in index_names[:-1])
+        rec["hyperparameters"] = summaries.get(key)
 
 
 def _splitter(cv, rng):

@@ -8,6 +8,8 @@ lives here: it is in :mod:`bayesnb.core.families`, :mod:`bayesnb.core.class_prio
 
 from __future__ import annotations
 
+import functools
+import inspect
 import warnings
 
 import jax
@@ -38,12 +40,13 @@ from bayesnb.core.families._mask import MaskRefused, accepts_mask
 from bayesnb.core.priors import dirichlet_from_alpha
 from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.estimators import _shards
+from bayesnb.estimators._hyper import HyperpriorMixin
 from bayesnb.exceptions import ZeroLikelihoodWarning
 
 __all__ = ["BaseNB"]
 
 
-class BaseNB(ClassifierMixin, BaseEstimator):
+class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     """Base of the bayesnb estimators (not for direct use).
 
     Subclasses set ``_family`` (a registered :class:`bayesnb.core.families.Family`) and implement
@@ -75,6 +78,11 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         self.class_alpha = class_alpha
         self.class_prior = class_prior
@@ -82,6 +90,19 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         self.estimate = estimate
         self.missing = missing
         self.temperature = temperature
+        # The NUTS settings of hyperpriors are parameters of the estimators that list them
+        # in their signature (scikit-learn: __init__ sets its parameters and nothing else);
+        # the others integrate with the defaults (bayesnb.estimators._hyper).
+        own = _signature_params(type(self))
+        for name, value in (
+            ("hyper_chains", hyper_chains),
+            ("hyper_warmup", hyper_warmup),
+            ("hyper_draws", hyper_draws),
+            ("hyper_predict_draws", hyper_predict_draws),
+            ("random_state", random_state),
+        ):
+            if name in own:
+                setattr(self, name, value)
 
     @property
     def family_(self):
@@ -351,7 +372,21 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         return new if batch else self
 
     def _refresh(self):
-        """Recompute priors and posteriors from the accumulated statistics."""
+        """Recompute priors and posteriors from the accumulated statistics.
+
+        With hyperparameters given as distributions, their posterior is sampled by NUTS
+        on the collapsed model first (:mod:`bayesnb.estimators._hyper`).
+        """
+        for name in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_", "_hyper_state_"):
+            self.__dict__.pop(name, None)
+        hypers = self._hyperpriors()
+        if hypers:
+            self._refresh_hyper(hypers)
+        else:
+            self._refresh_plain()
+
+    def _refresh_plain(self):
+        """Recompute priors and posteriors from the accumulated statistics (hyperparameters given as values)."""
         check_estimate(self.estimate)
         if not isinstance(self.fit_prior, (bool, np.bool_)):
             raise TypeError(f"fit_prior must be True or False, got {self.fit_prior!r}")
@@ -424,6 +459,12 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "stats_")
         X = self._input(X, reset=False)
         kind = check_estimate(self.estimate)
+        if kind == "predictive" and self._hyper_fitted():
+            return self._hyper_joint(X)
+        return self._joint(X, kind)
+
+    def _joint(self, X, kind):
+        """``predict_joint_log_proba`` of validated rows for ``kind``, at this estimator's prior."""
         if kind == "predictive" and not self._predictive_is_plugin():
             joint = self._feature_lp(X)
         else:
@@ -762,6 +803,13 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         from bayesnb.io.persistence import save
 
+        hypers = self._hyperpriors()
+        if hypers:
+            raise ValueError(
+                f"{type(self).__name__} with a hyperprior ({', '.join(h.name for h in hypers)} given as a numpyro "
+                "distribution) cannot be saved: the archive holds numbers, not distributions or NUTS draws. Save "
+                "hyper_posterior_ with numpy, or the plain estimator at the mode (e.g. alpha=hyper_mode_['alpha'])."
+            )
         save(self, path)
 
     # ------------------------------------------------------ Bayesian methods
@@ -800,6 +848,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         From the posterior, or from the prior with ``prior=True`` (used to generate
         data from the prior predictive and for simulation-based calibration).
         """
+        if self._hyper_fitted():
+            return self._hyper_draw(n, random_state, prior=prior)
         return _fitted.draws(self, n, random_state, prior=prior)
 
     def _log_likelihood_draws(self, params, X):
@@ -859,6 +909,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
+        if self._hyper_fitted():
+            return self._hyper_proba_draws(X, n_draws, random_state)
         return _uncertainty.proba_draws(self._draw_source(X, n_draws, random_state))
 
     def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
@@ -882,6 +934,8 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         lower, upper : ndarrays of shape (n_samples, n_classes)
         """
         check_interval_args(level, method)
+        if self._hyper_fitted():
+            return self._hyper_proba_interval(X, level, n_draws, method, random_state)
         return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)
 
     # ------------------------------------------- generative model and arviz export
@@ -985,6 +1039,9 @@ class BaseNB(ClassifierMixin, BaseEstimator):
             ``az.waic``) and ``posterior_predictive`` are there only when they are given.
         n_chains : int
             Number of chains the iid draws are split into (arviz's ``chain`` dim).
+            With hyperparameters integrated (given as distributions), ``n_draws`` and
+            ``n_chains`` are those of the NUTS run: the ``posterior`` group holds the
+            hyperparameters' draws and one draw of the parameters conditional on each.
         feature_names : sequence of str, optional
             The ``feature`` coordinates (e.g. a vectorizer's vocabulary); default
             ``feature_names_in_``, else ``x0, x1, ...``.
@@ -995,9 +1052,16 @@ class BaseNB(ClassifierMixin, BaseEstimator):
         """
         from bayesnb.ppl.export import to_inference_data
 
+        if self._hyper_fitted():
+            return self._hyper_inference_data(X_new, X, y, feature_names, random_state)
         return to_inference_data(
             self, n_draws, random_state, X_new, X=X, y=y, n_chains=n_chains, feature_names=feature_names
         )
+
+
+@functools.lru_cache(maxsize=None)
+def _signature_params(cls):
+    return frozenset(inspect.signature(cls.__init__).parameters)
 
 
 def _is_loo(temperature):

@@ -26,6 +26,7 @@ from bayesnb.core.priors import (
     dirichlet_from_alpha,
 )
 from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators._hyper import _HYPER_PARAMS
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
 
@@ -44,10 +45,20 @@ class _DiscreteNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.alpha = alpha
         self.alpha_scope = alpha_scope
@@ -92,6 +103,10 @@ class _DiscreteNB(BaseNB):
         return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
 
 _ALPHA_SCOPE = """
+        ``alpha`` and ``class_alpha`` may also be numpyro distributions, e.g.
+        ``alpha=dist.Gamma(2.0, 1.0)`` or ``dist.Gamma(2.0, 1.0).expand((n_features,))``
+        (for a pair, one per element): hyperpriors, integrated out at ``fit`` by NUTS on
+        the collapsed model (see the theory page on hyperpriors and ``hyper_posterior_``).
     alpha_scope : {"shared", "class", "feature"}, default="shared"
         With ``alpha="evidence"``: which concentrations are tied. ``"shared"``: one value
         for every class and feature (the symmetric prior); ``"class"``: one per class;
@@ -151,6 +166,17 @@ _COMMON_ATTRS = """
         Log class proportions under the current ``estimate``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str, when fitted on a DataFrame with string columns
+    hyper_posterior_ : dict of str to ndarray, with hyperpriors only
+        Draws of every hyperparameter given as a distribution (``"alpha"``,
+        ``"alpha[0]"``, ``"class_alpha"``), shape (hyper_chains * hyper_draws, ...).
+    hyper_diagnostics_ : dict, with hyperpriors only
+        ``"r_hat"`` and ``"ess"`` (dicts by name), ``"divergences"``, ``"num_chains"``,
+        ``"num_samples"``, ``"num_warmup"``.
+    hyper_mode_ : dict of str to ndarray, with hyperpriors only
+        Posterior mode of the hyperparameters: the prior of ``prior_`` and of the
+        "mean" / "map" / "mle" plug-ins (``alpha_`` is its value).
+    hyper_predict_index_ : int ndarray, with hyperpriors only
+        The draws the integrated predictive averages over.
 """
 
 
@@ -173,6 +199,7 @@ class MultinomialNB(_DiscreteNB):
 """
         + _ALPHA_SCOPE
         + _COMMON_PARAMS
+        + _HYPER_PARAMS
         + """
     Attributes
     ----------
@@ -244,6 +271,7 @@ class BernoulliNB(_DiscreteNB):
 """
         + _ALPHA_SCOPE
         + _COMMON_PARAMS
+        + _HYPER_PARAMS
         + """
     Attributes
     ----------
@@ -277,6 +305,11 @@ class BernoulliNB(_DiscreteNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             alpha=alpha,
@@ -287,6 +320,11 @@ class BernoulliNB(_DiscreteNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.binarize = binarize
 
@@ -372,6 +410,7 @@ class CategoricalNB(_DiscreteNB):
 """
         + _ALPHA_SCOPE
         + _COMMON_PARAMS
+        + _HYPER_PARAMS
         + """
     Attributes
     ----------
@@ -405,6 +444,11 @@ class CategoricalNB(_DiscreteNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             alpha=alpha,
@@ -415,6 +459,11 @@ class CategoricalNB(_DiscreteNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.min_categories = min_categories
 

@@ -96,6 +96,15 @@ class GaussianNB(BaseNB):
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
 
+    hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
+        Used when a hyperparameter (a field of ``prior``, ``class_alpha``) is given
+        as a numpyro distribution: it is then integrated out at ``fit`` by NUTS on the
+        collapsed model (chains, warm-up iterations and draws per chain), and the
+        predictive averages over ``hyper_predict_draws`` evenly spaced draws (None: all).
+        See the theory page on hyperpriors and :class:`~bayesnb.MultinomialNB`.
+    random_state : int, RandomState, Generator, jax key or None, default=None
+        Seeds NUTS (the closed forms are deterministic).
+
     Attributes
     ----------
     classes_ : ndarray of shape (n_classes,)
@@ -147,10 +156,20 @@ class GaussianNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        hyper_chains=2,
+        hyper_warmup=500,
+        hyper_draws=500,
+        hyper_predict_draws=200,
+        random_state=None,
     ):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            hyper_chains=hyper_chains,
+            hyper_warmup=hyper_warmup,
+            hyper_draws=hyper_draws,
+            hyper_predict_draws=hyper_predict_draws,
+            random_state=random_state,
         )
         self.prior = prior
         self.var_smoothing = var_smoothing

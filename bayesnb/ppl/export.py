@@ -42,7 +42,15 @@ from bayesnb.core._validation import check_n_draws
 from bayesnb.core.families._rows import generator
 from bayesnb.ppl import models
 
-__all__ = ["to_inference_data", "coords_of", "category_labels", "parameter_draws", "scalar_labels", "scalar_mask"]
+__all__ = [
+    "to_inference_data",
+    "add_hyperparameters",
+    "coords_of",
+    "category_labels",
+    "parameter_draws",
+    "scalar_labels",
+    "scalar_mask",
+]
 
 
 def _feature_names(estimator, feature_names=None):
@@ -229,7 +237,8 @@ def _joint_draws(estimator, log_class, params, checked):
 
 
 def to_inference_data(
-    estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1, feature_names=None
+    estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1, feature_names=None,
+    draws=None, prior_draws=None,
 ):
     r"""An arviz ``InferenceData`` of exact iid draws from a fitted estimator's posterior.
 
@@ -274,6 +283,12 @@ def to_inference_data(
     feature_names : sequence of str of length n_features_in_, optional
         The ``feature`` coordinates (e.g. ``CountVectorizer.get_feature_names_out()``);
         default ``feature_names_in_`` when fitted on a DataFrame, else ``x0, x1, ...``.
+    draws, prior_draws : tuple (log_class, params), optional
+        ``n_chains * n_draws`` draws (log class proportions of shape (n, n_classes) and
+        the family's parameters with a leading axis n) to use instead of the exact iid
+        draws of the posterior / prior: an estimator whose hyperparameters are
+        integrated passes draws conditional on each draw of them (see
+        :func:`add_hyperparameters`).
 
     Returns
     -------
@@ -301,8 +316,10 @@ def to_inference_data(
         raise ValueError("pass both X and y (the training data) for observed_data and log_likelihood, or neither")
     total = n_chains * n_draws
     key_post, key_prior, key_rep = jax.random.split(key_from_random_state(random_state), 3)
-    log_class, params = _fitted.draws(estimator, total, key_post)
-    prior_log_class, prior_params = _fitted.draws(estimator, total, key_prior, prior=True)
+    log_class, params = _fitted.draws(estimator, total, key_post) if draws is None else draws
+    prior_log_class, prior_params = (
+        _fitted.draws(estimator, total, key_prior, prior=True) if prior_draws is None else prior_draws
+    )
     groups = {
         "posterior": _chains(parameter_draws(estimator, log_class, params), n_chains, n_draws),
         "prior": _chains(parameter_draws(estimator, prior_log_class, prior_params), n_chains, n_draws),
@@ -362,3 +379,40 @@ def to_inference_data(
     }
     dims = {k: list(v) for k, v in dims.items()}
     return _with_category_labels(az.from_dict(**groups, coords=coords, dims=dims, attrs=attrs), estimator)
+
+
+def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="posterior"):
+    """Add draws of integrated hyperparameters to a group of an ``InferenceData``.
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData
+        Whose ``group`` has ``n_chains`` chains of ``n`` draws.
+    hyper_draws : dict of str to ndarray of shape (n_chains * n, ...)
+        Chains one after the other (an estimator's ``hyper_posterior_``).
+    n_chains : int
+    n_features : int, optional
+        A hyperparameter of shape (n_features,) gets the ``feature`` dim.
+    group : str
+
+    Returns
+    -------
+    arviz.InferenceData
+        ``idata``, with the variables added in place.
+    """
+    import xarray as xr
+
+    target = getattr(idata, group)
+    for name, value in hyper_draws.items():
+        value = np.asarray(value)
+        value = value.reshape((n_chains, -1) + value.shape[1:])
+        if value.shape[1] != target.sizes["draw"]:
+            raise ValueError(f"{name} has {value.shape[1]} draws per chain, the {group} group {target.sizes['draw']}")
+        extra = ["feature"] if n_features is not None and value.shape[2:] == (n_features,) else [
+            f"{name}_dim_{i}" for i in range(value.ndim - 2)
+        ]
+        coords = {"chain": target.coords["chain"], "draw": target.coords["draw"]}
+        if extra == ["feature"]:
+            coords["feature"] = target.coords["feature"] if "feature" in target.coords else np.arange(n_features)
+        target[name] = xr.DataArray(value, dims=["chain", "draw"] + extra, coords=coords)
+    return idata

@@ -1,0 +1,286 @@
+r"""Hyperpriors on an estimator's hyperparameters, integrated out by NUTS (the estimator front).
+
+Any hyperparameter of an estimator may be given as a numpyro distribution:
+``MultinomialNB(alpha=dist.Gamma(2.0, 1.0))``, ``BernoulliNB(alpha=(dist.Gamma(2, 1),
+dist.Gamma(2, 1)))``, ``class_alpha=dist.Exponential(1.0)``, a field of a prior named
+tuple (``GaussianNB(prior=NormalInverseGamma(0.0, dist.LogNormal(0, 1), 1.0, 1.0))``),
+or an array-valued one with a batch shape (``dist.Gamma(2.0, 1.0).expand((n_features,))``
+for a per-feature :math:`\alpha`). ``fit`` then computes the sufficient statistics once
+and runs NUTS on the collapsed model (:mod:`bayesnb.ppl.collapsed`) whose log density
+is the closed-form evidence plus the log hyperprior. One mechanism serves every family:
+the estimator's own prior construction (validation included) is evaluated at concrete
+values, and :func:`bayesnb.ppl.collapsed.embedding` learns where each hyperparameter's
+elements land in the prior pytree.
+
+What the fitted estimator holds (see :class:`HyperpriorMixin`):
+
+``hyper_posterior_``
+    dict from the hyperparameter's name (``"alpha"``, ``"alpha[0]"``, ``"class_alpha"``,
+    ``"prior.kappa"``) to its draws, shape (hyper_chains * hyper_draws, ...), chains
+    one after the other.
+``hyper_diagnostics_``
+    ``{"r_hat": {name: array}, "ess": {name: array}, "divergences": int,
+    "num_chains": int, "num_samples": int, "num_warmup": int}``.
+``hyper_mode_``
+    dict from name to the mode of the hyperparameters' posterior density.
+``prior_``, ``posterior_``, ``alpha_`` / ``class_alpha_`` ...
+    Those of the plain estimator at ``hyper_mode_``.
+
+What ``estimate`` means then:
+
+``"predictive"``
+    The exact predictive with the hyperparameters integrated:
+    :math:`p(x, y \mid D) = \frac1M \sum_m p(x, y \mid D, a_m)` over the draws
+    :math:`a_m` (every draw, or ``hyper_predict_draws`` evenly spaced ones), each term the
+    closed-form joint predictive, combined by ``logsumexp``, then normalised over the
+    classes (not an average of per-draw class probabilities).
+``"mean"``, ``"map"``, ``"mle"``
+    The plug-ins of the posterior at the hyperparameters' posterior mode
+    :math:`\hat a` (type-II MAP): :math:`E[\theta \mid D, \hat a]`, the mode of
+    :math:`p(\theta \mid D, \hat a)`, and the MLE (which no prior affects).
+
+Posterior draws (``sample_posterior``, ``predict_proba_draws``,
+``predict_proba_interval``, ``to_inference_data``) are mixtures: each draw of
+:math:`(\pi, \theta)` is drawn conditional on a draw of the hyperparameters.
+"""
+
+from __future__ import annotations
+
+import copy
+import numbers
+
+import jax
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.utils.validation import check_is_fitted
+
+from bayesnb.core._random import key_from_random_state
+from bayesnb.core._validation import check_n_draws
+from bayesnb.ppl import collapsed as _collapsed
+
+__all__ = ["HyperpriorMixin"]
+
+_HYPER_PARAMS = """
+    hyper_chains : int >= 2, default=2
+        With a hyperparameter given as a numpyro distribution (a hyperprior, integrated
+        out at ``fit`` by NUTS on the collapsed model; see :mod:`bayesnb.estimators._hyper`):
+        the number of NUTS chains.
+    hyper_warmup : int, default=500
+        NUTS warm-up iterations per chain (step size and mass matrix adaptation).
+    hyper_draws : int, default=500
+        Draws kept per chain (``hyper_posterior_`` holds ``hyper_chains * hyper_draws``).
+    hyper_predict_draws : int or None, default=200
+        How many evenly spaced draws of the hyperparameters the integrated predictive
+        averages over (None: every draw); each costs one closed-form predictive.
+    random_state : int, RandomState, Generator, jax key or None, default=None
+        Seeds NUTS (and nothing else: the closed forms are deterministic).
+"""
+
+_STATE = "_hyper_state_"
+
+
+def _as_value(value):
+    value = np.asarray(value, dtype=np.float64)
+    return float(value) if value.ndim == 0 else value
+
+
+def _check_count(value, name, minimum):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < minimum:
+        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
+    return int(value)
+
+
+class HyperpriorMixin:
+    """Integration of hyperpriors for :class:`~bayesnb.estimators._base.BaseNB` (see the module)."""
+
+    # ------------------------------------------------------------ fitting
+    def _hyperpriors(self):
+        return _collapsed.find_hyperpriors(self.get_params(deep=False))
+
+    def _hyper_setting(self, name, default):
+        return getattr(self, name, default)
+
+    def _at_values(self, hypers, values):
+        """A copy of this estimator with the hyperpriors replaced by ``values`` and refitted (plain)."""
+        work = copy.copy(self)
+        work.__dict__.pop(_STATE, None)
+        for key in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_"):
+            work.__dict__.pop(key, None)
+        params = self.get_params(deep=False)
+        changed = _collapsed.substitute(params, {h.path: _as_value(values[h.name]) for h in hypers})
+        for key, value in changed.items():
+            setattr(work, key, value)
+        work._refresh_plain()
+        return work
+
+    def _refresh_hyper(self, hypers):
+        """Sample the hyperparameters' posterior, then fit the plain model at its mode."""
+        names = {h.path[0] for h in hypers}
+        if "class_alpha" in names and (self.class_prior is not None or not self.fit_prior):
+            raise ValueError(
+                "class_alpha is a distribution, but the class proportions are fixed "
+                "(class_prior is set or fit_prior=False): there is no class concentration to integrate"
+            )
+        chains = _check_count(self._hyper_setting("hyper_chains", 2), "hyper_chains", 2)
+        warmup = _check_count(self._hyper_setting("hyper_warmup", 500), "hyper_warmup", 1)
+        draws = _check_count(self._hyper_setting("hyper_draws", 500), "hyper_draws", 1)
+        n_predict = self._hyper_setting("hyper_predict_draws", 200)
+        if n_predict is not None:
+            n_predict = _check_count(n_predict, "hyper_predict_draws", 1)
+
+        def build(values):
+            work = self._at_values(hypers, values)
+            dirichlet = work.class_dirichlet_
+            return work.prior_, None if dirichlet is None else np.asarray(dirichlet.concentration, dtype=np.float64)
+
+        base = _collapsed.base_values(hypers)
+        # The supports first (a Normal for a concentration is refused by name), then the
+        # shapes at a point inside every support.
+        for h in hypers:
+            _collapsed.check_support(h, build, base)
+        try:
+            build(base)
+        except (ValueError, TypeError) as err:
+            shapes = ", ".join(f"{h.name} ~ {type(h.distribution).__name__} with draws of shape {h.shape}" for h in hypers)
+            raise ValueError(f"{shapes}: {err}") from None
+        emb = _collapsed.embedding(build, hypers, base)
+        log_evidence = _collapsed.log_evidence_fn(self._family, self.stats_, self.stats_.class_count, emb)
+        key = key_from_random_state(self._hyper_setting("random_state", None))
+        run = _collapsed.run_nuts(
+            key, log_evidence, hypers, num_warmup=warmup, num_samples=draws, num_chains=chains
+        )
+        flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in run.draws.items()}
+        log_density = _collapsed.log_density_fn(log_evidence, hypers)
+        from bayesnb.core._x64 import enable_x64
+
+        with enable_x64():
+            densities = np.asarray(jax.jit(jax.vmap(log_density))(flat))
+        best = int(np.nanargmax(densities))
+        mode = _collapsed.posterior_mode(log_density, hypers, {k: v[best] for k, v in flat.items()})
+        total = chains * draws
+        index = np.arange(total) if n_predict is None or n_predict >= total else np.unique(
+            np.linspace(0, total - 1, n_predict).round().astype(np.int64)
+        )
+        # The plain model at the mode: prior_, posterior_, alpha_ ... of the "mean"/"map"/"mle"
+        # plug-ins (the distributions stay the estimator's parameters).
+        saved = {k: getattr(self, k) for k in names}
+        changed = _collapsed.substitute(self.get_params(deep=False), {h.path: _as_value(mode[h.name]) for h in hypers})
+        try:
+            for k, v in changed.items():
+                setattr(self, k, v)
+            self._refresh_plain()
+        finally:
+            for k, v in saved.items():
+                setattr(self, k, v)
+        self.hyper_posterior_ = flat
+        self.hyper_diagnostics_ = {
+            "r_hat": run.r_hat,
+            "ess": run.ess,
+            "divergences": run.divergences,
+            "num_chains": chains,
+            "num_samples": draws,
+            "num_warmup": warmup,
+        }
+        self.hyper_mode_ = {k: np.asarray(v) for k, v in mode.items()}
+        self.hyper_predict_index_ = index
+        self.__dict__[_STATE] = (hypers, emb)
+
+    def _hyper_fitted(self):
+        return _STATE in self.__dict__
+
+    def _hyper_draw_values(self, m):
+        return {name: draws[m] for name, draws in self.hyper_posterior_.items()}
+
+    def _at_draw(self, m):
+        return self._at_values(self.__dict__[_STATE][0], self._hyper_draw_values(m))
+
+    # --------------------------------------------------------- prediction
+    def _hyper_joint(self, X):
+        r""":math:`\log \frac1M \sum_m p(x, y=c \mid D, a_m)` of validated rows, (n_samples, n_classes)."""
+        acc = None
+        index = self.hyper_predict_index_
+        for m in index:
+            joint = self._at_draw(int(m))._joint(X, "predictive")
+            acc = joint if acc is None else np.logaddexp(acc, joint)
+        return acc - np.log(index.size)
+
+    def hyper_joint_log_proba_draws(self, X):
+        r"""Per-draw joint log predictive :math:`\log p(x, y=c \mid D, a_m)` over the predictive's draws.
+
+        The terms that ``predict_joint_log_proba`` (``estimate="predictive"``) combines
+        by ``logsumexp``; the draws are ``hyper_posterior_[name][hyper_predict_index_]``.
+
+        Parameters
+        ----------
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_predict_draws, n_samples, n_classes)
+        """
+        check_is_fitted(self, "hyper_posterior_")
+        Xv = self._input(X, reset=False)
+        return np.stack([self._at_draw(int(m))._joint(Xv, "predictive") for m in self.hyper_predict_index_])
+
+    # -------------------------------------------------------------- draws
+    def _hyper_groups(self, key, n, prior):
+        """Assign ``n`` draws to hyperparameter values: ``(values, positions)`` per distinct value.
+
+        From the posterior: each draw picks one of ``hyper_posterior_``'s draws at random;
+        from the prior: each draw has its own value drawn from the hyperpriors.
+        """
+        hypers = self.__dict__[_STATE][0]
+        if prior:
+            keys = jax.random.split(key, len(hypers))
+            values = {h.name: np.asarray(h.distribution.sample(k, (n,)), dtype=np.float64) for h, k in zip(hypers, keys)}
+            return [({name: v[i] for name, v in values.items()}, np.array([i])) for i in range(n)]
+        total = next(iter(self.hyper_posterior_.values())).shape[0]
+        pick = np.asarray(jax.random.randint(key, (n,), 0, total))
+        return [(self._hyper_draw_values(int(m)), np.flatnonzero(pick == m)) for m in np.unique(pick)]
+
+    def _hyper_mixture(self, n, random_state, prior, each):
+        """Draws from the mixture over hyperparameters: ``each(work, count, key)`` per group, put back in order."""
+        key_groups, key_draws = jax.random.split(key_from_random_state(random_state))
+        hypers = self.__dict__[_STATE][0]
+        out = None
+        for g, (values, positions) in enumerate(self._hyper_groups(key_groups, n, prior)):
+            part = each(self._at_values(hypers, values), positions.size, jax.random.fold_in(key_draws, g))
+            if out is None:
+                out = jax.tree.map(lambda leaf: np.empty((n,) + np.shape(leaf)[1:], np.asarray(leaf).dtype), part)
+            jax.tree.map(lambda dst, src: dst.__setitem__(positions, np.asarray(src)), out, part)
+        return out
+
+    def _hyper_draw(self, n, random_state, *, prior=False):
+        return self._hyper_mixture(n, random_state, prior, lambda work, k, key: work._draw(k, key, prior=prior))
+
+    def _hyper_proba_draws(self, X, n_draws, random_state):
+        check_is_fitted(self, "stats_")
+        n_draws = check_n_draws(n_draws)
+        self.validate_input(X)  # errors name the problem before any draw is made
+        return self._hyper_mixture(
+            n_draws, random_state, False, lambda work, k, key: work.predict_proba_draws(X, k, key)
+        )
+
+    def _hyper_proba_interval(self, X, level, n_draws, method, random_state):
+        from bayesnb.analysis.uncertainty import credible_interval
+
+        return credible_interval(self._hyper_proba_draws(X, n_draws, random_state), level, method)
+
+    # ------------------------------------------------------------ export
+    def _hyper_inference_data(self, X_new, X, y, feature_names, random_state):
+        """``to_inference_data`` with the hyperparameters' draws and parameters drawn conditional on each."""
+        from bayesnb.ppl.export import add_hyperparameters, to_inference_data
+
+        chains = self.hyper_diagnostics_["num_chains"]
+        per_chain = self.hyper_diagnostics_["num_samples"]
+        total = chains * per_chain
+        key = key_from_random_state(random_state)
+        key_post, key_prior, key_rest = jax.random.split(key, 3)
+        parts = [self._at_draw(m)._draw(1, jax.random.fold_in(key_post, m)) for m in range(total)]
+        draws = jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
+        prior_draws = self._hyper_draw(total, key_prior, prior=True)
+        idata = to_inference_data(
+            self, per_chain, key_rest, X_new, X=X, y=y, n_chains=chains, feature_names=feature_names,
+            draws=draws, prior_draws=prior_draws,
+        )
+        return add_hyperparameters(idata, self.hyper_posterior_, chains, getattr(self, "n_features_in_", None))
