@@ -56,9 +56,10 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     _family = None
     #: Constructor parameters that take a numpyro distribution (a hyperparameter
-    #: integrated by NUTS on the collapsed model); none in this version.
+    #: integrated by NUTS on the collapsed model, :mod:`bayesnb.ppl.collapsed`): the
+    #: prior's concentrations or fields and the class proportions' concentration.
     #: :func:`bayesnb.compile_model` refuses a hyperprior site for any other parameter.
-    _hyperprior_params = frozenset()
+    _hyperprior_params = frozenset({"alpha", "class_alpha", "prior"})
 
     @classmethod
     def _params_from_prior(cls, prior):

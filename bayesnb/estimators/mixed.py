@@ -24,6 +24,7 @@ from bayesnb.core._validation import check_category_codes
 from bayesnb.core.families.product import BlockRows, product
 from bayesnb.core.stats import ProductStats
 from bayesnb.estimators._base import BaseNB
+from bayesnb.ppl.collapsed import find_hyperpriors
 from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
 from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.estimators.poisson import PoissonNB
@@ -196,6 +197,8 @@ class MixedNB(BaseNB):
 
     # Set only while fit/partial_fit validate their input (see _check_X).
     _fit_input = False
+    # Its blocks' hyperparameters are fixed (see _resolve_blocks); its own class_alpha too.
+    _hyperprior_params = frozenset()
 
     def __init__(
         self,
@@ -270,6 +273,15 @@ class MixedNB(BaseNB):
                     f"block {name!r}: unknown estimator type {type(est).__name__}; a block needs a "
                     "bayesnb estimator such as GaussianNB, BernoulliNB, CategoricalNB, "
                     "MultinomialNB or PoissonNB"
+                )
+            hyper = find_hyperpriors(est.get_params(deep=False))
+            if hyper:
+                # A block's integrated hyperparameters would make its predictive a mixture
+                # over their draws, which the product of the blocks' closed forms is not.
+                raise ValueError(
+                    f"block {name!r}: {hyper[0].name} is a distribution (a hyperprior); MixedNB's blocks "
+                    "take fixed hyperparameters (integrate them in a one-family estimator, or fix them, "
+                    "e.g. at the evidence maximum with alpha='evidence')"
                 )
             idx = self._column_indices(X, name, columns)
             for j in idx:

@@ -155,6 +155,9 @@ class PolyaNB(BaseNB):
     (2,)
     """
 
+    # Its Pólya precision is learned by maximum evidence; no hyperprior in this version.
+    _hyperprior_params = frozenset()
+
     _family = polya.family
 
     def __init__(

@@ -1,13 +1,12 @@
 """A user-written Bernoulli model with a Gamma hyperprior on the Beta concentrations.
 
-Needs the estimators' integrated-hyperparameter API (``BernoulliNB(alpha=dist.Gamma(...))``
-fitted by NUTS on the collapsed model, with ``"alpha"`` in
-``BernoulliNB._hyperprior_params``), built on another branch: until it is merged,
-``compile_model`` refuses the hyperprior site ``alpha`` with ModelCompileError and these
-tests fail at that line. Once merged, the compiled estimator is checked against NUTS on
-the *un*collapsed model as written (theta, pi and alpha all sampled) by the cross-check
-rule, and an estimator with another hyperprior (Gamma(40, 4): alpha near 10 instead of
-near 2) is reported as disagreeing with the same run.
+The model compiles to ``BernoulliNB(alpha=Gamma(2, 1))``, fitted by NUTS on the collapsed
+model. The compiled estimator is checked against NUTS on the *un*collapsed model as
+written (theta, pi and alpha all sampled) by the cross-check rule, and an estimator with
+another hyperprior (Gamma(40, 4): alpha near 10 instead of near 2) is reported as
+disagreeing with the same run. The agreement is an expected failure for now: the
+cross-check's closed side takes the posterior at the hyperparameters' mode (``posterior_``)
+rather than the mixture over their draws, so it cannot agree until it reads the mixture.
 """
 
 from __future__ import annotations
@@ -60,6 +59,11 @@ def compiled_run():
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    strict=True,
+    reason="known gap (issue 17): crosscheck's closed side reads posterior_ and draws at the "
+    "hyperparameters' posterior mode, not the mixture over their draws that the estimator integrates",
+)
 def test_the_compiled_hyperprior_model_agrees_with_nuts_on_the_uncollapsed_model(compiled_run):
     _, _, _, report = compiled_run
     assert report.agrees, str(report)
