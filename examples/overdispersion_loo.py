@@ -150,10 +150,10 @@ def main(argv=None):
 
     # The joint log p(x_i, y_i | D_-i) from the arviz export (its log_likelihood "xy").
     t = time.perf_counter()
-    idata = est.to_inference_data(n_draws=1000, random_state=args.seed, X=X, y=y)
+    idata = est.to_inference_data(n_draws=500, n_chains=2, random_state=args.seed, X=X, y=y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        psis_joint = az.loo(idata, pointwise=True)
+        psis_joint = az.loo(idata, pointwise=True, var_name="xy")
     t_psis = time.perf_counter() - t
     exact_joint = bayesnb.loo(est, X, y, kind="joint")
     kj = psis_joint["pareto_k"].values

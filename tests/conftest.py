@@ -32,6 +32,25 @@ for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.
         sys.path.append(str(_folder))
 _MISSING = "../shared/data not found: the shared corpora live beside the repository"
 
+
+@pytest.fixture(autouse=True, scope="module")
+def _release_compiled_programs():
+    """Drop JAX's compiled programs after each test module.
+
+    A worker runs thousands of tests in one process; the programs compiled for NUTS runs
+    and traced closed forms of earlier modules are not reused by later ones, and kept
+    they grow the worker until an XLA compilation can fail for memory (two CI workers
+    aborted in NUTS compiles late in the run). Clearing them costs nothing a later
+    module would not have compiled anyway.
+    """
+    yield
+    import gc
+
+    jax = sys.modules.get("jax")
+    if jax is not None:
+        jax.clear_caches()
+    gc.collect()
+
 #: The four newsgroups of scikit-learn's text tutorial / documentation numbers.
 NEWS4_CATEGORIES = ("alt.atheism", "comp.graphics", "sci.space", "talk.religion.misc")
 

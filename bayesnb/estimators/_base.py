@@ -1021,7 +1021,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         return self._generate(n, random_state, prior=True)
 
     def to_inference_data(
-        self, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1, feature_names=None
+        self, n_draws=500, random_state=None, X_new=None, *, X=None, y=None, n_chains=2, feature_names=None
     ):
         """The posterior as an arviz ``InferenceData`` of exact iid draws.
 
@@ -1039,7 +1039,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             statistics, so ``observed_data``, ``log_likelihood`` (for ``az.loo`` /
             ``az.waic``) and ``posterior_predictive`` are there only when they are given.
         n_chains : int
-            Number of chains the iid draws are split into (arviz's ``chain`` dim).
+            Number of chains the iid draws are split into (arviz's ``chain`` dim;
+            default 2, so that arviz's ``r_hat`` is defined).
             With hyperparameters integrated (given as distributions), ``n_draws`` and
             ``n_chains`` are those of the NUTS run: the ``posterior`` group holds the
             hyperparameters' draws and one draw of the parameters conditional on each.

@@ -574,7 +574,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         return self._fitted().predict_proba_interval(X, level, n_draws=n_draws, method=method, random_state=random_state)
 
-    def to_inference_data(self, n_draws=1000, random_state=None, X_new=None, **kwargs):
+    def to_inference_data(self, n_draws=500, random_state=None, X_new=None, **kwargs):
         """The fitted (for ``"vb"``: variational) posterior as an arviz ``InferenceData``.
 
         Parameters

@@ -237,7 +237,7 @@ def _joint_draws(estimator, log_class, params, checked):
 
 
 def to_inference_data(
-    estimator, n_draws=1000, random_state=None, X_new=None, *, X=None, y=None, n_chains=1, feature_names=None,
+    estimator, n_draws=500, random_state=None, X_new=None, *, X=None, y=None, n_chains=2, feature_names=None,
     draws=None, prior_draws=None,
 ):
     r"""An arviz ``InferenceData`` of exact iid draws from a fitted estimator's posterior.
@@ -274,12 +274,14 @@ def to_inference_data(
     ----------
     estimator : fitted bayesnb estimator
     n_draws : int
-        Draws per chain.
+        Draws per chain (default 500: 1,000 draws in all).
     random_state : int, RandomState, Generator, jax key or None
     X_new : array-like of shape (n_new, n_features), optional
     X, y : array-like of shape (n_samples, n_features) and (n_samples,), optional
         The training data (both or neither).
     n_chains : int
+        Chains the iid draws are split into (default 2): arviz's ``r_hat`` needs at
+        least two, and with exact iid draws it is near 1 by construction.
     feature_names : sequence of str of length n_features_in_, optional
         The ``feature`` coordinates (e.g. ``CountVectorizer.get_feature_names_out()``);
         default ``feature_names_in_`` when fitted on a DataFrame, else ``x0, x1, ...``.
@@ -303,7 +305,7 @@ def to_inference_data(
     >>> sorted(idata.groups())
     ['log_likelihood', 'observed_data', 'posterior', 'posterior_predictive', 'prior']
     >>> dict(idata.posterior["rate"].sizes)
-    {'chain': 1, 'draw': 200, 'class': 2, 'feature': 2}
+    {'chain': 2, 'draw': 200, 'class': 2, 'feature': 2}
     >>> idata.posterior["rate"].coords["class"].values.tolist()
     ['a', 'b']
     """

@@ -87,7 +87,8 @@ def test_posterior_draws_have_the_closed_form_moments(name):
     case = fitted(name)
     est = case.estimator
     n = 4000
-    post = est.to_inference_data(n, random_state=2).posterior
+    post = est.to_inference_data(n // 2, random_state=2).posterior  # the default 2 chains
+    assert dict(post.sizes)["chain"] == 2
     for var, (mean, sd) in models.posterior_moments(est).items():
         draws = post[var].values.reshape((n,) + mean.shape)
         finite = np.isfinite(mean) & np.isfinite(sd) & (sd > 0)
