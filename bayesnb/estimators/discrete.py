@@ -224,8 +224,9 @@ class MultinomialNB(_DiscreteNB):
     _family = multinomial.family
 
     def _check_X(self, X, reset):
-        # Integer CSR counts are not copied to float64 (see sparse_counts_input).
-        X, dtype, integral = sparse_counts_input(X)
+        # Integer CSR counts are not copied to float64, and duplicate entries are left for
+        # the consumers that are not linear in a count to sum (see sparse_counts_input).
+        X, dtype, integral = sparse_counts_input(X, linear=True)
         X = validate_data(self, X, accept_sparse="csr", dtype=dtype, reset=reset, ensure_all_finite=not integral)
         return check_non_negative(X, type(self).__name__)
 

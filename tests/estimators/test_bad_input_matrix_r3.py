@@ -239,6 +239,47 @@ def test_count_estimators_on_csr_duplicates_equal_dense(make):
         assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
 
 
+@pytest.mark.parametrize("estimate", ["mle", "map", "mean", "predictive"])
+def test_multinomial_leaves_csr_duplicates_to_its_nonlinear_consumers(estimate):
+    # MultinomialNB's validation does not search for duplicate entries (its counts and
+    # plug-in products are linear in them); every estimate, exact LOO and the count-vector
+    # evidence (multinomial coefficients: not linear) must still see what the dense matrix holds.
+    from bayesnb import loo
+    from bayesnb.analysis.evidence import log_marginal_likelihood
+
+    X, dense, y = _csr_with_duplicates(3)
+    X = X.astype(np.int64)
+    X.has_canonical_format = False
+    indices_before = X.indices.copy()
+    est, ref = MultinomialNB(estimate=estimate).fit(X, y), MultinomialNB(estimate=estimate).fit(dense, y)
+    assert_allclose(est.predict_proba(X), ref.predict_proba(dense), rtol=1e-12)
+    assert_allclose(
+        log_marginal_likelihood(est, X, y), log_marginal_likelihood(ref, dense, y), rtol=1e-12
+    )
+    if estimate == "predictive":
+        assert_allclose(loo(est, X, y).elpd_loo, loo(ref, dense, y).elpd_loo, rtol=1e-12)
+    assert np.array_equal(X.indices, indices_before)  # the caller's matrix is untouched
+
+
+def test_multinomial_judges_a_negative_stored_value_by_its_sum():
+    import scipy.sparse as sp
+
+    # Row 0 stores column 1 as -1 and +3 (it holds a 2); in the refused matrix row 1 stores
+    # column 0 as -2 and +1 (it holds a -1).
+    indptr, indices = np.array([0, 3, 5, 6]), np.array([1, 0, 1, 2, 0, 2])
+    ok = sp.csr_matrix((np.array([-1.0, 1.0, 3.0, 1.0, 2.0, 4.0]), indices, indptr), shape=(3, 3))
+    y = np.array([0, 1, 1])
+    assert_allclose(
+        MultinomialNB().fit(ok, y).predict_joint_log_proba(ok),
+        MultinomialNB().fit(ok.toarray(), y).predict_joint_log_proba(ok.toarray()),
+        rtol=1e-12,
+    )
+    bad = sp.csr_matrix((np.array([-1.0, 1.0, 3.0, -2.0, 1.0, 1.0]), np.array([1, 0, 1, 0, 0, 2]), indptr), shape=(3, 3))
+    assert bad.toarray().min() == -1.0
+    with pytest.raises(ValueError, match=r"Negative values in data passed to MultinomialNB.*min -1"):
+        MultinomialNB().fit(bad, y)
+
+
 # ------------------------------------------------------------ huge sample weights
 _rng = np.random.default_rng(5)
 _Y12 = np.tile([0, 1], 6)

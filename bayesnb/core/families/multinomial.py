@@ -518,6 +518,8 @@ def count_vector_log_offset(X, y_index, weight, n_classes, *, length_prior=None)
     ValueError
         For non-integer counts (the model is then not a probability of count vectors).
     """
+    if sp.issparse(X):
+        X = summed(X)  # an entry stored twice is judged by its sum
     values = X.data if sp.issparse(X) else np.asarray(X)
     if np.any(values != np.floor(values)):
         raise ValueError(
