@@ -298,6 +298,44 @@ def test_the_private_hook_finder_catches_a_planted_call(tmp_path):
     assert private_hook_uses(path, {"_compute_stats"}) == []
 
 
+# ----------------------------------------------------------------------------- mixed models
+
+
+#: The layers that see a mixed model through its product family (``family_.blocks`` and the
+#: dict pytrees, bayesnb.core._fitted.blocks), never through its fitted block estimators.
+FAMILY_ONLY = ("core", "analysis", "ppl", "scale")
+BLOCK_ESTIMATORS = {"estimators_", "named_estimators_"}
+
+
+def block_estimator_reads(path):
+    """``[(line, source)]`` where ``path`` reads a mixed model's block estimators (by attribute or getattr/hasattr)."""
+    found = []
+    for node in ast.walk(ast.parse(Path(path).read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr in BLOCK_ESTIMATORS:
+            found.append((node.lineno, ast.unparse(node)))
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "hasattr")
+            and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value in BLOCK_ESTIMATORS
+        ):
+            found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_the_layers_below_the_estimators_read_mixed_models_through_the_family():
+    below = [p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] in FAMILY_ONLY]
+    assert len(below) > 20
+    reads = {str(p.relative_to(PACKAGE.parent)): hits for p in below if (hits := block_estimator_reads(p))}
+    assert reads == {}
+
+
+def test_the_block_estimator_finder_catches_planted_reads(tmp_path):
+    path = tmp_path / "planted.py"
+    path.write_text("def f(est):\n    a = est.estimators_\n    return getattr(est, 'named_estimators_', None), a\n")
+    assert block_estimator_reads(path) == [(2, "est.estimators_"), (3, "getattr(est, 'named_estimators_', None)")]
+    path.write_text("def f(est):\n    return est.family_.blocks\n")
+    assert block_estimator_reads(path) == []
+
+
 # ----------------------------------------------------------------------------- family switches
 
 

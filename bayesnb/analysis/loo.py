@@ -57,6 +57,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from bayesnb.core import class_prior as _class_prior
+from bayesnb.core.missing import MaskedX
 from bayesnb.core.stats import as_masked, is_masked
 
 __all__ = [
@@ -154,8 +155,10 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
     family : Family
     prior : the family's prior pytree (held fixed)
     stats : statistics of the training data :math:`D` (which contains the rows ``X``)
-    X : validated rows of shape (n_samples, n_features), dense or CSR
-        Rows of the training data whose statistics are in ``stats``.
+    X : validated rows of shape (n_samples, n_features)
+        Rows of the training data whose statistics are in ``stats``: dense or CSR, a
+        :class:`~bayesnb.core.missing.MaskedX` (its mask is then ``mask``), or for a
+        product family :class:`~bayesnb.core.families.product.BlockRows`.
     y_index : int ndarray of shape (n_samples,)
     weight : ndarray of shape (n_samples,), optional
         Each row's weight in ``stats`` (ones by default): the whole row is left out.
@@ -177,6 +180,19 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
     y_index = np.asarray(y_index, dtype=np.intp)
     n = y_index.shape[0]
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    if family.blocks is not None:
+        # A product of families (a mixed model): leaving a row out downdates every block's
+        # own statistics, and the blocks' scores add up. Each piece of the rows carries
+        # its own unobserved entries; each block its own point options.
+        return sum(
+            feature_log_loo(
+                b.family, prior[b.name], stats.blocks[b.name], part, y_index, weight, kind=kind,
+                point_options={**b.point_options.get(kind, {}), **(point_options or {})},
+            )
+            for b, part in zip(family.blocks, X.parts)
+        )
+    if isinstance(X, MaskedX):
+        X, mask = X.X, X.mask
     full = _score(family, prior, stats, X, kind, mask, point_options)
     out = full.copy()
     if n == 0:

@@ -242,15 +242,15 @@ def _observed(estimator, X):
     if not _fitted.is_mixed(estimator):
         return _dense(checked)
     out = np.full(checked.shape, np.nan)
-    for (_, _, cols), part in zip(_fitted.blocks(estimator), checked.parts):
-        out[:, cols] = _dense(part)
+    for block, part in zip(_fitted.blocks(estimator), checked.parts):
+        out[:, block.columns] = _dense(part)
     return out
 
 
-def _block_params(key, est, d, drawn, y_index):
+def _block_params(key, block, d, drawn, y_index):
     """Parameters of replicate ``d`` of a block: its shared draw ``drawn[d]``, or one draw per row (``local_draws``, from ``key``)."""
     if drawn is None:
-        return est.family_.local_draws(key, est.posterior_, y_index)
+        return block.family.local_draws(key, block.posterior, y_index)
     return jax.tree.map(lambda a: a[d], drawn)
 
 
@@ -261,18 +261,18 @@ def _replicates(key, estimator, y_index, n_draws, shape, unobserved):
     for k in jax.random.split(key, len(parts)):
         keys.append(tuple(jax.random.split(k)))  # (parameter draws, rows)
     drawn = [
-        None if est.family_.local_draws is not None else _fitted.feature_draws(k_draw, est, n_draws)
-        for (_, est, _), (k_draw, _) in zip(parts, keys)
+        None if block.family.local_draws is not None else _fitted.block_draws(k_draw, block, n_draws)
+        for block, (k_draw, _) in zip(parts, keys)
     ]
     # One split per block rather than a fold_in per replicate: JAX dispatch dominates small data.
     row_keys = [jax.random.split(k_rows, n_draws) for _, k_rows in keys]
     draw_keys = [jax.random.split(k_draw, n_draws) if dr is None else None for (k_draw, _), dr in zip(keys, drawn)]
     for d in range(n_draws):
         X = np.full(shape, np.nan)
-        for b, ((_, est, cols), dr) in enumerate(zip(parts, drawn)):
-            params = _block_params(None if dr is not None else draw_keys[b][d], est, d, dr, y_index)
-            rows = np.asarray(est.family_.simulate(row_keys[b][d], params, y_index, est.stats_))
-            X[:, slice(None) if cols is None else cols] = rows
+        for b, (block, dr) in enumerate(zip(parts, drawn)):
+            params = _block_params(None if dr is not None else draw_keys[b][d], block, d, dr, y_index)
+            rows = np.asarray(block.family.simulate(row_keys[b][d], params, y_index, block.stats))
+            X[:, slice(None) if block.columns is None else block.columns] = rows
         X[unobserved] = np.nan
         yield X
 
@@ -419,8 +419,8 @@ _KEEP_ENTRIES = 1 << 24
 def _statistics(estimator, statistics, n_classes, Xobs):
     """``{name: f(X, y_labels, y_index)}`` for the requested statistics."""
     builtins = {}
-    for name, est, cols in _fitted.blocks(estimator):
-        table = STATISTICS.get(est.family_.support, {})
+    for name, family, cols in ((b.name, b.family, b.columns) for b in _fitted.blocks(estimator)):
+        table = STATISTICS.get(family.support, {})
         for stat_name, stat in table.items():
             full = f"{name}__{stat_name}" if name else stat_name
             builtins[full] = _on_columns(stat, cols, n_classes, Xobs)

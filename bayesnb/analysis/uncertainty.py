@@ -781,14 +781,14 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     n_draws = check_n_draws(n_draws)
     # The blocks of columns (one for a one-family estimator) whose family has per-term
     # contributions; a MixedNB's other blocks (e.g. Gaussian) have none and are left out.
-    blocks = [(name, est, idx) for name, est, idx in _fitted.blocks(estimator)
-              if est.family_.feature_log_odds is not None]
+    every = _fitted.blocks(estimator)
+    blocks = [b for b in every if b.family.feature_log_odds is not None]
     if not blocks:
         raise TypeError(
             "feature log-odds contributions need a family whose log-likelihood is a sum of "
             "per-feature terms with one parameter each (MultinomialNB, BernoulliNB, "
             f"CategoricalNB, PoissonNB, ExponentialNB, or a MixedNB with such a block); got "
-            f"{type(estimator).__name__}" + (" with blocks " + ", ".join(n for n, _, _ in _fitted.blocks(estimator))
+            f"{type(estimator).__name__}" + (" with blocks " + ", ".join(b.name for b in every)
                                              if _fitted.is_mixed(estimator) else "")
         )
     if len(estimator.classes_) < 2:
@@ -802,9 +802,9 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     names = [f"x{j}" for j in range(estimator.n_features_in_)] if names is None else [str(v) for v in names]
     labels = getattr(estimator, "categories_", None) or {}
     parts = []
-    for name, est, idx in blocks:
+    for name, family, prior, idx in ((b.name, b.family, b.prior, b.columns) for b in blocks):
         # The family's per-term contributions under each class, (n_draws, C, n_terms).
-        terms, feature, category, unit = est.family_.feature_log_odds(params[name] if name else params, est.prior_)
+        terms, feature, category, unit = family.feature_log_odds(params[name] if name else params, prior)
         feature = np.asarray(feature) if idx is None else np.asarray(idx)[np.asarray(feature)]
         term_names = [
             names[j] if category is None

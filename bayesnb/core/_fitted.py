@@ -4,14 +4,16 @@ r"""A fitted estimator seen through its public pytrees, for the PPL and analysis
 :mod:`bayesnb.analysis.uncertainty` accept fitted estimators but do not import
 :mod:`bayesnb.estimators`: they read ``family_``, ``prior_``, ``posterior_``,
 ``stats_``, ``class_dirichlet_`` / ``class_posterior_`` / ``class_prior_``,
-``classes_``, ``n_features_in_`` and, for a :class:`~bayesnb.MixedNB`, the public
-``estimators_`` (``(name, fitted block estimator, columns)``), and go through the
-family protocol. The functions here are those readings, once.
+``classes_`` and ``n_features_in_``, and go through the family protocol. A
+:class:`~bayesnb.MixedNB` is no special case: its ``family_`` is the product of its
+blocks' families (:func:`bayesnb.core.families.product.product`), whose ``blocks`` and
+dict pytrees (:func:`blocks`) are all a layer needs to treat it block by block. The
+functions here are those readings, once.
 
 The random streams are the estimators' own: a key is split into (class proportions,
 feature parameters), and the feature key of a mixed model into one key per block, in
-the order of ``estimators_``, so that the same ``random_state`` gives the same draws as
-``estimator.sample_posterior``.
+the order of the product's blocks, so that the same ``random_state`` gives the same
+draws as ``estimator.sample_posterior``.
 
 Draws are made in blocks of a fixed number of draws (:func:`draw_block`, a power of two
 set by the size of one draw), block ``b`` from its own key (:func:`block_key`), and the
@@ -23,6 +25,8 @@ with the same block.
 
 from __future__ import annotations
 
+from typing import Any, NamedTuple
+
 import jax
 import numpy as np
 
@@ -31,6 +35,8 @@ from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
 
 __all__ = [
+    "FittedBlock",
+    "block_draws",
     "block_key",
     "blocks",
     "draw_block",
@@ -47,18 +53,56 @@ __all__ = [
 
 
 def is_mixed(estimator):
-    """Whether ``estimator`` is a product of blocks of columns (it has public ``estimators_``)."""
-    return getattr(estimator, "estimators_", None) is not None
+    """Whether ``estimator``'s family is a product of families over blocks of columns (a :class:`~bayesnb.MixedNB`)."""
+    return getattr(estimator, "family_", None) is not None and estimator.family_.blocks is not None
+
+
+class FittedBlock(NamedTuple):
+    """One block of columns of a fitted estimator, as its family's pytrees.
+
+    Attributes
+    ----------
+    name : str
+        The block's name (the key of its pytrees in a product's dicts); ``""`` for the
+        one block of a one-family estimator.
+    family : Family
+        The block's registered family.
+    prior, posterior : the family's prior type
+    stats : the family's statistics
+    columns : int ndarray or None
+        The block's columns in the estimator's rows; None: all of them.
+    """
+
+    name: str
+    family: Any
+    prior: Any
+    posterior: Any
+    stats: Any
+    columns: Any
 
 
 def blocks(estimator):
-    """``[(name, fitted estimator of the block, columns)]``: the blocks of columns of a fitted estimator.
+    """The blocks of columns of a fitted estimator, read off its family and pytrees.
 
-    A one-family estimator is one block named ``""`` over all columns (``columns`` None).
+    A product family (a :class:`~bayesnb.MixedNB`) has one block per entry of
+    ``family_.blocks``, with its entries of the dict pytrees ``prior_``, ``posterior_``
+    and ``stats_.blocks``; a one-family estimator is one block named ``""`` over all
+    columns (``columns`` None).
+
+    Returns
+    -------
+    list of FittedBlock
     """
-    if is_mixed(estimator):
-        return [(name, est, idx) for name, est, idx in estimator.estimators_]
-    return [("", estimator, None)]
+    family = estimator.family_
+    if family.blocks is None:
+        return [FittedBlock("", family, estimator.prior_, estimator.posterior_, estimator.stats_, None)]
+    return [
+        FittedBlock(
+            b.name, b.family, estimator.prior_[b.name], estimator.posterior_[b.name],
+            estimator.stats_.blocks[b.name], np.asarray(b.columns),
+        )
+        for b in family.blocks
+    ]
 
 
 # Entries of one block of draws (2^16 float64: 512 KiB), and the most draws in a block.
@@ -116,8 +160,12 @@ def in_blocks(sample, key, n, block):
 
 def posterior_size(estimator, *, prior=False):
     """Entries of one draw of the feature parameters: the sizes of the (prior or) posterior pytree's leaves."""
-    tree = estimator.prior_ if prior else estimator.posterior_
+    return _size(estimator.prior_ if prior else estimator.posterior_)
+
+
+def _size(tree):
     return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(tree))))
+
 
 def temperature(estimator):
     r"""The likelihood temperature :math:`T` of a fitted estimator (``temperature_``; 1 where it has none).
@@ -151,12 +199,27 @@ def feature_draws(key, estimator, n, *, prior=False):
     params : the family's parameter pytree with leading axis ``n`` (a dict of them by
         block name for a mixed model), ndarrays, drawn in blocks (see :func:`draw_block`)
     """
-    block = draw_block(n, posterior_size(estimator, prior=prior))
-    return in_blocks(lambda k, m: _feature_sample(k, estimator, m, prior), key, n, block)
+    return _draws_of(key, estimator.family_, estimator.prior_ if prior else estimator.posterior_, n)
 
 
-def _feature_sample(key, estimator, n, prior):
-    return estimator.family_.sample(key, estimator.prior_ if prior else estimator.posterior_, n)
+def block_draws(key, block, n):
+    """``n`` iid draws of one block's parameters from its posterior (see :func:`feature_draws`).
+
+    Parameters
+    ----------
+    key : jax.random key
+    block : FittedBlock
+    n : int
+
+    Returns
+    -------
+    the block family's parameter pytree with leading axis ``n``, ndarrays
+    """
+    return _draws_of(key, block.family, block.posterior, n)
+
+
+def _draws_of(key, family, dist, n):
+    return in_blocks(lambda k, m: family.sample(k, dist, m), key, n, draw_block(n, _size(dist)))
 
 
 def draws(estimator, n, random_state, *, prior=False):

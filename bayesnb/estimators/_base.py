@@ -151,18 +151,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     def _loo_feature(self, X, y_index, weight, kind):
         """Leave-one-out feature scores of validated training rows, (n_samples, n_classes)."""
-        mask = None
-        if isinstance(X, _missing.MaskedX):
-            X, mask = X.X, X.mask
         return _loo.feature_log_loo(
-            self._family,
-            self.prior_,
-            self.stats_,
-            X,
-            y_index,
-            weight,
-            kind=kind,
-            mask=mask,
+            self._family, self.prior_, self.stats_, X, y_index, weight, kind=kind,
             point_options=self._point_options(kind),
         )
 

@@ -474,6 +474,14 @@ class MixedNB(BaseNB):
             )
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
+        class_count = np.bincount(y_index, weights=sample_weight, minlength=self.classes_.size).astype(np.float64)
+        if X.validated and hasattr(self, "estimators_"):
+            # Rows each block has validated already (validate_input, the product's simulate):
+            # each block's own statistics of its piece; the blocks are left as they are.
+            return ProductStats(class_count, {
+                name: est.validated_stats(part, y_index, sample_weight)
+                for (name, est, _), part in zip(self.estimators_, X.parts)
+            })
         y = self.classes_[y_index]
         fitted, batch = [], {}
         blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates
@@ -488,7 +496,6 @@ class MixedNB(BaseNB):
             fitted.append((name, est, idx))
         self.estimators_ = fitted
         self.__dict__.pop("_templates", None)
-        class_count = np.bincount(y_index, weights=sample_weight, minlength=self.classes_.size).astype(np.float64)
         return ProductStats(class_count, batch)
 
     def _refresh(self):
@@ -500,6 +507,18 @@ class MixedNB(BaseNB):
             {name: est.stats_ for name, est, _ in self.estimators_},
         )
         super()._refresh()
+
+    def _feature_posterior(self):
+        # Each block's own conjugate update, not a second computation by the product
+        # family: the block's posterior_ where the product's statistics are the block's
+        # (the same object, see _refresh), else the block's posterior_from_stats (SBC, new
+        # statistics). A block estimator that computes its posterior its own way is then
+        # what the mixed model predicts with and what every layer reads off posterior_.
+        out = {}
+        for name, est, _ in self.estimators_:
+            stats = self.stats_.blocks[name]
+            out[name] = est.posterior_ if stats is est.__dict__.get("stats_") else est.posterior_from_stats(stats)
+        return out
 
     def _min_categories(self, name, idx):
         """Every learned category of an encoded column has a slot, observed in a class or not."""
@@ -549,11 +568,11 @@ class MixedNB(BaseNB):
         return pd.DataFrame(columns)
 
     def _loo_feature(self, X, y_index, weight, kind):
-        validated = getattr(X, "validated", True)
-        return sum(
-            est._loo_feature(part if validated else est._input(part, reset=False), y_index, weight, kind)
-            for (_, est, _), part in zip(self.estimators_, X.parts)
-        )
+        # The rows fit hands over are the raw columns (each block validates its own): the
+        # product family's leave-one-out takes them validated.
+        if not X.validated:
+            X = BlockRows([est._input(part, reset=False) for (_, est, _), part in zip(self.estimators_, X.parts)], X.shape)
+        return super()._loo_feature(X, y_index, weight, kind)
 
     def _named_draws(self, params):
         out = {}

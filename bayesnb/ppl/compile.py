@@ -802,10 +802,10 @@ def recognise_model(model, X, y, **model_kwargs):
 
 def _block_names(estimator, compiled):
     """The estimator's block name of each site (``""`` for a one-family estimator)."""
-    blocks = getattr(estimator, "estimators_", None)
+    blocks = estimator.family_.blocks
     if blocks is None:
         return {compiled.sites[0].site: ""}
-    return {site.site: name for site, (name, _, _) in zip(compiled.sites, blocks)}
+    return {site.site: block.name for site, block in zip(compiled.sites, blocks)}
 
 
 def run_nuts_model(

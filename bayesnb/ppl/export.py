@@ -121,13 +121,15 @@ def category_labels(estimator):
     known = getattr(estimator, "categories_", None)
     known = known if isinstance(known, dict) else {}
     out = {}
-    for name, est, idx, spec in models.block_specs(estimator):
+    for name, block, idx, spec in models.block_specs(estimator):
         codes = spec.coords().get("category")
         if codes is None:
             continue
         prefix = f"{name}__" if name else ""
-        columns = range(est.n_features_in_) if idx is None else [int(j) for j in idx]
-        counts = np.asarray(getattr(est, "n_categories_", [len(codes)] * len(columns)))
+        columns = range(estimator.n_features_in_) if idx is None else [int(j) for j in idx]
+        # Each feature's own number of categories, where the prior is ragged (padded).
+        counts = getattr(block.prior, "n_categories", None)
+        counts = np.asarray([len(codes)] * len(columns) if counts is None else counts)
         labels = np.full((len(columns), len(codes)), "", dtype=object)
         for k, j in enumerate(columns):
             values = known.get(j)

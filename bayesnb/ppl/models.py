@@ -377,14 +377,15 @@ def mixed_stats_model(stats, *, blocks, class_prior):
 
 
 def block_specs(estimator):
-    """The blocks of a fitted estimator: ``[(name, estimator of the block, columns, spec)]``.
+    """The blocks of a fitted estimator: ``[(name, block, columns, spec)]``.
 
-    A one-family estimator is one block named ``""`` over all columns (``columns`` None);
-    a :class:`~bayesnb.MixedNB` (an estimator with public ``estimators_``) has one per
-    block of columns. ``spec`` is the numpyro model of the block's family
-    (``family_.model(prior_)``).
+    ``block`` is the :class:`bayesnb.core._fitted.FittedBlock` (family and pytrees) of
+    :func:`bayesnb.core._fitted.blocks`: a one-family estimator is one block named ``""``
+    over all columns (``columns`` None), a product family (a :class:`~bayesnb.MixedNB`)
+    has one per block of columns. ``spec`` is the numpyro model of the block's family
+    (``block.family.model(block.prior)``).
     """
-    return [(name, est, idx, _spec(est.family_, est.prior_)) for name, est, idx in _fitted.blocks(estimator)]
+    return [(b.name, b, b.columns, _spec(b.family, b.prior)) for b in _fitted.blocks(estimator)]
 
 
 def class_prior_of(estimator):
@@ -471,17 +472,16 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
     if form not in ("rows", "stats"):
         raise ValueError(f"form must be 'rows' or 'stats', got {form!r}")
     blocks = block_specs(estimator)
-    named = [(name, est.family_, est.prior_) for name, est, _, _ in blocks]
+    named = [(name, block.family, block.prior) for name, block, _, _ in blocks]
     class_prior = class_prior_of(estimator)
-    parts = masks = pieces = None
+    parts = masks = checked = None
     if X is not None:
         checked, rows = block_rows(estimator, X)
-        pieces = checked.parts if hasattr(checked, "parts") else [checked]
         parts = [spec.check_rows(values) for (values, _), (_, _, _, spec) in zip(rows, blocks)]
         masks = [mask for _, mask in rows]
-        for mask, (_, est, _, spec) in zip(masks, blocks):
+        for mask, (_, block, _, spec) in zip(masks, blocks):
             if mask is not None and not spec.per_feature:
-                raise ValueError(_no_masked_rows(est.family_, spec))
+                raise ValueError(_no_masked_rows(block.family, spec))
     y_index = None if y is None else _labels_index(estimator, y)
     if parts is not None and y_index is not None and parts[0].shape[0] != y_index.shape[0]:
         raise ValueError(f"X has {parts[0].shape[0]} rows but y has {y_index.shape[0]} labels")
@@ -495,11 +495,11 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
     if form == "stats":
         if parts is None or y_index is None:
             raise ValueError("form='stats' needs both X and y")
-        stats = {}
-        for (name, est, _, _), piece in zip(blocks, pieces):
-            # The estimator's own statistics of the validated rows, so that rows with
-            # unobserved entries (missing="ignore") give the per-cell statistics it fits with.
-            stats[name] = est.validated_stats(piece, y_index, weight)
+        # The estimator's own statistics of the validated rows, so that rows with unobserved
+        # entries (missing="ignore") give the per-cell statistics it fits with; a product's
+        # are its blocks' (ProductStats.blocks).
+        own = estimator.validated_stats(checked, y_index, weight)
+        stats = own.blocks if mixed else {"": own}
         if mixed:
             return mixed_stats_model, {"stats": stats, "blocks": named, "class_prior": class_prior}
         return family_models(named[0][1])[1], {"stats": stats[""], "prior": named[0][2], "class_prior": class_prior}
@@ -540,8 +540,8 @@ def posterior_moments(estimator):
     out = {}
     if estimator.class_posterior_ is not None:
         out["class_probs"] = dirichlet_moments(estimator.class_posterior_.concentration)
-    for name, est, _, spec in block_specs(estimator):
-        for var, moments in spec.moments(est.posterior_).items():
+    for name, block, _, spec in block_specs(estimator):
+        for var, moments in spec.moments(block.posterior).items():
             out[_prefixed(name, var)] = moments
     return out
 

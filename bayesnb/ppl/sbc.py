@@ -28,6 +28,7 @@ from bayesnb.core import _fitted
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._validation import check_n_draws
+from bayesnb.core.families.product import BlockRows
 
 __all__ = ["simulation_based_calibration", "rank_uniformity", "SBCResult"]
 
@@ -251,16 +252,20 @@ def simulation_based_calibration(
         y_index = _class_prior.sample_labels(key_labels, log_pi[0], n_samples)
         key_class, *key_blocks = jax.random.split(key_post, 1 + len(blocks))
         row_keys = jax.random.split(key_rows, len(blocks))
-        posterior_params = {}
-        for (name, est, _, _), key_x, key_draw in zip(blocks, row_keys, key_blocks):
-            family = est.family_
+        simulated = []
+        for (name, block, _, _), key_x in zip(blocks, row_keys):
             true_params = jax.tree.map(lambda a: np.asarray(a)[0], params[name] if mixed else params)
-            X_sim = np.asarray(family.simulate(key_x, true_params, y_index, est.stats_))
-            # What SBC calibrates is the estimator's own computation of its posterior from
-            # data: its statistics of the simulated rows (its own tables, e.g. category
-            # counts), then its conjugate update of the prior they were drawn from.
-            posterior = est.posterior_from_stats(est.validated_stats(X_sim, y_index))
-            posterior_params[name] = jax.tree.map(np.asarray, family.sample(key_draw, posterior, n_draws))
+            simulated.append(np.asarray(block.family.simulate(key_x, true_params, y_index, block.stats)))
+        # What SBC calibrates is the estimator's own computation of its posterior from
+        # data: its statistics of the simulated rows (its own tables, e.g. category
+        # counts; a mixed model's are its blocks'), then its conjugate update of the prior
+        # they were drawn from.
+        X_sim = BlockRows(simulated, (n_samples, estimator.n_features_in_)) if mixed else simulated[0]
+        posterior = estimator.posterior_from_stats(estimator.validated_stats(X_sim, y_index))
+        posterior_params = {
+            name: jax.tree.map(np.asarray, block.family.sample(key_draw, posterior[name] if mixed else posterior, n_draws))
+            for (name, block, _, _), key_draw in zip(blocks, key_blocks)
+        }
         if estimator.class_dirichlet_ is not None:
             counts = np.bincount(y_index, minlength=estimator.classes_.size).astype(np.float64)
             post = _class_prior.posterior(estimator.class_dirichlet_, counts)
