@@ -131,16 +131,11 @@ def compute(template, X, y, sample_weight=None, classes=None):
     return Shard(classes, stats, state)
 
 
-def _coded_block(mixed, est, idx):
-    # A block of category codes over columns the mixed model coded itself (strings).
-    return est._family.support == "codes" and any(int(j) in mixed.categories_ for j in idx)
-
-
 def _compute_mixed(mixed, X, y, y_index, w):
     blocks = []
     for (name, est, idx), part in zip(mixed._templates, X.parts):
         template = clone(est)
-        if _coded_block(mixed, est, idx):
+        if mixed._coded_block(est, idx):
             est.set_params(min_categories=mixed._min_categories(name, idx))
         blocks.append((name, template, idx, compute(est, part, y, w, mixed.classes_)))
     counts = np.bincount(y_index, weights=w, minlength=mixed.classes_.size).astype(np.float64)
@@ -311,7 +306,7 @@ def _finish(est, shard):
         fitted = []
         for name, template, idx, block_shard in shard.blocks:
             block = clone(template)
-            if _coded_block(est, block, idx):
+            if est._coded_block(block, idx):
                 block.set_params(min_categories=est._min_categories(name, idx))
             finish(block, _reindex(block_shard, shard.classes))
             fitted.append((name, block, idx))

@@ -489,7 +489,7 @@ class MixedNB(BaseNB):
             # A copy is updated so that a batch failing in a later block leaves every block
             # as it was (BaseNB restores this object's attributes, not the blocks' own).
             est = copy.deepcopy(est) if hasattr(self, "estimators_") else est
-            if isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
+            if self._coded_block(est, idx):
                 est.set_params(min_categories=self._min_categories(name, idx))
             with _in_block(name):
                 batch[name] = est._partial_fit_batch(part, y, self.classes_, sample_weight)
@@ -519,6 +519,10 @@ class MixedNB(BaseNB):
             stats = self.stats_.blocks[name]
             out[name] = est.posterior_ if stats is est.__dict__.get("stats_") else est.posterior_from_stats(stats)
         return out
+
+    def _coded_block(self, est, idx):
+        """Whether block ``est`` over columns ``idx`` takes category codes this model learned (from strings)."""
+        return est._family.support == "codes" and any(int(j) in self.categories_ for j in idx)
 
     def _min_categories(self, name, idx):
         """Every learned category of an encoded column has a slot, observed in a class or not."""
