@@ -356,15 +356,46 @@ def log_evidence_fn(family, stats, class_count, emb):
         the class proportions have a Dirichlet prior), traceable in float64.
     """
     counts = np.asarray(class_count, dtype=np.float64)
+    tied = _tied_evidence(family, stats, emb)
 
     def log_evidence(values):
         prior, class_concentration = embed(emb, values)
-        out = family.log_evidence(prior, stats)
+        out = family.log_evidence(prior, stats) if tied is None else tied(prior)
         if class_concentration is not None:
             out = out + _dirichlet.log_evidence(class_concentration, counts)
         return out
 
     return log_evidence
+
+
+def _tied_evidence(family, stats, emb):
+    """``family.tied_log_evidence(stats)`` where every value the embedding can give the
+    feature prior is tied (constant along every axis but the first), else None.
+
+    A field is tied for every value of the hyperparameters when it is a constant that is
+    tied, or when all of it copies hyperparameter elements that are the same along those
+    axes (a scalar alpha filling the prior, one alpha per class); a field of which only
+    some entries are copies, or whose copies vary along the features, is not.
+    """
+    if family.tied_log_evidence is None:
+        return None
+    prior, _ = jax.tree.unflatten(emb.treedef, emb.base)
+    n_prior = len(jax.tree.leaves(prior))
+    for leaf in emb.base[:n_prior]:
+        if not _is_tied(np.asarray(leaf)):
+            return None
+    for i, _, positions, source in emb.targets:
+        if i < n_prior and (positions is not None or not _is_tied(np.asarray(source).reshape(emb.base[i].shape))):
+            return None
+    return family.tied_log_evidence(stats)
+
+
+def _is_tied(a):
+    """Whether ``a`` is constant along every axis but the first."""
+    if a.ndim < 2:
+        return True
+    first = a.reshape(a.shape[0], -1)
+    return bool(np.all(first == first[:, :1]))
 
 
 def log_density_fn(log_evidence, hypers):

@@ -121,6 +121,82 @@ def test_log_density_equals_scipy():
             assert float(density({"alpha": jnp.asarray(a)})) == pytest.approx(_scipy_density(a, T, N), rel=1e-12)
 
 
+# --------------------------------------------------------------- tied evidence
+TIED = [name for name in __import__("bayesnb").families.names()
+        if __import__("bayesnb").families.get(name).tied_log_evidence is not None]
+
+
+def test_some_family_has_a_tied_evidence():
+    assert "multinomial" in TIED
+
+
+@pytest.mark.parametrize("name", TIED)
+def test_the_tied_evidence_is_the_evidence_of_every_tied_prior(name):
+    from bayesnb import families
+
+    fam = families.get(name)
+    rng = np.random.default_rng(3)
+    X, y = rng.poisson(0.6, (60, 40)), np.arange(60) % 3
+    X[:, 5] = 0  # a word never seen
+    stats = fam.stats(X, y, 3, weight=rng.uniform(0.2, 2.0, 60))  # fractional counts too
+    prior = fam.default_prior(stats)
+    tied = fam.tied_log_evidence(stats)
+    with enable_x64():
+        for per_class in (np.array([0.02, 0.02, 0.02]), np.array([0.3, 1.7, 40.0])):
+            tied_prior = jax.tree.map(
+                lambda leaf: np.broadcast_to(per_class.reshape((3,) + (1,) * (np.ndim(leaf) - 1)), np.shape(leaf)), prior
+            )
+            assert float(tied(tied_prior)) == pytest.approx(float(fam.log_evidence(tied_prior, stats)), rel=1e-12, abs=1e-9)
+            jitted = jax.jit(lambda p: tied(p))(tied_prior)
+            assert float(jitted) == pytest.approx(float(fam.log_evidence(tied_prior, stats)), rel=1e-12, abs=1e-9)
+
+            def grow(scale, evidence):
+                return evidence(jax.tree.map(lambda leaf: leaf * scale, tied_prior))
+
+            assert float(jax.grad(lambda t: grow(t, tied))(1.0)) == pytest.approx(
+                float(jax.grad(lambda t: grow(t, lambda p: fam.log_evidence(p, stats)))(1.0)), rel=1e-9
+            )
+        # Untied (varying along the features) it is not the evidence: the tie is the caller's to check.
+        untied = jax.tree.map(lambda leaf: np.asarray(leaf) * rng.uniform(0.5, 2.0, np.shape(leaf)), prior)
+        assert abs(float(tied(untied)) - float(fam.log_evidence(untied, stats))) > 1e-3
+
+
+def _spy_family(family, calls):
+    def tied_log_evidence(stats):
+        calls.append(stats)
+        return family.tied_log_evidence(stats)
+
+    return family._replace(tied_log_evidence=tied_log_evidence)
+
+
+@pytest.mark.parametrize("alpha_shape, tied", [((), True), ((5,), False)])
+def test_the_collapsed_density_takes_the_tied_evidence_only_where_the_prior_is_tied(alpha_shape, tied):
+    X, y = _counts(0)
+    hyperprior = dist.Gamma(2.0, 1.0) if alpha_shape == () else dist.Gamma(2.0, 1.0).expand(alpha_shape)
+    est = MultinomialNB().fit(X, y)
+    hypers = [collapsed.Hyper("alpha", ("alpha",), hyperprior)]
+
+    def build(v):
+        fitted = MultinomialNB(alpha=np.asarray(v["alpha"], dtype=float)).fit(X, y)
+        return fitted.prior_, np.asarray(fitted.class_dirichlet_.concentration)
+
+    calls = []
+    log_evidence = collapsed.log_evidence_fn(_spy_family(est.family_, calls), est.stats_, est.stats_.class_count,
+                                             collapsed.embedding(build, hypers))
+    assert bool(calls) is tied
+    T, N = est.feature_count_, est.class_count_
+    rng = np.random.default_rng(1)
+    with enable_x64():
+        for _ in range(3):
+            a = rng.gamma(2.0, 1.0, alpha_shape)
+            full = np.broadcast_to(a, T.shape)
+            # SciPy: the Dirichlet-multinomial evidence of each class plus that of the labels.
+            want = np.sum(gammaln(full + T) - gammaln(full)) + np.sum(
+                gammaln(full.sum(1)) - gammaln(full.sum(1) + T.sum(1))
+            ) + _scipy_density(1.0, np.zeros((1, 1)), N) - stats.gamma(2.0).logpdf(1.0)
+            assert float(log_evidence({"alpha": jnp.asarray(a)})) == pytest.approx(want, rel=1e-12)
+
+
 # --------------------------------------------------------------- collapsed vs uncollapsed
 def _counts(seed, n_classes=4, n_features=5, n_rows=24):
     rng = np.random.default_rng(seed)

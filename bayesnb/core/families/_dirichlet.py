@@ -29,6 +29,7 @@ __all__ = [
     "log_evidence",
     "log_evidence_cells",
     "pooled_log_bayes_factor",
+    "tied_log_evidence",
     "mean_log",
     "mode_log",
     "mle_log",
@@ -105,6 +106,61 @@ def log_evidence(prior_concentration, counts, mask=None):
     float64 scalar (jax.Array), differentiable in ``prior_concentration``.
     """
     return jnp.sum(log_evidence_cells(prior_concentration, counts, mask))
+
+
+def tied_log_evidence(counts):
+    r""":func:`log_evidence` of the counts as a function of a *tied* prior, one concentration per cell.
+
+    Where every coordinate of a Dirichlet cell has the same concentration :math:`a` (a
+    symmetric prior, the usual one for words),
+
+    .. math::
+
+        \log p(D_{\text{cell}}) = \sum_v m_v\, \log\frac{\Gamma(a + v)}{\Gamma(a)}
+            - \log\frac{\Gamma(K a + N)}{\Gamma(K a)},
+
+    where :math:`m_v` is the number of coordinates of the cell with count :math:`v`
+    (zero counts contribute nothing). The distinct counts are found once, here, so that
+    one evaluation costs the number of distinct (cell, count) pairs instead of the
+    number of coordinates: on 20 Newsgroups (20 classes x 26 k words: 520 k cells) a
+    few thousand. This is what makes NUTS over a scalar :math:`\alpha` cheap
+    (:mod:`bayesnb.ppl.collapsed`).
+
+    Parameters
+    ----------
+    counts : array of shape (..., K)
+        Weighted counts (any non-negative reals), concrete.
+
+    Returns
+    -------
+    callable ``(a) -> scalar``
+        ``a`` of the batch shape ``(...)``: the concentration of every coordinate of each
+        cell. Traceable and differentiable in ``a``; equal to
+        ``log_evidence(a[..., None] * ones(K), counts)`` to rounding.
+    """
+    counts = np.asarray(counts, dtype=np.float64)
+    batch, K = counts.shape[:-1], counts.shape[-1]
+    flat = counts.reshape(-1, K)
+    cells, values, multiplicity = [], [], []
+    for i, row in enumerate(flat):
+        v, m = np.unique(row[row > 0], return_counts=True)
+        cells.append(np.full(v.size, i))
+        values.append(v)
+        multiplicity.append(m)
+    cells = np.concatenate(cells).astype(np.intp) if cells else np.zeros(0, np.intp)
+    values = np.concatenate(values) if values else np.zeros(0)
+    multiplicity = np.concatenate(multiplicity).astype(np.float64) if multiplicity else np.zeros(0)
+    totals = flat.sum(axis=1)
+
+    def evidence(a):
+        a = jnp.reshape(jnp.asarray(a, dtype=jnp.float64), (-1,))
+        if a.shape[0] != flat.shape[0]:
+            a = jnp.broadcast_to(a, (flat.shape[0],))
+        coords = jnp.sum(multiplicity * log_rising_factorial(a[cells], values))
+        return coords - jnp.sum(log_rising_factorial(K * a, totals))
+
+    evidence.batch_shape = batch
+    return evidence
 
 
 def pooled_log_bayes_factor(concentration, counts, mask=None):

@@ -373,6 +373,12 @@ def _evidence(prior, stats):
     return _dirichlet.log_evidence(prior.concentration, stats.feature_count)
 
 
+def _tied_evidence(stats):
+    # A tied prior gives every word of class c the concentration of its first word.
+    evidence = _dirichlet.tied_log_evidence(stats.feature_count)
+    return lambda prior: evidence(prior.concentration[:, 0])
+
+
 def relevance_log_bayes_factor(prior, stats):
     r"""Per-word log Bayes factor: a class-specific rate of word :math:`j` against one shared rate.
 
@@ -761,5 +767,6 @@ family = register(
         expected_log_likelihood=expected_log_likelihood,
         log_density=log_density,
         recognise=recognise,
+        tied_log_evidence=_tied_evidence,
     )
 )

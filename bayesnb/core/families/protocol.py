@@ -128,6 +128,16 @@ recognise : callable ``(view) -> Recognised or None`` or None
     is the family's conjugate pair, and raise
     :class:`~bayesnb.exceptions.ModelCompileError` naming the site when the likelihood
     is the family's but its prior or dependencies are not. None: not recognised.
+tied_log_evidence : callable ``(stats) -> callable (prior) -> scalar`` or None
+    Where the evidence is a sum over cells of a function of each cell's concentration and
+    counts (the Dirichlet families), the same evidence for a *tied* prior, whose fields are
+    constant along every axis but the first (one value per class, e.g. a scalar
+    :math:`\alpha` filling the prior), prepared once from the statistics so that one
+    evaluation costs the number of distinct counts rather than classes x features
+    (:func:`bayesnb.core.families._dirichlet.tied_log_evidence`). The returned function
+    equals ``log_evidence(prior, stats)`` for every tied prior and is traceable; the
+    caller guarantees the tie (:func:`bayesnb.ppl.collapsed.log_evidence_fn` checks it on
+    the embedding of the hyperparameters). None: no such form.
 
 Tracing with JAX
 ----------------
@@ -214,6 +224,7 @@ class Family(NamedTuple):
     local_draws: Callable[..., Any] | None = None
     blocks: tuple | None = None
     recognise: Callable[..., Any] | None = None
+    tied_log_evidence: Callable[..., Any] | None = None
 
     @property
     def predictive_is_plugin(self):
