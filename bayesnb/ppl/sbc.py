@@ -378,7 +378,8 @@ def _stats(estimator, blocks, parts, y_index):
     if not _fitted.is_mixed(estimator):
         return estimator.validated_stats(parts[0], y_index)
     class_count = np.bincount(y_index, minlength=np.asarray(estimator.classes_).size).astype(np.float64)
-    return ProductStats(class_count, {name: est.validated_stats(X, y_index) for (name, est, _), X in zip(blocks, parts)})
+    per_block = {name: est.validated_stats(X, y_index) for (name, est, _), X in zip(blocks, parts)}
+    return ProductStats(class_count, per_block)
 
 
 def _rows(estimator, parts, start, stop):
@@ -437,7 +438,8 @@ def _chain_rule(estimator, blocks, parts, y_index):
     for i in range(n):
         est_i = estimator.with_stats(_stats(estimator, blocks, [X[:i] for X in parts], y_index[:i]))
         c = int(y_index[i])
-        total += _class_log_predictive(est_i)[c] + _feature_log_predictive(est_i, _rows(estimator, parts, i, i + 1))[0, c]
+        row = _rows(estimator, parts, i, i + 1)
+        total += _class_log_predictive(est_i)[c] + _feature_log_predictive(est_i, row)[0, c]
     return closed, float(total)
 
 
