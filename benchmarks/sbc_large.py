@@ -62,13 +62,15 @@ def main(argv=None):
                 n_draws=args.draws,
                 n_bins=args.bins,
                 random_state=args.seed,
+                # The chain rule conditions the estimator once per row: on the small data sets only.
+                check_evidence=n <= 20,
             )
             seconds = time.perf_counter() - t0
             worst, chi2, p = result.worst(1)[0]
-            flag = "" if result.passed else "  <-- NOT calibrated"
+            flag = "" if result.calibrated else f"  <-- {result.verdict()}"
             print(f"{name:<18}{n:>6}{len(result.names):>8}{result.p_value:>16.3g}{seconds:>9.1f}  "
                   f"{worst} (chi2 {chi2:.1f}, p {p:.2g}){flag}")
-            failed += not result.passed
+            failed += result.calibrated is not True
             if out is not None:
                 import matplotlib
 

@@ -129,6 +129,11 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     def _feature_log_evidence(self):
         return self._family.log_evidence(self.prior_, self.stats_)
 
+    def _class_posterior(self, class_count):
+        # The Dirichlet posterior of the class proportions given class counts, under
+        # class_dirichlet_ (fit and with_stats both come here).
+        return _class_prior.posterior(self.class_dirichlet_, class_count)
+
     def _point_options(self, kind):
         """Keyword options of the family's ``point`` for ``kind`` (none by default)."""
         return {}
@@ -399,7 +404,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             if is_evidence(self.class_alpha):
                 self.class_alpha_, self.evidence_trace_["class_alpha"] = learn_class_alpha(self.stats_.class_count)
             self.class_dirichlet_ = dirichlet_from_alpha(self.class_alpha_, (n_classes,), "class_alpha")
-            self.class_posterior_ = _class_prior.posterior(self.class_dirichlet_, self.stats_.class_count)
+            self.class_posterior_ = self._class_posterior(self.stats_.class_count)
         self.class_count_ = np.asarray(self.stats_.class_count)
         self._cache = {}
         if _is_loo(self.temperature):
@@ -635,6 +640,54 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         work = copy.copy(self)
         work.stats_ = stats
         return work._feature_posterior()
+
+    def with_stats(self, stats):
+        r"""A copy of this fitted estimator conditioned on other statistics, under the same prior.
+
+        Conjugacy makes the whole fitted state a function of the prior and the sufficient
+        statistics. The copy has ``stats_ = stats`` and the ``posterior_``,
+        ``class_posterior_`` and ``class_count_`` that ``fit`` computes from them; the
+        prior (``prior_``, ``class_dirichlet_`` or ``class_prior_``) and every other
+        setting (``estimate``, ``temperature_``) are this estimator's, and nothing is
+        re-learned (hyperparameters set to ``"evidence"`` or data-scaled default priors
+        stay at their fitted values). Its ``predict*``, ``sample_posterior`` and
+        ``log_evidence`` are those of data with these statistics. An estimator with
+        hyperpriors is conditioned at its plain ``prior_`` (the hyperparameters' mode):
+        the copy carries no NUTS draws. Simulation-based calibration conditions on
+        statistics of simulated rows this way (see :meth:`validated_stats`). This
+        estimator is left unchanged.
+
+        Parameters
+        ----------
+        stats : statistics pytree of the type of ``stats_``
+
+        Returns
+        -------
+        estimator of this type, fitted
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bayesnb import MultinomialNB
+        >>> X = np.array([[2, 0], [0, 3], [1, 1], [0, 2]]); y = np.array([0, 1, 0, 1])
+        >>> half = MultinomialNB().fit(X[:2], y[:2])
+        >>> full = half.with_stats(half.validated_stats(X, y))
+        >>> bool(np.allclose(full.log_evidence(), MultinomialNB().fit(X, y).log_evidence()))
+        True
+        """
+        check_is_fitted(self, "stats_")
+        import copy
+
+        work = copy.copy(self)
+        for name in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_", "_hyper_state_"):
+            work.__dict__.pop(name, None)
+        work.stats_ = stats
+        work.posterior_ = work._feature_posterior()
+        if work.class_dirichlet_ is not None:
+            work.class_posterior_ = work._class_posterior(stats.class_count)
+        work.class_count_ = np.asarray(stats.class_count)
+        work._cache = {}
+        return work
 
     def update_prior(self, **params):
         """Set hyperparameters and recompute prior and posterior from the statistics held.

@@ -2,7 +2,9 @@
 
 The oracle is the joint distribution itself (Talts et al. 2018): under the prior
 predictive, the rank of the true parameter among exact posterior draws is uniform. Every
-family passes at a CI budget; a deliberately wrong posterior fails.
+family passes at a CI budget (parameters, held-out labels, the evidence's chain rule); a
+deliberately wrong posterior fails. Verdicts on planted errors of every kind, and the rule
+for too few simulations: test_sbc_verdicts.py.
 """
 
 from __future__ import annotations
@@ -27,6 +29,9 @@ def test_every_family_is_calibrated(name):
     assert result.passed, repr(result)
     assert result.ranks.shape == (200, len(result.names))
     assert result.ranks.min() >= 0 and result.ranks.max() <= 49
+    # The held-out labels' ranks and the chain rule of the evidence, every family.
+    assert result.predictive_ranks.shape == (200, 4) and result.predictive_p_value >= 0.01
+    assert result.evidence_holds is True and result.max_evidence_deviation < 1e-10, repr(result)
     # Every free scalar parameter is ranked (covariances: upper triangle; no padding).
     if name == "gaussian_full":
         assert len(result.names) == 3 + 3 * 2 + 3 * 3
