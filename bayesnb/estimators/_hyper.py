@@ -42,6 +42,12 @@ What ``estimate`` means then:
 Posterior draws (``sample_posterior``, ``predict_proba_draws``,
 ``predict_proba_interval``, ``to_inference_data``) are mixtures: each draw of
 :math:`(\pi, \theta)` is drawn conditional on a draw of the hyperparameters.
+``hyper_conditional(m)`` is the plain estimator at draw ``m`` (the conditional posterior),
+``hyper_conditional_draws(k)`` draws ``k`` parameters conditional on every draw in order
+(``to_inference_data`` takes one; :func:`bayesnb.ppl.mcmc.crosscheck` several, for the
+quantiles of the mixture), and ``hyper_embedding()`` gives where the hyperparameters
+enter the prior (for the un-collapsed numpyro model,
+:func:`bayesnb.ppl.models.hyper_model`).
 """
 
 from __future__ import annotations

@@ -18,11 +18,24 @@ and class-proportion settings, conditioned on the data ``X, y``) and compares:
   posterior of the right centre and twice the width); the sd and the tail quantiles
   see it. Then the bulk effective sample size and the rank-normalised split
   :math:`\hat R`, bulk and tail;
+* for an estimator with integrated hyperparameters (``hyper_posterior_``: hyperpriors
+  given as numpyro distributions, integrated by NUTS on the collapsed model), the closed
+  side is the mixture the estimator integrates, not the posterior at the
+  hyperparameters' mode (``posterior_``): :func:`closed_form` averages the conjugate
+  posteriors given each hyperparameter draw (mixture mean and variance, quantiles from
+  exact draws stratified over the hyperparameter draws) and gives the Monte Carlo error
+  of that finite average, which the z-scores add to the MCMC's
+  (:math:`z = (\bar\theta_{\rm MCMC} - \bar m) / \sqrt{\mathrm{MCSE}^2 +
+  \mathrm{MCSE}_{\rm closed}^2}`); the MCMC side is NUTS on the *un-collapsed* model
+  (:func:`bayesnb.ppl.models.hyper_model`: the hyperparameters sampled from their
+  hyperpriors with :math:`\theta` and :math:`\pi`), and the hyperparameters' draws are
+  compared too (collapsed against un-collapsed NUTS);
 * the posterior predictive class probabilities :math:`p(y = c \mid x, D)` of a few rows:
   the estimator's exact closed form (``estimate="predictive"``) next to the MCMC
   estimate :math:`\sum_d p(x, y{=}c \mid \theta_d, \pi_d) / \sum_{d,c'} p(x, y{=}c' \mid
   \theta_d, \pi_d)`, computed from numpyro's own log densities of the model, with a
-  delta-method MCSE.
+  delta-method MCSE (and, with integrated hyperparameters, the integrated predictive
+  with the delta-method MCSE of its average over ``hyper_predict_draws`` draws).
 
 The rule for the report's ``agrees`` (:class:`CrossCheck`), all of them:
 
@@ -82,7 +95,10 @@ from sklearn.utils.validation import check_is_fitted
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._x64 import enable_x64
 
-__all__ = ["crosscheck", "run_nuts", "NUTSRun", "CrossCheck", "mixing", "rhat_critical", "within_chain_ess"]
+__all__ = [
+    "crosscheck", "closed_form", "ClosedForm", "run_nuts", "NUTSRun", "CrossCheck", "mixing", "rhat_critical",
+    "within_chain_ess",
+]
 
 
 def _interactive():
@@ -494,14 +510,19 @@ class CrossCheck:
     parameters : pandas.DataFrame
         One row per scalar parameter: ``parameter``, ``closed_mean``, ``closed_sd``
         (the closed form's), ``mcmc_mean``, ``mcmc_sd``, ``mcse`` and ``mcse_sd`` (their
-        Monte Carlo standard errors), the z-scores ``z`` (mean), ``z_sd`` (standard
+        Monte Carlo standard errors), ``closed_mcse`` and ``closed_mcse_sd`` (those of
+        the closed form's mean and sd: 0 for a conjugate posterior, the error of the
+        finite mixture over the hyperparameters' draws otherwise, see
+        :func:`closed_form`), the z-scores ``z`` (mean), ``z_sd`` (standard
         deviation) and ``z_q05``, ``z_q50``, ``z_q95`` (quantiles), ``ess_bulk``,
         ``r_hat`` (arviz's rank-normalised split R-hat: the larger of
         ``r_hat_bulk`` and ``r_hat_tail``) and the critical values ``r_hat_bulk_crit``,
         ``r_hat_tail_crit``.
     predictive : pandas.DataFrame
         One row per (row, class): ``row``, ``class``, ``closed``, ``mcmc``, ``mcse``,
-        ``z``, ``pareto_k`` (``z`` is NaN where ``pareto_k`` >= 1/2: not compared).
+        ``closed_mcse`` (the closed predictive's own MCSE: 0, or that of the average over
+        the hyperparameter draws), ``z``, ``pareto_k`` (``z`` is NaN where ``pareto_k``
+        >= 1/2: not compared).
     n_skipped : int
         Parameters without a finite closed-form mean/sd (no mean and sd z-scores; their
         quantiles are compared).
@@ -827,11 +848,17 @@ def crosscheck(
 ):
     """Compare a fitted estimator's closed-form posterior with NUTS on its numpyro model.
 
-    The closed-form side is the estimator's ``posterior_`` (and class posterior), read
-    when this function is called: its moments, the quantiles of
+    The closed-form side (:func:`closed_form`) is the estimator's ``posterior_`` (and
+    class posterior), read when this function is called: its moments, the quantiles of
     ``N_EXACT`` exact iid draws from it, and the estimator's own predictive
-    probabilities. The MCMC side is NUTS on :func:`bayesnb.ppl.models.model_from_estimator`
-    with the estimator's prior, conditioned on ``(X, y)``. For the two to describe the
+    probabilities. For an estimator with integrated hyperparameters
+    (``hyper_posterior_``) it is the mixture over the hyperparameters' draws of the
+    conjugate posteriors given each (moments with their Monte Carlo error, draws
+    stratified over the hyperparameter draws, the integrated predictive), and the
+    hyperparameters' draws themselves. The MCMC side is NUTS on
+    :func:`bayesnb.ppl.models.model_from_estimator` with the estimator's prior (with
+    integrated hyperparameters: the un-collapsed model, the hyperparameters sampled
+    from their hyperpriors), conditioned on ``(X, y)``. For the two to describe the
     same posterior, ``X, y`` (and ``sample_weight``) must be the data the estimator was
     fitted on. See :mod:`bayesnb.ppl.mcmc` for the comparison and the ``agrees`` rule.
 
@@ -910,6 +937,10 @@ def crosscheck(
     coords = export.coords_of(estimator)
     blocks = []
     for name, draws in nuts.samples.items():
+        if name not in closed.moments:
+            # A hyperparameter of the run that this estimator does not integrate (a run of
+            # the un-collapsed model, nuts=, checked against a plain estimator).
+            continue
         mean, sd, mcse, mcse_sd = (np.asarray(m, dtype=np.float64) for m in closed.moments[name])
         keep = export.scalar_mask(dims[name], mean)
         labels = np.array(export.scalar_labels(name, dims[name], coords, mean.shape), dtype=object).reshape(mean.shape)
@@ -1081,7 +1112,8 @@ def _mixture_moments(means, sds, n_chains, per_chain):
 
 
 _PARAMETER_COLUMNS = [
-    "parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcmc_sd", "mcse", "mcse_sd", *_Z_COLUMNS, "ess_bulk",
+    "parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcmc_sd", "mcse", "mcse_sd", "closed_mcse",
+    "closed_mcse_sd", *_Z_COLUMNS, "ess_bulk",
     "r_hat", "r_hat_bulk", "r_hat_tail", "r_hat_bulk_crit", "r_hat_tail_crit",
 ]
 
@@ -1138,7 +1170,8 @@ def _compare_parameter_block(labels, mean, sd, flat, iid, n_rhat_tests, false_al
         sd_ok = finite & (k4 < PARETO_K_MAX)
         z_sd = np.where(sd_ok, (sample_sd - sd) / np.sqrt(mcse_sd**2 + c_mcse_sd**2), np.nan)
     table = {"parameter": labels, "closed_mean": mean, "closed_sd": sd, "mcmc_mean": sample_mean,
-             "mcmc_sd": sample_sd, "mcse": mcse, "mcse_sd": mcse_sd, "z": z, "z_sd": z_sd}
+             "mcmc_sd": sample_sd, "mcse": mcse, "mcse_sd": mcse_sd, "closed_mcse": np.broadcast_to(c_mcse, mean.shape),
+             "closed_mcse_sd": np.broadcast_to(c_mcse_sd, mean.shape), "z": z, "z_sd": z_sd}
     # A quantile through the probability integral transform: the MCMC mass below the
     # closed form's q-quantile is q, up to the MCSE of that mass (a mean of indicators)
     # and the error of the closed quantile in mass: q (1 - q) / n_exact for n_exact iid
