@@ -71,6 +71,11 @@ def test_the_compiled_hyperprior_model_agrees_with_nuts_on_the_uncollapsed_model
     assert "alpha" in labels and "alpha" in report.nuts.samples
     row = report.parameters.set_index("parameter").loc["alpha"]
     assert row["closed_mean"] == pytest.approx(float(np.mean(est.hyper_posterior_["alpha"])))
+    assert row["closed_mcse"] > 0  # the collapsed run's draws are not exact
+    # The closed side's draws, as arviz data beside the MCMC's: the mixture, alpha with them.
+    closed, mcmc = report.closed_form_inference_data.posterior, report.mcmc_inference_data.posterior
+    for name in ("feature_probs", "class_probs", "alpha"):
+        assert closed[name].shape == mcmc[name].shape, name
 
 
 @pytest.mark.slow
