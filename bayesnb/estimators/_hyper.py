@@ -42,6 +42,12 @@ What ``estimate`` means then:
 Posterior draws (``sample_posterior``, ``predict_proba_draws``,
 ``predict_proba_interval``, ``to_inference_data``) are mixtures: each draw of
 :math:`(\pi, \theta)` is drawn conditional on a draw of the hyperparameters.
+``hyper_conditional(m)`` is the plain estimator at draw ``m`` (the conditional posterior),
+``hyper_conditional_draws(k)`` draws ``k`` parameters conditional on every draw in order
+(``to_inference_data`` takes one; :func:`bayesnb.ppl.mcmc.crosscheck` several, for the
+quantiles of the mixture), and ``hyper_embedding()`` gives where the hyperparameters
+enter the prior (for the un-collapsed numpyro model,
+:func:`bayesnb.ppl.models.hyper_model`).
 """
 
 from __future__ import annotations
@@ -194,6 +200,77 @@ class HyperpriorMixin:
     def _at_draw(self, m):
         return self._at_values(self.__dict__[_STATE][0], self._hyper_draw_values(m))
 
+    # ----------------------------------------- the conditional posteriors
+    def hyper_conditional(self, m):
+        r"""The plain estimator at the hyperparameters' draw ``m``: the posterior :math:`p(\theta, \pi \mid D, a_m)`.
+
+        The mixture that the estimator integrates is the average of these conditional
+        posteriors over the draws :math:`a_m` of ``hyper_posterior_``.
+
+        Parameters
+        ----------
+        m : int
+            Index of the draw, ``0 <= m < hyper_chains * hyper_draws``.
+
+        Returns
+        -------
+        estimator
+            A copy with every hyperprior replaced by ``hyper_posterior_[name][m]`` and
+            refitted from the same statistics (its ``prior_``, ``posterior_`` and class
+            posterior are those of the conjugate closed form at :math:`a_m`).
+        """
+        check_is_fitted(self, "hyper_posterior_")
+        return self._at_draw(int(m))
+
+    def hyper_conditional_draws(self, n_per_draw=1, random_state=None):
+        r"""Draws of the parameters conditional on every draw of the hyperparameters, in their order.
+
+        For each draw :math:`a_m` of ``hyper_posterior_`` (chains one after the other),
+        ``n_per_draw`` exact iid draws of :math:`(\pi, \theta)` from the conditional
+        posterior :math:`p(\theta, \pi \mid D, a_m)` (:meth:`hyper_conditional`), the
+        draws of :math:`a_m` from the key ``fold_in(key, m)``. Together they are draws of
+        the mixture that the estimator integrates, stratified over the hyperparameters'
+        draws: ``to_inference_data`` takes one per draw, and
+        :func:`bayesnb.ppl.mcmc.crosscheck` several, whose spread within and between the
+        strata gives the Monte Carlo error of the mixture's quantiles.
+
+        Parameters
+        ----------
+        n_per_draw : int
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        log_class : ndarray of shape (n_hyper * n_per_draw, n_classes)
+        params : the family's parameter pytree with leading axis ``n_hyper * n_per_draw``
+            Draw ``m * n_per_draw + k`` is the ``k``-th draw given :math:`a_m`
+            (``n_hyper = hyper_chains * hyper_draws``).
+        """
+        check_is_fitted(self, "hyper_posterior_")
+        n_per_draw = _check_count(n_per_draw, "n_per_draw", 1)
+        key = key_from_random_state(random_state)
+        total = next(iter(self.hyper_posterior_.values())).shape[0]
+        parts = [self.hyper_conditional(m)._draw(n_per_draw, jax.random.fold_in(key, m)) for m in range(total)]
+        return jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
+
+    def hyper_embedding(self):
+        """Where the integrated hyperparameters enter the prior: the hyperpriors and their embedding.
+
+        Returns
+        -------
+        hypers : list of bayesnb.ppl.collapsed.Hyper
+            The hyperparameters given as distributions (names as in ``hyper_posterior_``).
+        embedding : bayesnb.ppl.collapsed.Embedding
+            Of the pytree ``(prior_, class concentration or None)``:
+            ``bayesnb.ppl.collapsed.embed(embedding, values)`` is that pytree at the
+            hyperparameter values ``values`` (traceable), as the collapsed model and the
+            un-collapsed numpyro model (:func:`bayesnb.ppl.models.model_from_estimator`)
+            build it.
+        """
+        check_is_fitted(self, "hyper_posterior_")
+        hypers, emb = self.__dict__[_STATE]
+        return list(hypers), emb
+
     # --------------------------------------------------------- prediction
     def _hyper_joint(self, X):
         r""":math:`\log \frac1M \sum_m p(x, y=c \mid D, a_m)` of validated rows, (n_samples, n_classes)."""
@@ -276,8 +353,7 @@ class HyperpriorMixin:
         total = chains * per_chain
         key = key_from_random_state(random_state)
         key_post, key_prior, key_rest = jax.random.split(key, 3)
-        parts = [self._at_draw(m)._draw(1, jax.random.fold_in(key_post, m)) for m in range(total)]
-        draws = jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
+        draws = self.hyper_conditional_draws(1, key_post)
         prior_draws = self._hyper_draw(total, key_prior, prior=True)
         idata = to_inference_data(
             self, per_chain, key_rest, X_new, X=X, y=y, n_chains=chains, feature_names=feature_names,

@@ -808,6 +808,40 @@ def _block_names(estimator, compiled):
     return {site.site: block.name for site, block in zip(compiled.sites, blocks)}
 
 
+def _same_distribution(a, b):
+    """Whether two numpyro distributions are the same law (type, shapes and parameters)."""
+    if type(a) is not type(b) or tuple(a.batch_shape) != tuple(b.batch_shape):
+        return False
+    left, right = jax.tree.leaves(a), jax.tree.leaves(b)
+    return len(left) == len(right) and all(
+        np.shape(u) == np.shape(v) and np.allclose(np.asarray(u), np.asarray(v), rtol=0, atol=0)
+        for u, v in zip(left, right)
+    )
+
+
+def _hyper_sites(estimator, compiled):
+    """``[(Hyper, Hyperprior site)]``: a compiled estimator's integrated hyperparameters and their sites.
+
+    An estimator hyperparameter (``hyper_posterior_``'s names) is paired with the model's
+    hyperprior site of the same distribution, where that pairing is one to one; a
+    hyperparameter whose distribution several sites share (``Beta(a, b)`` with ``a`` and
+    ``b`` both ``Gamma(2, 1)``) cannot be told apart from the others and is left out.
+    """
+    from bayesnb.ppl import collapsed
+
+    if getattr(estimator, "hyper_posterior_", None) is None:
+        return []
+    hypers = collapsed.find_hyperpriors(estimator.get_params(deep=False))
+    sites = list(compiled.hyperpriors.values())
+    out = []
+    for h in hypers:
+        match = [s for s in sites if _same_distribution(s.distribution, h.distribution)]
+        twins = [g for g in hypers if _same_distribution(g.distribution, h.distribution)]
+        if len(match) == 1 and len(twins) == 1:
+            out.append((h, match[0]))
+    return out
+
+
 def run_nuts_model(
     model, estimator, X, y, *, num_warmup=1000, num_samples=1000, num_chains=None, random_state=None,
     chain_method="vectorized", progress_bar=None, target_accept_prob=0.8, **model_kwargs,
@@ -858,7 +892,11 @@ def run_nuts_model(
     for site in compiled.sites:
         for var, role in site.roles.items():
             samples[models._prefixed(names[site.site], var)] = role.canonical(grouped[role.site], C, lead=2)
-    wanted = models.variable_dims(estimator)
+    for h, site in _hyper_sites(estimator, compiled):
+        value = grouped[site.site]
+        if value.size == np.prod(value.shape[:2]) * int(np.prod(h.shape)):
+            samples[h.name] = value.reshape(value.shape[:2] + tuple(h.shape))
+    wanted = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
     samples = {k: v for k, v in samples.items() if k in wanted}
     classes = estimator.classes_
 

@@ -18,11 +18,24 @@ and class-proportion settings, conditioned on the data ``X, y``) and compares:
   posterior of the right centre and twice the width); the sd and the tail quantiles
   see it. Then the bulk effective sample size and the rank-normalised split
   :math:`\hat R`, bulk and tail;
+* for an estimator with integrated hyperparameters (``hyper_posterior_``: hyperpriors
+  given as numpyro distributions, integrated by NUTS on the collapsed model), the closed
+  side is the mixture the estimator integrates, not the posterior at the
+  hyperparameters' mode (``posterior_``): :func:`closed_form` averages the conjugate
+  posteriors given each hyperparameter draw (mixture mean and variance, quantiles from
+  exact draws stratified over the hyperparameter draws) and gives the Monte Carlo error
+  of that finite average, which the z-scores add to the MCMC's
+  (:math:`z = (\bar\theta_{\rm MCMC} - \bar m) / \sqrt{\mathrm{MCSE}^2 +
+  \mathrm{MCSE}_{\rm closed}^2}`); the MCMC side is NUTS on the *un-collapsed* model
+  (:func:`bayesnb.ppl.models.hyper_model`: the hyperparameters sampled from their
+  hyperpriors with :math:`\theta` and :math:`\pi`), and the hyperparameters' draws are
+  compared too (collapsed against un-collapsed NUTS);
 * the posterior predictive class probabilities :math:`p(y = c \mid x, D)` of a few rows:
   the estimator's exact closed form (``estimate="predictive"``) next to the MCMC
   estimate :math:`\sum_d p(x, y{=}c \mid \theta_d, \pi_d) / \sum_{d,c'} p(x, y{=}c' \mid
   \theta_d, \pi_d)`, computed from numpyro's own log densities of the model, with a
-  delta-method MCSE.
+  delta-method MCSE (and, with integrated hyperparameters, the integrated predictive
+  with the delta-method MCSE of its average over ``hyper_predict_draws`` draws).
 
 The rule for the report's ``agrees`` (:class:`CrossCheck`), all of them:
 
@@ -82,7 +95,10 @@ from sklearn.utils.validation import check_is_fitted
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._x64 import enable_x64
 
-__all__ = ["crosscheck", "run_nuts", "NUTSRun", "CrossCheck", "mixing", "rhat_critical", "within_chain_ess"]
+__all__ = [
+    "crosscheck", "closed_form", "ClosedForm", "run_nuts", "NUTSRun", "CrossCheck", "mixing", "rhat_critical",
+    "within_chain_ess",
+]
 
 
 def _interactive():
@@ -194,7 +210,8 @@ def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, 
 
     from bayesnb.ppl import export, models
 
-    dims = {k: list(v) for k, v in models.variable_dims(estimator).items() if k in samples}
+    all_dims = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
+    dims = {k: list(v) for k, v in all_dims.items() if k in samples}
     idata = az.from_dict(
         posterior=samples,
         sample_stats={"diverging": diverging},
@@ -265,6 +282,8 @@ def run_nuts(
         block = {var: grouped[models._prefixed(name, var)] for var in spec.variables}
         for var, value in spec.canonical(block).items():
             samples[models._prefixed(name, var)] = value
+    for name in models.hyper_dims(estimator):  # the un-collapsed model's hyperparameters
+        samples[name] = grouped[name]
     return nuts_run(estimator, samples, diverging, model, kwargs, latent, _model_fingerprint(model, kwargs), form)
 
 
@@ -491,14 +510,19 @@ class CrossCheck:
     parameters : pandas.DataFrame
         One row per scalar parameter: ``parameter``, ``closed_mean``, ``closed_sd``
         (the closed form's), ``mcmc_mean``, ``mcmc_sd``, ``mcse`` and ``mcse_sd`` (their
-        Monte Carlo standard errors), the z-scores ``z`` (mean), ``z_sd`` (standard
+        Monte Carlo standard errors), ``closed_mcse`` and ``closed_mcse_sd`` (those of
+        the closed form's mean and sd: 0 for a conjugate posterior, the error of the
+        finite mixture over the hyperparameters' draws otherwise, see
+        :func:`closed_form`), the z-scores ``z`` (mean), ``z_sd`` (standard
         deviation) and ``z_q05``, ``z_q50``, ``z_q95`` (quantiles), ``ess_bulk``,
         ``r_hat`` (arviz's rank-normalised split R-hat: the larger of
         ``r_hat_bulk`` and ``r_hat_tail``) and the critical values ``r_hat_bulk_crit``,
         ``r_hat_tail_crit``.
     predictive : pandas.DataFrame
         One row per (row, class): ``row``, ``class``, ``closed``, ``mcmc``, ``mcse``,
-        ``z``, ``pareto_k`` (``z`` is NaN where ``pareto_k`` >= 1/2: not compared).
+        ``closed_mcse`` (the closed predictive's own MCSE: 0, or that of the average over
+        the hyperparameter draws), ``z``, ``pareto_k`` (``z`` is NaN where ``pareto_k``
+        >= 1/2: not compared).
     n_skipped : int
         Parameters without a finite closed-form mean/sd (no mean and sd z-scores; their
         quantiles are compared).
@@ -719,10 +743,36 @@ def _predictive(estimator, nuts, X_rows):
     # class is carried, with the opposite sign, by the others (for two classes: exactly
     # by its complement, ~1 with a vanishing MCSE): a row is compared whole or not at all.
     reliable = np.all(k < PARETO_K_MAX, axis=1, keepdims=True) & np.ones_like(k, dtype=bool)
+    closed_mcse = _closed_predictive_mcse(estimator, X_rows, closed)
     with np.errstate(divide="ignore", invalid="ignore"):
-        z = np.where(mcse > 0, (mcmc - closed) / mcse, np.where(mcmc == closed, 0.0, np.inf))
-    z = np.where(reliable, z, np.nan)
-    return closed, mcmc, mcse, z, k
+        se = np.sqrt(mcse**2 + closed_mcse**2)
+        z = np.where(se > 0, (mcmc - closed) / se, np.where(mcmc == closed, 0.0, np.inf))
+    z = np.where(reliable & np.isfinite(closed_mcse), z, np.nan)
+    return closed, mcmc, mcse, z, k, closed_mcse
+
+
+def _closed_predictive_mcse(estimator, X_rows, closed):
+    r"""MCSE of the closed-form predictive probabilities, shape (n_rows, n_classes).
+
+    0 for a conjugate closed form. With integrated hyperparameters the predictive is
+    :math:`\sum_m p(x, y{=}c \mid D, a_m) / \sum_{m,c'} p(x, y{=}c' \mid D, a_m)` over a
+    finite number of draws :math:`a_m` (``hyper_predict_index_``): a ratio of means,
+    whose MCSE is that of the delta method, as for the MCMC side (the draws, evenly
+    spaced over the hyperparameters' chains, split in two halves as two chains).
+    """
+    if getattr(estimator, "hyper_posterior_", None) is None:
+        return np.zeros_like(closed)
+    joint = np.asarray(estimator.hyper_joint_log_proba_draws(X_rows), dtype=np.float64)  # (draws, rows, classes)
+    a = np.exp(joint - joint.max(axis=(0, 2), keepdims=True))
+    b = a.sum(axis=2, keepdims=True)
+    p = a.mean(axis=0) / b.mean(axis=0)
+    influence = (a - p[None] * b) / b.mean(axis=0)[None]
+    n = influence.shape[0]
+    if n < 8:  # too few draws (hyper_predict_draws) for an MCSE: not compared (NaN)
+        return np.full(closed.shape, np.nan)
+    half = n // 2
+    _, _, mcse = _diagnostics(influence[: 2 * half].reshape((2, half, -1)))
+    return mcse.reshape(closed.shape)
 
 
 #: Largest Pareto tail shape of the per-draw joint probabilities at which a predictive
@@ -798,11 +848,17 @@ def crosscheck(
 ):
     """Compare a fitted estimator's closed-form posterior with NUTS on its numpyro model.
 
-    The closed-form side is the estimator's ``posterior_`` (and class posterior), read
-    when this function is called: its moments, the quantiles of
+    The closed-form side (:func:`closed_form`) is the estimator's ``posterior_`` (and
+    class posterior), read when this function is called: its moments, the quantiles of
     ``N_EXACT`` exact iid draws from it, and the estimator's own predictive
-    probabilities. The MCMC side is NUTS on :func:`bayesnb.ppl.models.model_from_estimator`
-    with the estimator's prior, conditioned on ``(X, y)``. For the two to describe the
+    probabilities. For an estimator with integrated hyperparameters
+    (``hyper_posterior_``) it is the mixture over the hyperparameters' draws of the
+    conjugate posteriors given each (moments with their Monte Carlo error, draws
+    stratified over the hyperparameter draws, the integrated predictive), and the
+    hyperparameters' draws themselves. The MCMC side is NUTS on
+    :func:`bayesnb.ppl.models.model_from_estimator` with the estimator's prior (with
+    integrated hyperparameters: the un-collapsed model, the hyperparameters sampled
+    from their hyperpriors), conditioned on ``(X, y)``. For the two to describe the
     same posterior, ``X, y`` (and ``sample_weight``) must be the data the estimator was
     fitted on. See :mod:`bayesnb.ppl.mcmc` for the comparison and the ``agrees`` rule.
 
@@ -846,7 +902,6 @@ def crosscheck(
     """
     import pandas as pd
 
-    from bayesnb.core import _fitted
     from bayesnb.ppl import export, models
 
     check_is_fitted(estimator, "stats_")
@@ -874,26 +929,34 @@ def crosscheck(
         if _model_fingerprint(model, kwargs) != nuts.fingerprint:
             raise ValueError("nuts= was run on a different model or different data than this cross-check")
     # The closed form as the estimator holds it now: moments of its posterior_ (and class
-    # posterior), and exact iid draws of them for the quantiles.
-    moments = models.posterior_moments(estimator)
+    # posterior), or of the mixture over the hyperparameters' draws where they are
+    # integrated, and exact draws of it for the quantiles.
     seed = _derived_seed(random_state)
-    log_class, params = _fitted.draws(estimator, N_EXACT, jax.random.fold_in(seed, 1))
-    exact = export.parameter_draws(estimator, log_class, params)
-    dims = models.variable_dims(estimator)
+    closed = closed_form(estimator, N_EXACT, jax.random.fold_in(seed, 1))
+    dims = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
     coords = export.coords_of(estimator)
     blocks = []
     for name, draws in nuts.samples.items():
-        mean, sd = (np.asarray(m, dtype=np.float64) for m in moments[name])
+        if name not in closed.moments:
+            # A hyperparameter of the run that this estimator does not integrate (a run of
+            # the un-collapsed model, nuts=, checked against a plain estimator).
+            continue
+        mean, sd, mcse, mcse_sd = (np.asarray(m, dtype=np.float64) for m in closed.moments[name])
         keep = export.scalar_mask(dims[name], mean)
         labels = np.array(export.scalar_labels(name, dims[name], coords, mean.shape), dtype=object).reshape(mean.shape)
         # A parameter constant under the closed form (sd 0) is not a free scalar.
         keep &= ~(np.isfinite(sd) & (sd == 0))
         if np.any(keep):
-            blocks.append((labels[keep], mean[keep], sd[keep], draws[..., keep], np.asarray(exact[name])[:, keep]))
+            exact = np.asarray(closed.draws[name])
+            blocks.append((labels[keep], mean[keep], sd[keep], draws[..., keep], exact[:, keep],
+                           mcse[keep], mcse_sd[keep], closed.strata.get(name)))
     n_params = sum(b[0].size for b in blocks)
     tables, n_skipped, n_sd_skipped = [], 0, 0
-    for labels, m, s, flat, iid in blocks:
-        table, skipped, sd_skipped = _compare_parameter_block(labels, m, s, flat, iid, 2 * n_params, false_alarm)
+    for labels, m, s, flat, iid, c_mcse, c_mcse_sd, strata in blocks:
+        table, skipped, sd_skipped = _compare_parameter_block(
+            labels, m, s, flat, iid, 2 * n_params, false_alarm, closed_mcse=c_mcse, closed_mcse_sd=c_mcse_sd,
+            strata=strata,
+        )
         tables.append(table)
         n_skipped += skipped
         n_sd_skipped += sd_skipped
@@ -902,21 +965,32 @@ def crosscheck(
         parameters["r_hat_bulk_crit"] = parameters["r_hat_tail_crit"] = float(rhat_max)
     X_rows = X if X_new is None else X_new
     X_rows = X_rows.iloc[:n_rows] if hasattr(X_rows, "iloc") else X_rows[:n_rows]
-    closed, mcmc, mcse, z, pareto_k = _predictive(estimator, nuts, X_rows)
+    p_closed, mcmc, mcse, z, pareto_k, closed_mcse = _predictive(estimator, nuts, X_rows)
     pred_rows = [
-        {"row": r, "class": c, "closed": closed[r, j], "mcmc": mcmc[r, j], "mcse": mcse[r, j], "z": z[r, j],
-         "pareto_k": pareto_k[r, j]}
-        for r in range(closed.shape[0])
+        {"row": r, "class": c, "closed": p_closed[r, j], "mcmc": mcmc[r, j], "mcse": mcse[r, j],
+         "closed_mcse": closed_mcse[r, j], "z": z[r, j], "pareto_k": pareto_k[r, j]}
+        for r in range(p_closed.shape[0])
         for j, c in enumerate(export._labels(estimator.classes_))
     ]
-    predictive = pd.DataFrame(pred_rows, columns=["row", "class", "closed", "mcmc", "mcse", "z", "pareto_k"])
+    predictive = pd.DataFrame(
+        pred_rows, columns=["row", "class", "closed", "mcmc", "mcse", "closed_mcse", "z", "pareto_k"]
+    )
     n_chain, n_draw = nuts.diverging.shape
     seed = _derived_seed(random_state)
     # A snapshot: a later refit of the estimator must not change this report.
     snapshot = _with_estimate(estimator, estimator.estimate)
 
     def closed_idata():
-        return export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain)
+        if closed.hyper is None:
+            return export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain)
+        # The mixture: as many of its exact draws as the MCMC kept, taken at random.
+        total = n_chain * n_draw
+        n = closed.hyper["log_class"].shape[0]
+        pick = np.asarray(jax.random.choice(seed, n, (total,), replace=total > n))
+        draws = jax.tree.map(lambda a: np.asarray(a)[pick], (closed.hyper["log_class"], closed.hyper["params"]))
+        idata = export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain, draws=draws)
+        hyper = {k: np.asarray(v)[closed.hyper["stratum"][pick]] for k, v in snapshot.hyper_posterior_.items()}
+        return export.add_hyperparameters(idata, hyper, n_chain, getattr(snapshot, "n_features_in_", None))
 
     return CrossCheck(
         parameters, predictive, nuts, closed_idata, z_max=z_max, rhat_max=rhat_max, min_ess=min_ess,
@@ -924,13 +998,128 @@ def crosscheck(
     )
 
 
+class ClosedForm(NamedTuple):
+    """The closed-form side of :func:`crosscheck` (:func:`closed_form`).
+
+    Attributes
+    ----------
+    moments : dict of name -> (mean, sd, mcse, mcse_sd)
+        Arrays of the parameter's shape: the closed-form posterior mean and standard
+        deviation and their own Monte Carlo standard errors (0 where exact).
+    draws : dict of name -> ndarray of shape (n, ...)
+        Exact draws of every parameter.
+    strata : dict of name -> (n_chains, n_draws, n_per_draw)
+        For mixture draws: ``draws[name]`` is ``n_per_draw`` draws conditional on each of
+        the ``n_chains * n_draws`` hyperparameter draws, in order. Empty for iid draws.
+    hyper : dict or None
+        With integrated hyperparameters: ``log_class`` (n, n_classes) and ``params``
+        (the family's pytree) of the mixture draws, and ``stratum`` (n,), the index of
+        the hyperparameter draw each is conditional on. None otherwise.
+    """
+
+    moments: dict
+    draws: dict
+    strata: dict
+    hyper: dict | None
+
+
+def closed_form(estimator, n_exact, random_state):
+    r"""The closed-form posterior that :func:`crosscheck` compares with NUTS.
+
+    Without integrated hyperparameters: the estimator's ``posterior_`` (and class
+    posterior), its exact moments and ``n_exact`` exact iid draws.
+
+    With integrated hyperparameters (``hyper_posterior_``: the draws :math:`a_1 \ldots
+    a_S` of NUTS on the collapsed model), the posterior the estimator integrates, the
+    mixture :math:`\frac1S \sum_s p(\theta, \pi \mid D, a_s)` of the conjugate
+    posteriors given each draw (``estimator.hyper_conditional(s)``):
+
+    * mean :math:`\bar m = \frac1S \sum_s m_s` of the conditional means :math:`m_s`,
+      variance :math:`\frac1S \sum_s (v_s + (m_s - \bar m)^2)` (the average conditional
+      variance plus the variance of the conditional means);
+    * their Monte Carlo standard errors from the finite number of hyperparameter draws:
+      of the mean, the MCSE of the series :math:`m_s`; of the sd, that of the series
+      :math:`v_s + (m_s - \bar m)^2` divided by twice the sd (delta method); arviz's,
+      with the ESS of the hyperparameters' chains (their draws are autocorrelated);
+    * exact draws stratified over the hyperparameters' draws,
+      :math:`\lceil n_{\rm exact} / S \rceil` from each conditional posterior
+      (``estimator.hyper_conditional_draws``);
+    * the hyperparameters themselves (names of ``hyper_posterior_``): the moments and
+      draws of ``hyper_posterior_``, with their MCSEs.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    n_exact : int
+    random_state : int, RandomState, Generator, jax key or None
+
+    Returns
+    -------
+    ClosedForm
+    """
+    from bayesnb.core import _fitted
+    from bayesnb.ppl import export, models
+
+    hyper = getattr(estimator, "hyper_posterior_", None)
+    if hyper is None:
+        moments = {
+            name: (mean, sd, np.zeros(np.shape(mean)), np.zeros(np.shape(mean)))
+            for name, (mean, sd) in models.posterior_moments(estimator).items()
+        }
+        log_class, params = _fitted.draws(estimator, n_exact, random_state)
+        return ClosedForm(moments, export.parameter_draws(estimator, log_class, params), {}, None)
+    n_hyper = next(iter(hyper.values())).shape[0]
+    n_chains = int(estimator.hyper_diagnostics_["num_chains"])
+    per_chain = n_hyper // n_chains
+    conditional = [models.posterior_moments(estimator.hyper_conditional(s)) for s in range(n_hyper)]
+    moments = {}
+    for name in conditional[0]:
+        means = np.stack([np.asarray(c[name][0], dtype=np.float64) for c in conditional])
+        sds = np.stack([np.asarray(c[name][1], dtype=np.float64) for c in conditional])
+        moments[name] = _mixture_moments(means, sds, n_chains, per_chain)
+    for name, value in hyper.items():
+        value = np.asarray(value, dtype=np.float64)
+        moments[name] = _mixture_moments(value, np.zeros_like(value), n_chains, per_chain)
+    n_per_draw = -(-int(n_exact) // n_hyper)
+    log_class, params = estimator.hyper_conditional_draws(n_per_draw, random_state)
+    draws = export.parameter_draws(estimator, log_class, params)
+    strata = {name: (n_chains, per_chain, n_per_draw) for name in draws}
+    for name, value in hyper.items():
+        draws[name] = np.asarray(value, dtype=np.float64)
+        strata[name] = (n_chains, per_chain, 1)
+    stratum = np.repeat(np.arange(n_hyper), n_per_draw)
+    return ClosedForm(moments, draws, strata, {"log_class": log_class, "params": params, "stratum": stratum})
+
+
+def _mixture_moments(means, sds, n_chains, per_chain):
+    """Mean, sd and their MCSEs of the mixture of conditionals with ``means``, ``sds`` of shape (S, ...)."""
+    shape = means.shape[1:]
+    with np.errstate(invalid="ignore", over="ignore"):
+        mean = means.mean(axis=0)
+        terms = sds**2 + (means - mean) ** 2
+        sd = np.sqrt(terms.mean(axis=0))
+    finite = np.all(np.isfinite(means), axis=0) & np.all(np.isfinite(sds), axis=0)
+
+    def mcse_of(series):
+        safe = np.where(finite, series, 0.0).reshape(n_chains, per_chain, -1)
+        _, _, mcse = _diagnostics(safe)
+        return np.where(finite, mcse.reshape(shape), np.nan)
+
+    mcse = mcse_of(means)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        mcse_sd = np.where(sd > 0, mcse_of(terms) / (2 * sd), 0.0)
+    return mean, sd, mcse, mcse_sd
+
+
 _PARAMETER_COLUMNS = [
-    "parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcmc_sd", "mcse", "mcse_sd", *_Z_COLUMNS, "ess_bulk",
+    "parameter", "closed_mean", "closed_sd", "mcmc_mean", "mcmc_sd", "mcse", "mcse_sd", "closed_mcse",
+    "closed_mcse_sd", *_Z_COLUMNS, "ess_bulk",
     "r_hat", "r_hat_bulk", "r_hat_tail", "r_hat_bulk_crit", "r_hat_tail_crit",
 ]
 
 
-def _compare_parameter_block(labels, mean, sd, flat, iid, n_rhat_tests, false_alarm):
+def _compare_parameter_block(labels, mean, sd, flat, iid, n_rhat_tests, false_alarm, *, closed_mcse=None,
+                             closed_mcse_sd=None, strata=None):
     r"""Mean, sd and quantiles of MCMC draws against the closed form, with their MCSEs.
 
     Parameters
@@ -941,9 +1130,19 @@ def _compare_parameter_block(labels, mean, sd, flat, iid, n_rhat_tests, false_al
     flat : ndarray of shape (chain, draw, k)
         MCMC draws.
     iid : ndarray of shape (n_exact, k)
-        Exact closed-form draws.
+        Exact closed-form draws (with ``strata``: stratified over the hyperparameters' draws).
     n_rhat_tests, false_alarm
         See :func:`mixing`.
+    closed_mcse, closed_mcse_sd : ndarray of shape (k,), optional
+        Monte Carlo standard errors of ``mean`` and ``sd`` themselves (a mixture over a
+        finite number of hyperparameter draws); the z-scores divide by
+        :math:`\sqrt{\mathrm{MCSE}_{\rm MCMC}^2 + \mathrm{MCSE}_{\rm closed}^2}`. None: exact (0).
+    strata : tuple (n_chains, n_draws, n_per_draw), optional
+        ``iid`` is ``n_per_draw`` draws conditional on each of the ``n_chains * n_draws``
+        hyperparameter draws, in order: the error of the closed form's quantile (in mass)
+        is then the MCSE of the per-draw fractions below it, whose autocorrelation across
+        the hyperparameters' chains arviz's ESS accounts for, in place of the iid
+        :math:`q(1-q)/N`.
 
     Returns
     -------
@@ -965,21 +1164,32 @@ def _compare_parameter_block(labels, mean, sd, flat, iid, n_rhat_tests, false_al
     with np.errstate(divide="ignore", invalid="ignore"):
         dev = iid - iid.mean(axis=0)
         k4 = _pareto_k(np.log(dev * dev))
-        z = np.where(finite, (sample_mean - mean) / mcse, np.nan)
+        c_mcse = 0.0 if closed_mcse is None else closed_mcse
+        c_mcse_sd = 0.0 if closed_mcse_sd is None else closed_mcse_sd
+        z = np.where(finite, (sample_mean - mean) / np.sqrt(mcse**2 + c_mcse**2), np.nan)
         sd_ok = finite & (k4 < PARETO_K_MAX)
-        z_sd = np.where(sd_ok, (sample_sd - sd) / mcse_sd, np.nan)
+        z_sd = np.where(sd_ok, (sample_sd - sd) / np.sqrt(mcse_sd**2 + c_mcse_sd**2), np.nan)
     table = {"parameter": labels, "closed_mean": mean, "closed_sd": sd, "mcmc_mean": sample_mean,
-             "mcmc_sd": sample_sd, "mcse": mcse, "mcse_sd": mcse_sd, "z": z, "z_sd": z_sd}
+             "mcmc_sd": sample_sd, "mcse": mcse, "mcse_sd": mcse_sd, "closed_mcse": np.broadcast_to(c_mcse, mean.shape),
+             "closed_mcse_sd": np.broadcast_to(c_mcse_sd, mean.shape), "z": z, "z_sd": z_sd}
     # A quantile through the probability integral transform: the MCMC mass below the
     # closed form's q-quantile is q, up to the MCSE of that mass (a mean of indicators)
-    # and the error of the quantile of n_exact iid draws, q (1 - q) / n_exact in mass.
+    # and the error of the closed quantile in mass: q (1 - q) / n_exact for n_exact iid
+    # draws, the MCSE of the per-stratum fractions below it for stratified mixture draws.
     n_exact = iid.shape[0]
-    below = flat[..., None, :] <= np.quantile(iid, QUANTILES, axis=0)  # (chain, draw, n_q, k)
+    quantiles = np.quantile(iid, QUANTILES, axis=0)  # (n_q, k)
+    below = flat[..., None, :] <= quantiles  # (chain, draw, n_q, k)
     _, _, mcse_q = _diagnostics(below.reshape(below.shape[:2] + (-1,)).astype(np.float64))
     mcse_q = mcse_q.reshape(len(QUANTILES), -1)
+    if strata is None:
+        closed_var_q = np.array([q * (1 - q) / n_exact for q in QUANTILES])[:, None]
+    else:
+        fractions = (iid[:, None, :] <= quantiles).reshape(tuple(strata) + (-1,)).mean(axis=2)
+        _, _, closed_mcse_q = _diagnostics(fractions)
+        closed_var_q = closed_mcse_q.reshape(len(QUANTILES), -1) ** 2
     for i, (q, column) in enumerate(zip(QUANTILES, _Q_COLUMNS)):
         mass = below[..., i, :].mean(axis=(0, 1))
-        table[column] = (mass - q) / np.sqrt(mcse_q[i] ** 2 + q * (1 - q) / n_exact)
+        table[column] = (mass - q) / np.sqrt(mcse_q[i] ** 2 + closed_var_q[i])
     table["ess_bulk"] = ess
     table.update(mixing(flat, n_rhat_tests, false_alarm))
     frame = pd.DataFrame({c: table[c] for c in _PARAMETER_COLUMNS})

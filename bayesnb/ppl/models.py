@@ -87,6 +87,8 @@ __all__ = [
     "family_models",
     "model_from_estimator",
     "posterior_moments",
+    "hyper_model",
+    "hyper_dims",
     "block_specs",
     "variable_dims",
     "dirichlet_moments",
@@ -438,6 +440,11 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
 
     The prior is the estimator's ``prior_`` (for data-scaled default priors: the one
     fitted), the class proportions its ``class_dirichlet_`` or fixed ``class_prior_``.
+    For an estimator with integrated hyperparameters (``hyper_posterior_``: hyperpriors
+    given as numpyro distributions) it is the *un-collapsed* model :func:`hyper_model`:
+    the hyperparameters are sample sites drawn from their hyperpriors (named as in
+    ``hyper_posterior_``) and the prior is built from them, not fixed at ``prior_`` (the
+    prior at the hyperparameters' mode).
 
     Parameters
     ----------
@@ -492,6 +499,21 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
             raise ValueError("sample_weight needs data (X or y)")
         weight = check_sample_weight(sample_weight, n)
     mixed = len(blocks) > 1 or blocks[0][0] != ""
+    model, kwargs = _conditioned(estimator, form, blocks, named, class_prior, parts, masks, pieces, y_index, weight,
+                                 n, n_rows, mixed)
+    if getattr(estimator, "hyper_posterior_", None) is None:
+        return model, kwargs
+    # Integrated hyperparameters: the un-collapsed model, the hyperpriors sampled with the rest.
+    if mixed:
+        raise ValueError("a MixedNB takes no hyperprior: there is no un-collapsed model of one")
+    hypers, embedding = estimator.hyper_embedding()
+    kwargs = {k: v for k, v in kwargs.items() if k != "prior"}
+    kwargs["class_prior"] = class_prior if estimator.class_dirichlet_ is None else None
+    return hyper_model(model), {**kwargs, "hypers": hypers, "embedding": embedding}
+
+
+def _conditioned(estimator, form, blocks, named, class_prior, parts, masks, pieces, y_index, weight, n, n_rows, mixed):
+    """The model of :func:`model_from_estimator` at the estimator's ``prior_`` and its arguments."""
     if form == "stats":
         if parts is None or y_index is None:
             raise ValueError("form='stats' needs both X and y")
@@ -521,6 +543,71 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
         return mixed_model, {**kwargs, "blocks": named, "observed": observed}
     kwargs["X"] = None if parts is None else parts[0]
     return family_models(named[0][1])[0], {**kwargs, "prior": named[0][2], "observed": None if observed is None else observed[""]}
+
+
+# Made once per model function (the name is the model's, for the cross-check's fingerprint).
+_HYPER_MODELS: dict = {}
+
+
+def hyper_model(model):
+    r"""The un-collapsed model of an estimator with integrated hyperparameters, around ``model``.
+
+    The hyperparameters :math:`a` are sample sites drawn from their hyperpriors, the
+    feature prior (and the Dirichlet concentration of the class proportions) built from
+    them by the estimator's embedding (:func:`bayesnb.ppl.collapsed.embed`), then
+    ``model`` (a per-row or statistics model of :func:`family_models`) at that prior:
+    :math:`p(a)\, p(\theta, \pi \mid a)\, p(X, y \mid \theta, \pi)`, the joint whose
+    :math:`(\theta, \pi)` the collapsed model integrates in closed form.
+
+    Parameters
+    ----------
+    model : callable
+        ``model(*, prior, class_prior, **kwargs)``.
+
+    Returns
+    -------
+    callable
+        ``hyper(*, hypers, embedding, class_prior, **kwargs)``: ``hypers`` a list of
+        :class:`~bayesnb.ppl.collapsed.Hyper` (sites named as ``hyper_posterior_``),
+        ``embedding`` the :class:`~bayesnb.ppl.collapsed.Embedding` of the pytree
+        ``(prior, class concentration or None)``, ``class_prior`` the fixed proportions
+        (None when they have a Dirichlet prior, whose concentration the embedding gives).
+    """
+    if model in _HYPER_MODELS:
+        return _HYPER_MODELS[model]
+    from bayesnb.ppl import collapsed
+
+    def hyper(*, hypers, embedding, class_prior, **kwargs):
+        values = {h.name: numpyro.sample(h.name, h.distribution) for h in hypers}
+        prior, concentration = collapsed.embed(embedding, values)
+        if concentration is not None:
+            class_prior = Dirichlet(concentration)
+        model(prior=prior, class_prior=class_prior, **kwargs)
+
+    hyper.__name__ = hyper.__qualname__ = f"hyper_{model.__name__}"
+    _HYPER_MODELS[model] = hyper
+    return hyper
+
+
+def hyper_dims(estimator):
+    """Dims of the integrated hyperparameters of a fitted estimator (none without them).
+
+    Returns
+    -------
+    dict of name -> tuple of dim names
+        For every entry of ``hyper_posterior_``: ``("feature",)`` for a per-feature
+        hyperparameter of shape (n_features,), else ``("<name>_dim_0", ...)`` (as
+        :func:`bayesnb.ppl.export.add_hyperparameters` names them).
+    """
+    draws = getattr(estimator, "hyper_posterior_", None) or {}
+    n_features = getattr(estimator, "n_features_in_", None)
+    out = {}
+    for name, value in draws.items():
+        shape = np.shape(value)[1:]
+        out[name] = ("feature",) if n_features is not None and shape == (n_features,) else tuple(
+            f"{name}_dim_{i}" for i in range(len(shape))
+        )
+    return out
 
 
 def posterior_moments(estimator):

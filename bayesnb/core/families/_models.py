@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import importlib
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -71,7 +72,14 @@ def __getattr__(name):
 
 
 def real(a):
-    """``a`` as jax's default float: float64 inside the library's x64 scope, float32 outside."""
+    """``a`` as jax's default float: float64 inside the library's x64 scope, float32 outside.
+
+    A jax array (a traced one too: the prior of the un-collapsed model of integrated
+    hyperparameters, :func:`bayesnb.ppl.models.hyper_model`, is a function of sample
+    sites) is cast without leaving jax.
+    """
+    if isinstance(a, jax.Array):
+        return jnp.asarray(a).astype(jnp.result_type(float))
     return jnp.asarray(np.asarray(a, dtype=np.float64))
 
 
