@@ -499,7 +499,7 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
             raise ValueError("sample_weight needs data (X or y)")
         weight = check_sample_weight(sample_weight, n)
     mixed = len(blocks) > 1 or blocks[0][0] != ""
-    model, kwargs = _conditioned(estimator, form, blocks, named, class_prior, parts, masks, pieces, y_index, weight,
+    model, kwargs = _conditioned(estimator, form, blocks, named, class_prior, parts, masks, checked, y_index, weight,
                                  n, n_rows, mixed)
     if getattr(estimator, "hyper_posterior_", None) is None:
         return model, kwargs
@@ -512,7 +512,7 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
     return hyper_model(model), {**kwargs, "hypers": hypers, "embedding": embedding}
 
 
-def _conditioned(estimator, form, blocks, named, class_prior, parts, masks, pieces, y_index, weight, n, n_rows, mixed):
+def _conditioned(estimator, form, blocks, named, class_prior, parts, masks, checked, y_index, weight, n, n_rows, mixed):
     """The model of :func:`model_from_estimator` at the estimator's ``prior_`` and its arguments."""
     if form == "stats":
         if parts is None or y_index is None:
