@@ -522,7 +522,10 @@ class MixedNB(BaseNB):
 
     def _coded_block(self, est, idx):
         """Whether block ``est`` over columns ``idx`` takes category codes this model learned (from strings)."""
-        return est._family.support == "codes" and any(int(j) in self.categories_ for j in idx)
+        # The columns first: an unfitted block's family may not be known yet (a
+        # GaussianBayesClassifier's depends on its fitted covariance); learned columns
+        # belong to codes blocks only.
+        return any(int(j) in self.categories_ for j in idx) and est._family.support == "codes"
 
     def _min_categories(self, name, idx):
         """Every learned category of an encoded column has a slot, observed in a class or not."""
