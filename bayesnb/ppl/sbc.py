@@ -183,7 +183,7 @@ class SBCResult:
         (None when none was checked).
     level : float
     min_simulations : int
-        The fewest simulations for a verdict (:func:`min_simulations`).
+        The fewest simulations for a verdict (:func:`bayesnb.ppl.sbc.min_simulations`).
     calibrated : bool or None
         False when the evidence identity fails (an exact identity: no number of
         simulations is too few to see it broken); else None with fewer than
