@@ -20,6 +20,7 @@ __all__ = [
     "check_sample_weight",
     "check_class_prior",
     "check_labels",
+    "check_class_targets",
     "check_classes",
     "check_n_draws",
     "check_level",
@@ -220,6 +221,23 @@ def check_labels(y, name="y"):
     elif y.dtype.kind in "fc" and np.isnan(y).any():
         raise ValueError(f"{name} contains NaN at position {int(np.flatnonzero(np.isnan(y))[0])}")
     return y
+
+
+def check_class_targets(y):
+    """scikit-learn's ``check_classification_targets``, skipped where the dtype decides it.
+
+    One-dimensional integer, boolean or (unicode) string labels are always ``"binary"`` or
+    ``"multiclass"`` targets, which scikit-learn's check finds by two passes of
+    ``unique`` over ``y`` (a fifth of a BernoulliNB fit on text with string labels);
+    floats (``"continuous"`` unless integral), bytes (refused) and objects still go
+    through it.
+    """
+    y = np.asarray(y)
+    if y.ndim == 1 and y.dtype.kind in "iubU":
+        return
+    from sklearn.utils.multiclass import check_classification_targets
+
+    check_classification_targets(y)
 
 
 def check_classes(classes):

@@ -32,6 +32,11 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
+try:  # SciPy's private block counter: a fast path with a public fallback (_repeated_entries)
+    from scipy.sparse._sparsetools import csr_count_blocks as _count_blocks
+except ImportError:  # pragma: no cover - every SciPy in the supported range has it
+    _count_blocks = None
+
 __all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
 
 try:  # pragma: no cover - the import depends on the JAX release
@@ -178,10 +183,10 @@ def summed(X):
     Terms that are not additive in a count (:math:`\log x!`, the rising factorial of the
     Dirichlet-multinomial, Pólya statistics) need each :math:`x_{ij}` whole, so duplicate
     entries of a non-canonical matrix are summed first, on a copy (the caller's matrix is
-    never altered). Whether there are any is found without sorting: unsorted indices
-    (a sparse product's output, for one) go through the column-major form, in which the
-    rows of each column come in order (a counting sort, linear in the entries), so a
-    repeated entry is two equal neighbours. Dense input is returned as it is.
+    never altered). Whether there are any is found without sorting, in one pass over
+    the indices (:func:`_repeated_entries`): unsorted indices are common (a sparse
+    product's output; ``CountVectorizer``'s rows, in order of first occurrence). Dense
+    input is returned as it is.
 
     Parameters
     ----------
@@ -194,21 +199,35 @@ def summed(X):
     if not sp.issparse(X):
         return X
     X = X.tocsr()
-    if X.has_sorted_indices:
-        if X.has_canonical_format:
-            return X
-        repeated = _repeats(X.indices, X.indptr)
-    else:
-        # Only the positions are needed: the transpose of a one-byte-valued view sharing
-        # the index arrays moves a byte per entry instead of the values (8 for int64
-        # counts), which halves the time of the check.
-        C = sp.csr_matrix((np.ones(X.nnz, dtype=np.bool_), X.indices, X.indptr), shape=X.shape, copy=False).tocsc()
-        repeated = _repeats(C.indices, C.indptr)
-    if not repeated:
+    if X.has_sorted_indices and X.has_canonical_format:
+        return X
+    if not _repeated_entries(X):
         return X
     X = X.copy()
     X.sum_duplicates()
     return X
+
+
+def _repeated_entries(X):
+    """Whether a CSR matrix stores some (row, column) more than once, without sorting it.
+
+    SciPy's block counter (the first pass of ``tobsr``) counts the distinct positions
+    with one marker per column, in one pass over the indices without allocating: at
+    block size 1 × 1 that is the number of distinct entries. Where a SciPy build lacks
+    it, the column-major form is used instead, in which the rows of each column come
+    in order (a counting sort), so a repeated entry is two equal neighbours.
+    """
+    if X.has_sorted_indices:
+        return _repeats(X.indices, X.indptr)
+    if X.nnz and not (0 <= int(X.indices.min()) and int(X.indices.max()) < X.shape[1]):
+        # SciPy checks index ranges only on request; the counters below index by them.
+        raise ValueError(f"sparse matrix has a column index outside 0..{X.shape[1] - 1} (corrupt indices)")
+    if _count_blocks is not None:
+        return int(_count_blocks(X.shape[0], X.shape[1], 1, 1, X.indptr, X.indices)) < X.nnz
+    # Only the positions are needed: the transpose of a one-byte-valued view sharing the
+    # index arrays moves a byte per entry instead of the values (8 for int64 counts).
+    C = sp.csr_matrix((np.ones(X.nnz, dtype=np.bool_), X.indices, X.indptr), shape=X.shape, copy=False).tocsc()
+    return _repeats(C.indices, C.indptr)
 
 
 def _repeats(minor, indptr):

@@ -15,7 +15,6 @@ import warnings
 import jax
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
 from bayesnb.analysis import loo as _loo
@@ -28,6 +27,7 @@ from bayesnb.core._normalize import log_normalize
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._validation import (
     check_class_prior,
+    check_class_targets,
     check_classes,
     check_estimate,
     check_labels,
@@ -288,7 +288,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         self._clear_fitted()
         try:
             X, y = self._check_X_y(X, y, reset=True)
-            check_classification_targets(y)
+            check_class_targets(y)
             return self._update(X, y, np.unique(y), sample_weight)
         except BaseException:
             # A refit that fails must not leave old posteriors next to new statistics.

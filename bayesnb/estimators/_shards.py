@@ -32,9 +32,8 @@ from typing import NamedTuple
 
 import numpy as np
 from sklearn.base import clone
-from sklearn.utils.multiclass import check_classification_targets
 
-from bayesnb.core._validation import check_sample_weight, n_rows
+from bayesnb.core._validation import check_class_targets, check_sample_weight, n_rows
 from bayesnb.core.stats import LabelStats, as_masked, is_masked
 from bayesnb.core.stats import merge as merge_stats
 
@@ -116,7 +115,7 @@ def compute(template, X, y, sample_weight=None, classes=None):
         return None
     est = clone(template)
     X, y = est._check_X_y(X, y, reset=True)
-    check_classification_targets(y)
+    check_class_targets(y)
     classes = np.unique(y) if classes is None else classes
     y_index = _label_index(y, classes)
     w = check_sample_weight(sample_weight, X.shape[0])

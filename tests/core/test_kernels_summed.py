@@ -68,3 +68,50 @@ def test_a_repeat_across_rows_is_not_a_duplicate():
 def test_dense_passes_through():
     X = np.arange(6.0).reshape(2, 3)
     assert summed(X) is X
+
+
+@pytest.fixture(params=["block-counter", "column-major"])
+def detector(request, monkeypatch):
+    """Both duplicate detectors of ``summed``: SciPy's block counter and the fallback."""
+    from bayesnb.core import kernels
+
+    if request.param == "column-major":
+        monkeypatch.setattr(kernels, "_count_blocks", None)
+    elif kernels._count_blocks is None:  # pragma: no cover
+        pytest.fail("this SciPy has no csr_count_blocks: the fast path is never taken")
+    return request.param
+
+
+@pytest.mark.parametrize("seed", range(25))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_both_detectors_find_exactly_the_matrices_that_repeat_an_entry(detector, seed, index_dtype):
+    from bayesnb.core.kernels import _repeated_entries
+
+    rng = np.random.default_rng(seed)
+    n, f = int(rng.integers(1, 30)), int(rng.integers(1, 40))
+    X = _with_duplicates(rng, n=n, f=f, nnz=int(rng.integers(0, 2 * n)))
+    if seed % 2:  # about half without repeats, shuffled within rows
+        X.sum_duplicates()
+        for r in range(n):
+            s, e = X.indptr[r], X.indptr[r + 1]
+            p = rng.permutation(e - s)
+            X.indices[s:e], X.data[s:e] = X.indices[s:e][p], X.data[s:e][p]
+    X = sp.csr_matrix(
+        (X.data, X.indices.astype(index_dtype), X.indptr.astype(index_dtype)), shape=X.shape
+    )
+    X.has_sorted_indices = False
+    ref = X.copy()
+    ref.sum_duplicates()  # SciPy's own answer: sorting, then merging
+    assert _repeated_entries(X) == (ref.nnz < X.nnz)
+    out = summed(X)
+    np.testing.assert_array_equal(out.toarray(), ref.toarray())
+    assert out.nnz == ref.nnz
+
+
+def test_corrupt_column_indices_are_refused_before_they_index_anything(detector):
+    for bad in (8, -1):
+        X = sp.csr_matrix((np.ones(3), np.array([1, 0, 2]), np.array([0, 2, 3])), shape=(2, 8))
+        X.indices[0] = bad  # SciPy checks index ranges only with check_format(full_check=True)
+        X.has_sorted_indices = False
+        with pytest.raises(ValueError, match=r"column index outside 0\.\.7"):
+            summed(X)
