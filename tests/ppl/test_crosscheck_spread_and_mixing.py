@@ -130,7 +130,7 @@ def test_iris_full_covariance_agrees_with_default_draws_seed0(iris_seed0):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1, 2, 3, 4])
 def test_iris_full_covariance_agrees_on_other_seeds(seed):
     est, X, y = _iris()
     report = crosscheck(est, X, y, random_state=seed)
