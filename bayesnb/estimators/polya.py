@@ -215,6 +215,26 @@ class PolyaNB(BaseNB):
             self.precision_ = np.array(p, dtype=np.float64)
         return polya.from_mean(mean, self.precision_)
 
+    def _loo_feature(self, X, y_index, weight, kind):
+        """Leave-one-out feature scores; the predictive leaves each row out of its class's mean.
+
+        The mean :math:`m_c` of :math:`\\alpha_c` is smoothed from the class's word
+        totals, which contain the row, so holding :math:`\\alpha` fixed would score each
+        row with its own words (an in-sample choice of ``temperature="loo"``). For
+        ``estimate="predictive"`` the row's own class column is
+        :func:`bayesnb.core.families.polya.loo_log_predictive` (the mean downdated, the
+        precision :math:`s_c` held); the other columns are the ordinary predictive (the
+        row is not in those classes). The plug-in estimates keep the base downdate.
+        """
+        if kind != "predictive":
+            return super()._loo_feature(X, y_index, weight, kind)
+        y_index = np.asarray(y_index, dtype=np.intp)
+        out = np.array(self._family.log_predictive(self.posterior_, X), dtype=np.float64)
+        out[np.arange(y_index.size), y_index] = polya.loo_log_predictive(
+            self.stats_, self.alpha_, self.precision_, X, y_index, weight
+        )
+        return out
+
     def _named_draws(self, params):
         return {"document_probs": np.exp(np.asarray(params.log_probs))}
 

@@ -175,3 +175,31 @@ def test_nuts_crosscheck_on_the_numpyro_model():
         # Planted error: the closed-form side with each class's words in reverse order.
         clf.posterior_ = polya.Polya(np.asarray(clf.posterior_.concentration)[:, ::-1].copy())
         assert not crosscheck(clf, X, y, **kw).agrees
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_loo_leaves_each_row_out_of_its_class_mean(seed):
+    """Leave-one-out terms against refits without each row (precision pinned at precision_)."""
+    from bayesnb.analysis import loo
+
+    X, y, _ = _dcm_data(seed, n=24, n_features=6, length=15)
+    clf = PolyaNB().fit(X, y)
+    got = clf.loo_terms(sp.csr_matrix(X), y)
+    brute = np.zeros(got.feature_log.shape)
+    for i in range(len(y)):
+        keep = np.arange(len(y)) != i
+        refit = PolyaNB(precision=clf.precision_).fit(X[keep], y[keep])
+        a = np.asarray(refit.prior_.concentration)
+        # SciPy's Dirichlet-multinomial pmf without its multinomial coefficient.
+        brute[i] = [st.dirichlet_multinomial.logpmf(X[i], a[c], X[i].sum()) - _coefficient(X[i : i + 1])[0] for c in (0, 1)]
+    idx = np.arange(len(y)), y
+    np.testing.assert_allclose(got.feature_log[idx], brute[idx], rtol=1e-10, atol=1e-10)
+    # The other class does not contain the row: its full-data predictive.
+    full = np.asarray(clf.family_.log_predictive(clf.posterior_, X.astype(float)))
+    other = np.arange(len(y)), 1 - y
+    np.testing.assert_allclose(got.feature_log[other], full[other], rtol=1e-10, atol=1e-10)
+    # Planted error: holding the mean fixed (the row's own words in it) is not leave-one-out.
+    assert np.abs(full[idx] - brute[idx]).max() > 1e-3
+    # temperature="loo" is the minimiser of the brute-force leave-one-out log loss.
+    want = loo.choose_temperature(loo.LooTerms(got.class_log, np.where(np.eye(2, dtype=bool)[y], brute, full), got.y_index))
+    assert PolyaNB(temperature="loo").fit(X, y).temperature_ == pytest.approx(want, rel=1e-6)

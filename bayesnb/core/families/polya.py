@@ -52,6 +52,7 @@ __all__ = [
     "from_mean",
     "log_evidence",
     "log_predictive",
+    "loo_log_predictive",
     "polya_stats",
     "precision_objective",
     "smoothed_mean",
@@ -263,6 +264,62 @@ def smoothed_mean(stats, alpha=1.0):
     """
     t = np.asarray(stats.feature_count, dtype=np.float64) + np.asarray(alpha, dtype=np.float64)
     return t / t.sum(axis=1, keepdims=True)
+
+
+def loo_log_predictive(stats, smoothing, precision, X, y_index, weight=None):
+    r"""Each training row's Dirichlet-multinomial under its own class with the row left out of the mean.
+
+    PolyaNB's concentration is :math:`\alpha_c = s_c\, m_c` with the mean
+    :math:`m_c = (T_c + a) / (T_c^{+} + F a)` smoothed from the class's word totals
+    (:func:`smoothed_mean`), so a document's own words are in the mean it is scored
+    with. Leaving row :math:`i` (of class :math:`c`, weight :math:`w_i`) out gives
+
+    .. math::
+
+        \alpha^{(-i)}_{cj} = s_c\, \frac{T_{cj} - w_i x_{ij} + a}{T_c^{+} - w_i n_i + F a},
+
+    with the precision :math:`s_c` held (one number per class, learned from all the
+    class's documents), and the row's log probability (sequence form, as
+    :func:`log_predictive`) only involves its own words:
+
+    .. math::
+
+        \sum_{j: x_{ij} > 0} \big[\log\Gamma(\alpha^{(-i)}_{cj} + x_{ij})
+            - \log\Gamma(\alpha^{(-i)}_{cj})\big] - \big[\log\Gamma(s_c + n_i) - \log\Gamma(s_c)\big].
+
+    Parameters
+    ----------
+    stats : PolyaStats
+        Statistics of the training data, which contains the rows ``X``.
+    smoothing : float
+        The pseudo-count :math:`a` of the mean.
+    precision : ndarray of shape (n_classes,)
+        :math:`s_c`.
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Non-negative counts (never densified).
+    y_index : int ndarray of shape (n_samples,)
+    weight : ndarray of shape (n_samples,), optional
+        The weight of each row left out (ones by default).
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    from scipy.special import gammaln
+
+    X = summed(sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else X.tocsr().astype(np.float64))
+    y_index = np.asarray(y_index, dtype=np.intp)
+    w = np.ones(y_index.size) if weight is None else np.asarray(weight, dtype=np.float64)
+    s = np.asarray(precision, dtype=np.float64)[y_index]
+    totals = np.asarray(stats.feature_count, dtype=np.float64)
+    a, n_features = float(smoothing), totals.shape[1]
+    length = np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
+    rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+    c, x = y_index[rows], X.data
+    denominator = totals.sum(axis=1)[y_index] - w * length + n_features * a
+    alpha = s[rows] * (totals[c, X.indices] - w[rows] * x + a) / denominator[rows]
+    words = np.bincount(rows, weights=gammaln(alpha + x) - gammaln(alpha), minlength=X.shape[0])
+    return words - (gammaln(s + length) - gammaln(s))
 
 
 def from_mean(mean, precision):
