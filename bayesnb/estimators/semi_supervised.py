@@ -220,8 +220,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         sums over rows, so they are summed over batches and the fit is the same to
         rounding; a batch bounds the memory of the (rows, classes) arrays and of the
         weighted row copies.
-    verbose : bool, default=False
-        Print the objective of every iteration to stderr (progress on long runs).
+    verbose : bool or int, default=False
+        Progress on stderr for long runs (no dependency): ``True`` / 1, one line per
+        iteration (``iteration i/max_iter``, the objective and its change); 2, also a
+        line over the batches of each E-step, rewritten in place (with ``batch_size``).
 
     Attributes
     ----------
@@ -430,6 +432,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             part = self._soft_stats(est, XU, R, wU)
             stats = part if stats is None else (stats if part is None else _merge(stats, part))
             Rs.append(R)
+            self._report_batch(len(Rs), len(batches))
         return np.vstack(Rs), total, entropy, stats
 
     def _condition(self, est, S_L, S_U):
@@ -440,10 +443,22 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return False
         return trace[-1] - trace[-2] <= self.tol * max(1.0, abs(trace[-1]))
 
-    def _report(self, it, value):
+    def _report(self, it, value, previous=None):
+        """The progress line of iteration ``it`` on stderr (``verbose``)."""
         if self.verbose:
             name = "log posterior" if self.method == "em" else "ELBO"
-            print(f"SemiSupervisedNB[{self.method}] iteration {it + 1}: {name} {value:.10g}", file=sys.stderr)
+            change = "" if previous is None else f" (change {value - previous:+.3g})"
+            print(
+                f"SemiSupervisedNB[{self.method}] iteration {it + 1}/{self.max_iter}: {name} {value:.10g}{change}",
+                file=sys.stderr,
+                flush=True,
+            )
+
+    def _report_batch(self, done, total):
+        """With ``verbose >= 2`` and several batches: a progress line over the batches, rewritten in place."""
+        if self.verbose >= 2 and total > 1:
+            end = "\n" if done == total else ""
+            print(f"\r  E-step: batch {done}/{total}", end=end, file=sys.stderr, flush=True)
 
     def _em(self, est, XL, yL, wL, XU):
         fam = est.family_
@@ -468,7 +483,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 )
                 objective += total
             trace.append(float(objective))
-            self._report(it, trace[-1])
+            self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
             if self._converged(trace) or XU is None:
                 converged = True
                 break
@@ -492,7 +507,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 )
                 probe = self._condition(est, S_L, S_U)
             trace.append(float(probe.log_evidence()) + entropy)
-            self._report(it, trace[-1])
+            self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
             if self._converged(trace) or XU is None:
                 converged = True
                 break

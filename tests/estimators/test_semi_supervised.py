@@ -434,3 +434,26 @@ def test_batch_size_must_be_a_positive_int():
     for bad in (0, -3, 2.5, True, "10"):
         with pytest.raises(ValueError, match="batch_size must be None or an int >= 1"):
             SemiSupervisedNB(batch_size=bad).fit(X, _hide(y, 12))
+
+
+def test_verbose_prints_progress_to_stderr_and_is_quiet_otherwise(capsys):
+    X, y = _data(MultinomialNB, 13)
+    yu = _hide(y, 13)
+    SemiSupervisedNB(method="vb").fit(X, yu)
+    assert capsys.readouterr() == ("", "")
+    clf = SemiSupervisedNB(method="vb", verbose=True).fit(X, yu)
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == clf.n_iter_
+    for i, (line, value) in enumerate(zip(lines, clf.elbo_)):
+        assert line.startswith(f"SemiSupervisedNB[vb] iteration {i + 1}/100: ELBO ")
+        assert float(line.split("ELBO ")[1].split()[0]) == pytest.approx(value, rel=1e-9)
+    assert "change" in lines[1] and "change" not in lines[0]
+    n_unl = int((yu == -1).sum())
+    clf = SemiSupervisedNB(method="em", verbose=2, batch_size=10).fit(X, yu)
+    err = capsys.readouterr().err
+    n_batches = -(-n_unl // 10)
+    # One in-place batch line per E-step, ending at the last batch; one line per iteration.
+    assert err.count(f"\r  E-step: batch {n_batches}/{n_batches}\n") == clf.n_iter_
+    assert err.count("SemiSupervisedNB[em] iteration ") == clf.n_iter_
