@@ -149,6 +149,28 @@ def _take_rows(Xv, rows):
     raise TypeError(f"SemiSupervisedNB cannot take rows of validated input of type {type(Xv).__name__}")
 
 
+def _is_dask_array(X):
+    """Whether ``X`` is a Dask array (duck-typed: Dask is not imported here)."""
+    return type(X).__module__.startswith("dask") and hasattr(X, "chunks") and hasattr(X, "blocks")
+
+
+def _held(rows):
+    """A batch of validated rows held in memory."""
+    return lambda: rows
+
+
+def _chunk_rows(est, X, i, local):
+    """The rows ``local`` of row-chunk ``i`` of the Dask array ``X``, computed and validated on each call."""
+
+    start = int(sum(X.chunks[0][:i]))
+    stop = start + int(X.chunks[0][i])
+
+    def rows():
+        return est.validate_input(_safe_indexing(X[start:stop].compute(), local))
+
+    return rows
+
+
 def _merge(a, b):
     # Batches with and without unobserved entries merge in the per-cell form (as BaseNB does).
     if is_masked(a) or is_masked(b):
@@ -309,7 +331,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like, sparse matrix or DataFrame of shape (n_samples, n_features)
+        X : array-like, sparse matrix, DataFrame or Dask array of shape (n_samples, n_features)
+            A Dask array's labelled rows are computed once; its unlabelled rows are read
+            one chunk of rows at a time in every E-step (one batch per chunk: the
+            statistics of the responsibilities add over chunks), so they need not fit
+            in memory together.
         y : array-like of shape (n_samples,)
             Class labels; ``-1`` marks an unlabelled row (for string labels, ``-1`` in an
             object array). At least one row must be labelled.
@@ -339,7 +365,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         est = self._base()
         if self.method == "em":
             est.set_params(estimate="mean" if self.smoothing == "laplace" else "map")
-        X_lab = _safe_indexing(X, lab_idx)
+        dask_rows = _is_dask_array(X)
+        X_lab = np.asarray(X[lab_idx]) if dask_rows else _safe_indexing(X, lab_idx)
         refusal = getattr(est, "_semi_supervised_refusal", {}).get(self.method)
         if refusal is not None:
             raise ValueError(f"SemiSupervisedNB(method={self.method!r}) cannot fit {type(est).__name__}: {refusal}")
@@ -358,12 +385,22 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         XL = est.validate_input(X_lab)
         wU = self.unlabelled_weight * w[unl_idx]
         XU = None
-        if unl_idx.size:
+        if unl_idx.size and dask_rows:
+            # A Dask array: one batch per chunk of rows, computed afresh by every E-step
+            # (out of core: one chunk in memory at a time).
+            XU, start = [], 0
+            for i, size in enumerate(X.chunks[0]):
+                local = unl_idx[(unl_idx >= start) & (unl_idx < start + size)] - start
+                if local.size:
+                    take = np.searchsorted(unl_idx, local + start)
+                    XU.append((_chunk_rows(est, X, i, local), wU[take]))
+                start += size
+        elif unl_idx.size:
             # The E-step runs over batches of unlabelled rows: their statistics and their
             # terms of the objective add up (see _e_step).
             step = unl_idx.size if self.batch_size is None else int(self.batch_size)
             XU = [
-                (est.validate_input(_safe_indexing(X, unl_idx[a : a + step])), wU[a : a + step])
+                (_held(est.validate_input(_safe_indexing(X, unl_idx[a : a + step]))), wU[a : a + step])
                 for a in range(0, unl_idx.size, step)
             ]
         run = self._em if self.method == "em" else self._vb
@@ -414,7 +451,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         batches (the batches' statistics merge like any statistics).
         """
         Rs, total, entropy, stats = [], 0.0, 0.0, None
-        for XU, wU in batches:
+        for rows_of, wU in batches:
+            XU = rows_of()
             XUd, mU = _parts(XU)
             joint = joint_of(XUd, mU)
             m = logsumexp(joint, axis=1)

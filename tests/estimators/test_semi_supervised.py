@@ -457,3 +457,24 @@ def test_verbose_prints_progress_to_stderr_and_is_quiet_otherwise(capsys):
     # One in-place batch line per E-step, ending at the last batch; one line per iteration.
     assert err.count(f"\r  E-step: batch {n_batches}/{n_batches}\n") == clf.n_iter_
     assert err.count("SemiSupervisedNB[em] iteration ") == clf.n_iter_
+
+
+@pytest.mark.parametrize("method", ["em", "vb"])
+def test_a_dask_array_equals_the_in_memory_fit(method):
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    X, y = _data(PoissonNB, 14, n=90)
+    yu = _hide(y, 14)
+    whole = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12)
+    lazy = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12)
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        warnings.simplefilter("ignore")  # both stop at max_iter
+        whole.fit(X, yu)
+        lazy.fit(da.from_array(X, chunks=(13, 5)), yu)
+    trace = "log_posterior_" if method == "em" else "elbo_"
+    np.testing.assert_allclose(getattr(lazy, trace), getattr(whole, trace), rtol=1e-10)
+    np.testing.assert_allclose(lazy.label_distributions_, whole.label_distributions_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(lazy.predict_proba(X), whole.predict_proba(X), rtol=1e-10, atol=1e-12)
+    for a, b in zip(_leaves(lazy.posterior_), _leaves(whole.posterior_)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
