@@ -239,14 +239,28 @@ def build_parser():
             With --data PATH: a UTF-8 text file of 'label<TAB>text' lines (e.g. the SMS Spam
             Collection). Texts are vectorised with scikit-learn's CountVectorizer fitted on
             the training split: word counts for the multinomial, word presence for
-            Bernoulli. The categorical family is skipped for text."""
+            Bernoulli. The categorical family is skipped for text.
+
+            Unlabelled documents: a line '<TAB>text' (empty label field), or a line whose
+            label is the one --unlabelled names. They are never a class: the families are
+            fitted on the labelled lines only, and a semi-supervised section compares, on
+            the held-out labelled lines, the multinomial model on the labelled training
+            lines with SemiSupervisedNB by EM and by VB on those plus every unlabelled line
+            (and, in the report, a learning curve over labelled lines per class)."""
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     demo.add_argument(
         "--data",
         metavar="PATH",
-        help="labelled text file, one 'label<TAB>text' per line (default: bundled digits)",
+        help="labelled text file, one 'label<TAB>text' per line (default: bundled digits); a line "
+        "'<TAB>text' (empty label) is an unlabelled document, used by the semi-supervised section",
+    )
+    demo.add_argument(
+        "--unlabelled",
+        metavar="LABEL",
+        help="with --data: lines with this label are unlabelled documents too (e.g. --unlabelled=-1, "
+        "scikit-learn's convention); by default only an empty label field marks one",
     )
     _add_limit_options(demo)
     demo.add_argument(
@@ -550,6 +564,8 @@ def _run_demo(args):
     from bayesnb.analysis.comparison import compare
     from bayesnb.exceptions import ZeroLikelihoodWarning
 
+    if args.unlabelled is not None and args.data is None:
+        raise DataError("--unlabelled describes the lines of a --data file; none was given (the default data is the digits)")
     progress = _Progress(args.progress)
     with progress.step("loading the data"):
         problem = _report.digits_problem(args) if args.data is None else _report.text_problem(args)
@@ -567,9 +583,18 @@ def _run_demo(args):
         tables[name] = table
         results[name] = table.records
 
+    semi_lines = semi_records = semi_curve = None
+    if problem.semi is not None:
+        from bayesnb.cli import semi as _semi
+
+        with progress.step(f"semi-supervised: labelled only, EM and VB ({problem.semi.n_unlabelled} unlabelled documents)"):
+            semi_records = _semi.holdout(problem.semi, args.alpha)
+        semi_lines = _semi.summary_lines(problem.semi, semi_records, args.alpha)
     if out_dir is None:
-        print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), None))
+        print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), None, semi_lines))
         return 0
+    if problem.semi is not None:
+        semi_curve = _semi.curve(problem.semi, args.alpha, args.seed, progress.bar("semi-supervised learning curve"))
     first, (clf, X_train, X_test) = next(iter(fitted.items()))
     sizes = _report.curve_sizes(len(y_train), len(np.unique(y_train)))
     with warnings.catch_warnings():
@@ -588,10 +613,11 @@ def _run_demo(args):
             progress=progress.bar(f"learning curve ({first})"),
         )
     try:
-        report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress)
+        semi_md = None if problem.semi is None else _semi.report_lines(problem.semi, semi_records, semi_curve, args.alpha, args.seed)
+        report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress, semi_md)
     except OSError as exc:
         raise DataError(f"cannot write the report in {out_dir}: {exc.strerror or exc}") from None
-    print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report))
+    print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report, semi_lines))
     return 0
 
 

@@ -19,7 +19,8 @@ DIGITS_N_CATEGORIES = 17
 class _Problem:
     """One demo data set: families to fit, rows, labels and how to name things."""
 
-    def __init__(self, header, families, y_train, y_test, notes, feature_names, describe_row, name):
+    def __init__(self, header, families, y_train, y_test, notes, feature_names, describe_row, name, semi=None):
+        self.semi = semi  # a cli.semi.SemiProblem when the file holds unlabelled documents
         self.header = header
         self.families = families  # [(name, estimator, X_train, X_test)]
         self.y_train = y_train
@@ -74,11 +75,22 @@ def text_problem(args):
         limits = {"max_rows": getattr(args, "max_rows", None)}
         if getattr(args, "max_size", None) is not None:
             limits["max_bytes"] = args.max_size * 2**20
-        texts, labels = read_labelled_text(args.data, **limits)
+        texts, labels = read_labelled_text(args.data, allow_unlabelled=True, **limits)
     except (OSError, ValueError) as exc:
         raise DataError(limit_hint(str(exc)) if str(exc) else f"cannot read {args.data}") from None
 
-    docs = np.asarray(texts, dtype=object)
+    # An unlabelled line (empty label field, or the label --unlabelled names) is never a
+    # class: the families below are fitted on the labelled lines, and the unlabelled
+    # ones go to the semi-supervised section.
+    marker = getattr(args, "unlabelled", None)
+    marker = None if marker is None else marker.strip()
+    unlabelled = labels == ""
+    if marker is not None:
+        unlabelled |= labels == marker
+    all_docs, all_labels = np.asarray(texts, dtype=object), labels
+    docs, labels = all_docs[~unlabelled], labels[~unlabelled]
+    if not labels.size:
+        raise DataError(f"{args.data} holds no labelled lines (every line is unlabelled)")
     docs_train, docs_test, y_train, y_test = split(docs, labels, args.test_size, args.seed)
     vectorizer = CountVectorizer()
     try:
@@ -93,14 +105,39 @@ def text_problem(args):
     names, counts = np.unique(labels, return_counts=True)
     shown = ", ".join(f"{n} {c}" for n, c in zip(names[:8], counts[:8]))
     more = f", ... ({names.size} in all)" if names.size > 8 else ""
+    n_unlabelled = int(unlabelled.sum())
+    if n_unlabelled:
+        ways = []
+        if np.any(all_labels == ""):
+            ways.append("an empty label field")
+        if marker is not None and np.any(all_labels == marker):
+            ways.append(f"the label {marker!r}")
+        how = " or ".join(ways)
+        counted = f"{len(texts)} documents ({labels.size} labelled, {n_unlabelled} unlabelled: {how})"
+    else:
+        counted = f"{len(texts)} documents"
     header = [
-        f"data: {args.data}, {len(texts)} documents, {names.size} classes ({shown}{more})",
+        f"data: {args.data}, {counted}, {names.size} classes ({shown}{more})",
         f"  vocabulary: {X_train.shape[1]} words (CountVectorizer fitted on the training split)",
         "  multinomial: word counts; bernoulli: word presence",
     ]
     notes = [
         "categorical: skipped for text (a bag of words is sparse counts, not categorical codes).",
     ]
+    semi = None
+    if n_unlabelled:
+        from bayesnb.cli.semi import SemiProblem
+
+        notes.append(
+            f"the {n_unlabelled} unlabelled documents are not in the fits above (labelled documents only); "
+            "the semi-supervised section uses them."
+        )
+        semi = SemiProblem(docs_train, y_train, docs_test, y_test, all_docs[unlabelled], how)
+    elif "-1" in names:
+        notes.append(
+            f"the label -1 is a class here ({int(counts[names == '-1'][0])} documents); if it marks unlabelled "
+            "documents (scikit-learn's convention), pass --unlabelled=-1."
+        )
     words = [str(w) for w in vectorizer.get_feature_names_out()]
 
     def describe(i):
@@ -108,7 +145,7 @@ def text_problem(args):
         return f"[{y_test[i]}] {text[:90]}{'...' if len(text) > 90 else ''}"
 
     return _Problem(
-        header, families, y_train, y_test, notes, words, describe, str(args.data)
+        header, families, y_train, y_test, notes, words, describe, str(args.data), semi
     )
 
 
@@ -154,7 +191,7 @@ def _summary_rows(results):
     return rows
 
 
-def demo_summary(args, problem, results, evidences, n_train, n_test, report_path):
+def demo_summary(args, problem, results, evidences, n_train, n_test, report_path, semi_lines=None):
     out = [f"bayesnb {__version__} demo", *problem.header]
     out.append(
         f"split: {n_train} train / {n_test} test rows (stratified, test size {args.test_size:g}, "
@@ -171,6 +208,8 @@ def demo_summary(args, problem, results, evidences, n_train, n_test, report_path
     ev_rows = [[name, f"{value:.2f}"] for name, value in evidences.items()]
     out += ["  " + s for s in _format_table(["family", "log evidence"], ev_rows, ["<", ">"])]
     out.append("")
+    if semi_lines:
+        out += [*semi_lines, ""]
     out.append("notes:")
     bullets = list(problem.notes) + [
         "every estimate of a family comes from one fit (one posterior), switched with set_params(estimate=...).",
@@ -247,7 +286,7 @@ def curve_sizes(n_train, n_classes):
     return sorted({s for s in base if 1 <= s <= n_train})
 
 
-def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress):
+def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress, semi_md=None):
     import numpy as np
 
     from bayesnb.analysis import plots
@@ -336,6 +375,7 @@ def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progr
         "",
         _curve_verdict(curve),
         "",
+        *(semi_md or []),
         "## Posterior uncertainty of the predictions",
         "",
         f"From {args.draws} exact posterior draws of the {first} model: per test row, total "

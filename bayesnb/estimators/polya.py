@@ -158,6 +158,27 @@ class PolyaNB(BaseNB):
     # Its Pólya precision is learned by maximum evidence; no hyperprior in this version.
     _hyperprior_params = frozenset()
 
+    # Why SemiSupervisedNB refuses it (read there by duck typing; see its module).
+    _semi_supervised_refusal = {
+        "vb": (
+            "mean-field VB needs a distribution q over the class-conditional parameters and "
+            "E_q[log p(x | parameters_c)] in closed form. The Pólya family's only global parameter, "
+            "alpha, is a point hyperparameter learned by maximum evidence with no prior, so there is "
+            "no q(alpha) to take the expectation under; and the Dirichlet-multinomial log-likelihood "
+            "sum_j [lgamma(alpha_cj + x_j) - lgamma(alpha_cj)] - [lgamma(A_c + n) - lgamma(A_c)] has no "
+            "conjugate prior in alpha, so no such q gives it in closed form"
+        ),
+        "em": (
+            "MAP-EM's M-step must maximise a fixed objective in the class-conditional parameters. "
+            "PolyaNB's alpha_c = s_c m_c takes its mean m_c from smoothed counts and only its "
+            "precision s_c from the evidence, which maximises no fixed objective of the expected "
+            "statistics (EM would lose its monotone guarantee); and its plug-in point estimates "
+            "(multinomial proportions of a document's E[theta_d]) are not the Pólya likelihood, "
+            "so the E-step would score documents under a different model. Use MultinomialNB "
+            "for semi-supervised text classification"
+        ),
+    }
+
     _family = polya.family
 
     def __init__(

@@ -77,7 +77,6 @@ and unlabeled documents using EM*, Machine Learning 39, 103-134.
 
 from __future__ import annotations
 
-import copy
 import sys
 import warnings
 
@@ -93,6 +92,7 @@ from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_sample_weight
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import _dirichlet
+from bayesnb.core.families.product import BlockRows
 from bayesnb.core.stats import as_masked, is_masked, merge
 
 __all__ = ["SemiSupervisedNB", "unlabelled_mask"]
@@ -139,12 +139,36 @@ def _parts(Xv):
 
 
 def _take_rows(Xv, rows):
-    """Rows ``rows`` (with repeats) of validated input: an array, a sparse matrix or a :class:`MaskedX`."""
+    """Rows ``rows`` (with repeats) of validated input: an array, a sparse matrix, a :class:`MaskedX` or :class:`BlockRows`."""
     if isinstance(Xv, _missing.MaskedX):
         return _missing.MaskedX(_take_rows(Xv.X, rows), _take_rows(Xv.mask, rows))
+    if isinstance(Xv, BlockRows):  # a product family's rows (MixedNB): each block's piece
+        return BlockRows([_take_rows(p, rows) for p in Xv.parts], (len(rows), Xv.shape[1]), Xv.validated)
     if isinstance(Xv, np.ndarray) or sp.issparse(Xv):
         return Xv[rows]
     raise TypeError(f"SemiSupervisedNB cannot take rows of validated input of type {type(Xv).__name__}")
+
+
+def _is_dask_array(X):
+    """Whether ``X`` is a Dask array (duck-typed: Dask is not imported here)."""
+    return type(X).__module__.startswith("dask") and hasattr(X, "chunks") and hasattr(X, "blocks")
+
+
+def _held(rows):
+    """A batch of validated rows held in memory."""
+    return lambda: rows
+
+
+def _chunk_rows(est, X, i, local):
+    """The rows ``local`` of row-chunk ``i`` of the Dask array ``X``, computed and validated on each call."""
+
+    start = int(sum(X.chunks[0][:i]))
+    stop = start + int(X.chunks[0][i])
+
+    def rows():
+        return est.validate_input(_safe_indexing(X[start:stop].compute(), local))
+
+    return rows
 
 
 def _merge(a, b):
@@ -155,10 +179,13 @@ def _merge(a, b):
 
 
 def _refit(est, stats):
-    """A copy of the fitted ``est`` whose statistics are ``stats`` (prior, posteriors recomputed)."""
-    probe = copy.copy(est)
-    probe.stats_ = stats
-    return probe.update_prior()
+    """A copy of the fitted ``est`` conditioned on ``stats`` under its prior (``with_stats``).
+
+    ``with_stats`` recomputes the posteriors and re-learns nothing; for a
+    :class:`~bayesnb.MixedNB` it conditions every block on its part of the product's
+    statistics (its ``update_prior`` would reinstate the blocks' own statistics).
+    """
+    return est.with_stats(stats)
 
 
 def _freeze_hyperparameters(est):
@@ -185,8 +212,17 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     estimator : bayesnb estimator, default=None
         The naive Bayes model (prior, family, class proportions); cloned. None:
         :class:`~bayesnb.MultinomialNB`. Its family needs ``log_density`` for ``"em"``
-        and ``expected_log_likelihood`` for ``"vb"`` (multinomial, Bernoulli,
-        categorical, Poisson, exponential).
+        and ``expected_log_likelihood`` for ``"vb"``: multinomial, Bernoulli,
+        categorical, Poisson, exponential, Gaussian (diagonal), multivariate Gaussian
+        (:class:`~bayesnb.GaussianBayesClassifier`, full or shared covariance) and a
+        :class:`~bayesnb.MixedNB` whose blocks all have them. :class:`~bayesnb.PolyaNB`
+        is refused by both methods, with the reason: its :math:`\alpha` is a point
+        hyperparameter with no prior (no :math:`q(\alpha)`, and the
+        Dirichlet-multinomial has no conjugate prior in :math:`\alpha`, so no closed-form
+        expectation), and its fit sets :math:`\alpha` partly by smoothing rather than
+        by maximising a fixed objective (no monotone EM). Laplace smoothing needs
+        concentrations to raise: use ``smoothing="none"`` with a Gaussian family or
+        block.
     method : {"em", "vb"}, default="em"
     unlabelled_weight : float, default=1.0
         Nigam's :math:`\lambda`: the weight of every unlabelled row relative to a
@@ -200,8 +236,16 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     tol : float, default=1e-8
         Stop when an iteration raises the objective by less than
         ``tol * max(1, |objective|)``.
-    verbose : bool, default=False
-        Print the objective of every iteration to stderr (progress on long runs).
+    batch_size : int or None, default=None
+        Run each E-step over the unlabelled rows in batches of this many rows (None: all
+        at once). The responsibilities' statistics and the terms of the objective are
+        sums over rows, so they are summed over batches and the fit is the same to
+        rounding; a batch bounds the memory of the (rows, classes) arrays and of the
+        weighted row copies.
+    verbose : bool or int, default=False
+        Progress on stderr for long runs (no dependency): ``True`` / 1, one line per
+        iteration (``iteration i/max_iter``, the objective and its change); 2, also a
+        line over the batches of each E-step, rewritten in place (with ``batch_size``).
 
     Attributes
     ----------
@@ -241,6 +285,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         smoothing="laplace",
         max_iter=100,
         tol=1e-8,
+        batch_size=None,
         verbose=False,
     ):
         self.estimator = estimator
@@ -249,6 +294,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.smoothing = smoothing
         self.max_iter = max_iter
         self.tol = tol
+        self.batch_size = batch_size
         self.verbose = verbose
 
     # ------------------------------------------------------------------ checks
@@ -266,6 +312,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"max_iter must be an int >= 1, got {self.max_iter!r}")
         if not (isinstance(self.tol, (int, float, np.integer, np.floating)) and np.isfinite(self.tol) and self.tol >= 0):
             raise ValueError(f"tol must be a finite number >= 0, got {self.tol!r}")
+        b = self.batch_size
+        if b is not None and (isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)) or b < 1):
+            raise ValueError(f"batch_size must be None or an int >= 1, got {b!r}")
 
     def _base(self):
         if self.estimator is None:
@@ -282,7 +331,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like, sparse matrix or DataFrame of shape (n_samples, n_features)
+        X : array-like, sparse matrix, DataFrame or Dask array of shape (n_samples, n_features)
+            A Dask array's labelled rows are computed once; its unlabelled rows are read
+            one chunk of rows at a time in every E-step (one batch per chunk: the
+            statistics of the responsibilities add over chunks), so they need not fit
+            in memory together.
         y : array-like of shape (n_samples,)
             Class labels; ``-1`` marks an unlabelled row (for string labels, ``-1`` in an
             object array). At least one row must be labelled.
@@ -312,7 +365,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         est = self._base()
         if self.method == "em":
             est.set_params(estimate="mean" if self.smoothing == "laplace" else "map")
-        X_lab = _safe_indexing(X, lab_idx)
+        dask_rows = _is_dask_array(X)
+        X_lab = np.asarray(X[lab_idx]) if dask_rows else _safe_indexing(X, lab_idx)
+        refusal = getattr(est, "_semi_supervised_refusal", {}).get(self.method)
+        if refusal is not None:
+            raise ValueError(f"SemiSupervisedNB(method={self.method!r}) cannot fit {type(est).__name__}: {refusal}")
         est.fit(X_lab, y_lab, sample_weight=None if sample_weight is None else w[lab_idx])
         _freeze_hyperparameters(est)
         fam = est.family_
@@ -327,9 +384,27 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         labelled_index = np.searchsorted(classes, y_lab)
         XL = est.validate_input(X_lab)
         wU = self.unlabelled_weight * w[unl_idx]
-        XU = est.validate_input(_safe_indexing(X, unl_idx)) if unl_idx.size else None
+        XU = None
+        if unl_idx.size and dask_rows:
+            # A Dask array: one batch per chunk of rows, computed afresh by every E-step
+            # (out of core: one chunk in memory at a time).
+            XU, start = [], 0
+            for i, size in enumerate(X.chunks[0]):
+                local = unl_idx[(unl_idx >= start) & (unl_idx < start + size)] - start
+                if local.size:
+                    take = np.searchsorted(unl_idx, local + start)
+                    XU.append((_chunk_rows(est, X, i, local), wU[take]))
+                start += size
+        elif unl_idx.size:
+            # The E-step runs over batches of unlabelled rows: their statistics and their
+            # terms of the objective add up (see _e_step).
+            step = unl_idx.size if self.batch_size is None else int(self.batch_size)
+            XU = [
+                (_held(est.validate_input(_safe_indexing(X, unl_idx[a : a + step]))), wU[a : a + step])
+                for a in range(0, unl_idx.size, step)
+            ]
         run = self._em if self.method == "em" else self._vb
-        est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU, wU)
+        est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU)
 
         if not converged:
             warnings.warn(
@@ -365,21 +440,65 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return None
         return est.validated_stats(_take_rows(XU, rows), cls, W[rows, cls])
 
-    def _expected(self, est, S_L, XU, R, wU):
-        extra = self._soft_stats(est, XU, R, wU) if XU is not None else None
-        return _refit(est, S_L if extra is None else _merge(S_L, extra))
+    def _e_step(self, est, batches, joint_of):
+        r"""One pass over the batches of unlabelled rows.
+
+        ``joint_of(X, mask)`` is the (n_rows, n_classes) log joint of a batch's rows (the
+        plug-in one for EM, the expected one for VB). Returns the responsibilities of
+        every unlabelled row, :math:`\sum_i \lambda w_i \log\sum_c e^{j_{ic}}`, the
+        weighted entropy :math:`\sum_i \lambda w_i H(r_i)` and the statistics of the
+        responsibility-weighted rows: every one of them a sum over rows, so a sum over
+        batches (the batches' statistics merge like any statistics).
+        """
+        Rs, total, entropy, stats = [], 0.0, 0.0, None
+        for rows_of, wU in batches:
+            XU = rows_of()
+            XUd, mU = _parts(XU)
+            joint = joint_of(XUd, mU)
+            m = logsumexp(joint, axis=1)
+            if not np.all(np.isfinite(m)):
+                raise ValueError(
+                    f"{int((~np.isfinite(m)).sum())} unlabelled row(s) have zero likelihood under every "
+                    f"class with the MAP parameters (smoothing={self.smoothing!r}); use smoothing='laplace' "
+                    "or a prior with concentrations above 1"
+                )
+            log_r = joint - m[:, None]
+            R = np.exp(log_r)
+            total += float(np.dot(wU, m))
+            # H(q(y_i)) = -sum_c r_ic log r_ic, with 0 log 0 = 0.
+            entropy -= float(np.dot(wU, (R * np.where(R > 0, log_r, 0.0)).sum(axis=1)))
+            part = self._soft_stats(est, XU, R, wU)
+            stats = part if stats is None else (stats if part is None else _merge(stats, part))
+            Rs.append(R)
+            self._report_batch(len(Rs), len(batches))
+        return np.vstack(Rs), total, entropy, stats
+
+    def _condition(self, est, S_L, S_U):
+        return _refit(est, S_L if S_U is None else _merge(S_L, S_U))
 
     def _converged(self, trace):
         if len(trace) < 2:
             return False
         return trace[-1] - trace[-2] <= self.tol * max(1.0, abs(trace[-1]))
 
-    def _report(self, it, value):
+    def _report(self, it, value, previous=None):
+        """The progress line of iteration ``it`` on stderr (``verbose``)."""
         if self.verbose:
             name = "log posterior" if self.method == "em" else "ELBO"
-            print(f"SemiSupervisedNB[{self.method}] iteration {it + 1}: {name} {value:.10g}", file=sys.stderr)
+            change = "" if previous is None else f" (change {value - previous:+.3g})"
+            print(
+                f"SemiSupervisedNB[{self.method}] iteration {it + 1}/{self.max_iter}: {name} {value:.10g}{change}",
+                file=sys.stderr,
+                flush=True,
+            )
 
-    def _em(self, est, XL, yL, wL, XU, wU):
+    def _report_batch(self, done, total):
+        """With ``verbose >= 2`` and several batches: a progress line over the batches, rewritten in place."""
+        if self.verbose >= 2 and total > 1:
+            end = "\n" if done == total else ""
+            print(f"\r  E-step: batch {done}/{total}", end=end, file=sys.stderr, flush=True)
+
+    def _em(self, est, XL, yL, wL, XU):
         fam = est.family_
         kind = "mean" if self.smoothing == "laplace" else "map"
         raise_by = 1.0 if self.smoothing == "laplace" else 0.0
@@ -395,47 +514,38 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 objective += _dirichlet.log_density(np.asarray(probe.class_dirichlet_.concentration) + raise_by, log_pi)
             joint_L = fam.log_likelihood(theta, XLd, prior, mask=mL) + log_pi
             objective += float(np.dot(wL, joint_L[np.arange(yL.size), yL]))
+            S_U = None
             if XU is not None:
-                XUd, mU = _parts(XU)
-                joint = fam.log_likelihood(theta, XUd, prior, mask=mU) + log_pi
-                m = logsumexp(joint, axis=1)
-                if not np.all(np.isfinite(m)):
-                    raise ValueError(
-                        f"{int((~np.isfinite(m)).sum())} unlabelled row(s) have zero likelihood under every "
-                        f"class with the MAP parameters (smoothing={self.smoothing!r}); use smoothing='laplace' "
-                        "or a prior with concentrations above 1"
-                    )
-                R = np.exp(joint - m[:, None])
-                objective += float(np.dot(wU, m))
+                R, total, _, S_U = self._e_step(
+                    est, XU, lambda X, mask: fam.log_likelihood(theta, X, prior, mask=mask) + log_pi
+                )
+                objective += total
             trace.append(float(objective))
-            self._report(it, trace[-1])
+            self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
             if self._converged(trace) or XU is None:
                 converged = True
                 break
-            probe = self._expected(est, S_L, XU, R, wU)
+            probe = self._condition(est, S_L, S_U)
         return probe, R, trace, converged
 
-    def _vb(self, est, XL, yL, wL, XU, wU):
+    def _vb(self, est, XL, yL, wL, XU):
         fam = est.family_
         S_L = est.stats_
         probe, trace, R, converged = est, [], None, False
         for it in range(self.max_iter):
             entropy = 0.0
             if XU is not None:
-                XUd, mU = _parts(XU)
+                post = probe.posterior_
                 if probe.class_posterior_ is not None:
                     e_log_pi = np.asarray(_dirichlet.expected_log(probe.class_posterior_.concentration))
                 else:
                     e_log_pi = probe.class_log_prior_
-                joint = fam.expected_log_likelihood(probe.posterior_, XUd, mask=mU) + e_log_pi
-                m = logsumexp(joint, axis=1)
-                log_r = joint - m[:, None]
-                R = np.exp(log_r)
-                # H(q(y_i)) = -sum_c r_ic log r_ic, with 0 log 0 = 0.
-                entropy = -float(np.dot(wU, np.where(R > 0, R * log_r, 0.0).sum(axis=1)))
-                probe = self._expected(est, S_L, XU, R, wU)
+                R, _, entropy, S_U = self._e_step(
+                    est, XU, lambda X, mask: fam.expected_log_likelihood(post, X, mask=mask) + e_log_pi
+                )
+                probe = self._condition(est, S_L, S_U)
             trace.append(float(probe.log_evidence()) + entropy)
-            self._report(it, trace[-1])
+            self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
             if self._converged(trace) or XU is None:
                 converged = True
                 break

@@ -57,8 +57,13 @@ def _require_file(path):
     return path
 
 
-def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_bytes=None):
+def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_bytes=None, allow_unlabelled=False):
     """Read a file of ``label<sep>text`` lines (e.g. the SMS Spam Collection).
+
+    A line whose label field is empty (it starts with the separator, ``<sep>text``) is
+    an *unlabelled* document. By default it is refused; with ``allow_unlabelled=True``
+    it is kept, in its place, with the label ``""`` (no label is the empty string, so
+    it can never be mistaken for a class; the caller separates those rows).
 
     Parameters
     ----------
@@ -68,19 +73,24 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
     max_rows, max_bytes : int, optional
         Refuse a file of more labelled lines, or of more bytes (checked before reading);
         defaults ``MAX_ROWS`` and ``MAX_BYTES``, as for :func:`read_table`.
+    allow_unlabelled : bool, default False
+        Keep lines with an empty label field as unlabelled documents (label ``""``)
+        instead of refusing them.
 
     Returns
     -------
     texts : list of str
     labels : ndarray of str, shape (n_documents,)
+        ``""`` for an unlabelled document (only with ``allow_unlabelled``).
 
     Raises
     ------
     FileNotFoundError
         If the file does not exist.
     ValueError
-        If a non-empty line has no separator or an empty label, or the file is empty;
-        the message names the line.
+        If a non-empty line has no separator, or an empty label (without
+        ``allow_unlabelled``), or the file holds no labelled line; the message names
+        the line.
 
     Examples
     --------
@@ -90,6 +100,14 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
     >>> texts, labels = read_labelled_text(f.name); os.unlink(f.name)
     >>> labels.tolist(), texts[1]
     (['ham', 'spam'], 'WIN cash now')
+
+    Unlabelled lines, kept on request:
+
+    >>> f = tempfile.NamedTemporaryFile("w", suffix=".tsv", delete=False)
+    >>> _ = f.write("ham\\thello\\n\\tno label here\\nspam\\tcash\\n"); f.close()
+    >>> texts, labels = read_labelled_text(f.name, allow_unlabelled=True); os.unlink(f.name)
+    >>> labels.tolist()
+    ['ham', '', 'spam']
     """
     import codecs
 
@@ -108,7 +126,7 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
                 if not line.strip():
                     continue
                 label, found, text = line.partition(sep)
-                if not found or not label.strip():
+                if not found or not (label.strip() or allow_unlabelled):
                     raise ValueError(f"{path}, line {number}: expected 'label{sep!r}text', got {line[:60]!r}")
                 if len(labels) == max_rows:
                     raise ValueError(f"{path}, line {number}: more than {max_rows:,} rows, the limit (read_table's max_rows)")
@@ -116,7 +134,7 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
                 texts.append(text)
     except UnicodeDecodeError as exc:
         raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
-    if not labels:
+    if not any(labels):
         raise ValueError(f"{path} holds no labelled lines")
     return texts, _column_array(labels)
 

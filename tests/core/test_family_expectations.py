@@ -56,7 +56,9 @@ WITH_DENSITY = [n for n in families.names() if families.get(n).log_density is no
 
 
 def test_the_closed_form_families_have_both_members():
-    assert {"multinomial", "bernoulli", "categorical", "poisson", "exponential", "gaussian"} <= set(WITH_EXPECTATION)
+    assert {"multinomial", "bernoulli", "categorical", "poisson", "exponential", "gaussian", "gaussian_mv"} <= set(
+        WITH_EXPECTATION
+    )
     assert set(WITH_EXPECTATION) == set(WITH_DENSITY)
 
 
@@ -122,6 +124,19 @@ def _oracle(name, dist, params, raise_by):
         var, mu = np.asarray(params.var), np.asarray(params.loc)
         normal = st.norm.logpdf(mu, np.asarray(dist.loc), np.sqrt(var / np.asarray(dist.kappa)))
         return (normal + st.invgamma.logpdf(var, np.asarray(dist.concentration), scale=np.asarray(dist.rate))).sum()
+    if name == "gaussian_mv":
+        assert raise_by == 0
+        tril, mu = np.asarray(params.scale_tril), np.asarray(params.loc)
+        scale, df, kappa, m = (np.asarray(f) for f in (dist.scale, dist.df, dist.kappa, dist.loc))
+        n_classes = mu.shape[0]
+        cov = tril @ np.swapaxes(tril, -1, -2)
+        if scale.ndim == 2:  # one shared covariance, one normal per class mean
+            out = st.invwishart.logpdf(cov, float(df), scale)
+            return out + sum(st.multivariate_normal.logpdf(mu[c], m[c], cov / kappa[c]) for c in range(n_classes))
+        return sum(
+            st.invwishart.logpdf(cov[c], df[c], scale[c]) + st.multivariate_normal.logpdf(mu[c], m[c], cov[c] / kappa[c])
+            for c in range(n_classes)
+        )
     raise AssertionError(f"no SciPy oracle for the {name!r} family: add one to this test")
 
 
@@ -141,7 +156,8 @@ def test_log_density_is_scipys(name):
     assert abs(raised - fam.log_density(post, params)) > 1e-3  # the raise is not ignored
 
 
-@pytest.mark.parametrize("name", [n for n in WITH_DENSITY if n != "gaussian"])
+# The Normal-Inverse-Gamma and Normal-Inverse-Wishart have no concentration to raise.
+@pytest.mark.parametrize("name", [n for n in WITH_DENSITY if n not in ("gaussian", "gaussian_mv")])
 def test_laplace_smoothing_map_is_the_posterior_mean(name):
     # Nigam's smoothing: the MAP under the prior with every concentration raised by one
     # is the posterior mean under the prior. The raised density is highest at the mean:
@@ -157,3 +173,52 @@ def test_laplace_smoothing_map_is_the_posterior_mean(name):
                 lambda a, b: np.log((1 - t) * np.exp(np.asarray(a)) + t * np.exp(np.asarray(b))), mean, other
             )
         assert fam.log_density(post, mixed, raise_by=1.0) < best
+
+
+def _shared_niw(seed=0):
+    """A fitted gaussian_mv posterior with one covariance shared by the classes."""
+    fam = families.get("gaussian_mv")
+    rng = np.random.default_rng(seed)
+    y = np.arange(8) % C
+    X = _rows("real", rng, y)
+    stats = fam.stats(X, y, C)
+    prior = fam.default_prior(stats, shared=True)
+    post = fam.posterior(prior, stats)
+    assert np.ndim(post.scale) == 2
+    return fam, prior, stats, post, _rows("real", np.random.default_rng(seed + 1), np.arange(5) % C)
+
+
+def test_gaussian_mv_shared_covariance_expectation_and_density():
+    fam, prior, stats, post, X = _shared_niw()
+    exact = np.asarray(fam.expected_log_likelihood(post, X))
+    mean, se = _monte_carlo(fam, post, prior, X)
+    assert np.all(np.abs(mean - exact) <= 5 * se + 1e-10), (mean, exact, se)
+    mask = np.zeros(X.shape, bool)
+    mask[0, :] = mask[1, 1] = mask[2, 0] = True
+    exact = np.asarray(fam.expected_log_likelihood(post, X, mask=mask))
+    np.testing.assert_allclose(exact[0], 0.0, atol=1e-12)
+    mean, se = _monte_carlo(fam, post, prior, X, mask=mask)
+    assert np.all(np.abs(mean - exact) <= 5 * se + 1e-10), (mean, exact, se)
+    params = fam.point(prior, stats, "map")
+    for dist in (prior, post):
+        np.testing.assert_allclose(fam.log_density(dist, params), _oracle("gaussian_mv", dist, params, 0.0), rtol=1e-10)
+
+
+@pytest.mark.parametrize("shared", [False, True])
+def test_gaussian_mv_map_is_the_mode_of_log_density(shared):
+    # point(..., "map") is the joint mode in (mu, Sigma) under the measure of log_density:
+    # moving the means or scaling the covariances lowers the density.
+    fam = families.get("gaussian_mv")
+    rng = np.random.default_rng(5)
+    y = np.arange(10) % C
+    X = _rows("real", rng, y)
+    stats = fam.stats(X, y, C)
+    prior = fam.default_prior(stats, shared=shared)
+    post = fam.posterior(prior, stats)
+    best_params = fam.point(prior, stats, "map")
+    best = fam.log_density(post, best_params)
+    for t in (0.9, 0.99, 1.01, 1.1):
+        scaled = best_params._replace(scale_tril=np.asarray(best_params.scale_tril) * np.sqrt(t))
+        assert fam.log_density(post, scaled) < best
+    moved = best_params._replace(loc=np.asarray(best_params.loc) + 0.01)
+    assert fam.log_density(post, moved) < best

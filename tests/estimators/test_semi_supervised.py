@@ -26,8 +26,10 @@ from bayesnb import (
     ExponentialNB,
     GaussianBayesClassifier,
     GaussianNB,
+    MixedNB,
     MultinomialNB,
     PoissonNB,
+    PolyaNB,
     SemiSupervisedNB,
 )
 
@@ -58,12 +60,12 @@ def _hide(y, seed, share=0.7):
     return out
 
 
-FAMILIES = [MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB, GaussianNB]
+FAMILIES = [MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB, GaussianNB, GaussianBayesClassifier]
 
 
 def _options(cls, method):
-    # The Normal-Inverse-Gamma has no concentration for Laplace smoothing to raise.
-    return {"smoothing": "none"} if (cls is GaussianNB and method == "em") else {}
+    # The Normal-Inverse-Gamma / -Wishart have no concentration for Laplace smoothing to raise.
+    return {"smoothing": "none"} if (cls in (GaussianNB, GaussianBayesClassifier) and method == "em") else {}
 
 
 @pytest.mark.parametrize("cls", FAMILIES, ids=lambda c: c.__name__)
@@ -254,8 +256,9 @@ def test_bad_input_gets_a_clear_error():
     Xg, yg = _data(GaussianNB, 9)
     with pytest.raises(ValueError, match="Laplace smoothing"):
         SemiSupervisedNB(GaussianNB()).fit(Xg, _hide(yg, 9))
-    with pytest.raises(ValueError, match="needs the family's expected_log_likelihood"):
-        SemiSupervisedNB(GaussianBayesClassifier(covariance="full"), method="vb").fit(Xg, _hide(yg, 9))
+    for method, why in (("vb", "no conjugate prior in alpha"), ("em", "maximises no fixed objective")):
+        with pytest.raises(ValueError, match=f"cannot fit PolyaNB: .*{why}"):
+            SemiSupervisedNB(PolyaNB(), method=method).fit(X, _hide(y, 9))
     with pytest.raises(ValueError, match="zero likelihood"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # Dir(1) with no smoothing: the MAP is the MLE, a word unseen in every class kills a row.
@@ -277,3 +280,201 @@ def test_stopping_before_convergence_warns():
 def test_it_is_exported():
     assert "SemiSupervisedNB" in bayesnb.__all__
     assert bayesnb.SemiSupervisedNB is SemiSupervisedNB
+
+
+# ---------------------------------------------------------------- multivariate Gaussian, mixed blocks
+
+
+def _mixed_data(seed, n=60, k=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, k, n)
+    y[:k] = np.arange(k)
+    on = (y[:, None] == np.arange(6) % k).astype(float)
+    X = np.hstack([
+        rng.normal(1.5 * on[:, :2], 1.0),
+        (rng.random((n, 2)) < 0.25 + 0.5 * on[:, 2:4]).astype(float),
+        rng.poisson(1.0 + 2.0 * on[:, 4:6]).astype(float),
+    ])
+    return X, y
+
+
+MIXES = {
+    # (blocks, EM options): Laplace smoothing where every block has concentrations.
+    "bernoulli+poisson": (lambda: [("b", BernoulliNB(binarize=None), [2, 3]), ("p", PoissonNB(), [4, 5])], {}),
+    "gaussian+bernoulli+poisson": (
+        lambda: [("g", GaussianNB(), [0, 1]), ("b", BernoulliNB(binarize=None), [2, 3]), ("p", PoissonNB(), [4, 5])],
+        {"smoothing": "none"},
+    ),
+    "full-covariance+bernoulli": (
+        lambda: [("g", GaussianBayesClassifier(covariance="full"), [0, 1]), ("b", BernoulliNB(binarize=None), [2, 3])],
+        {"smoothing": "none"},
+    ),
+}
+
+
+def _mixed(name, **kwargs):
+    blocks, _ = MIXES[name]
+    return MixedNB(blocks(), remainder="drop", **kwargs)
+
+
+@pytest.mark.parametrize("name", list(MIXES))
+@pytest.mark.parametrize("method", ["em", "vb"])
+def test_mixed_objective_never_decreases_and_every_row_labelled_is_the_ordinary_fit(name, method):
+    options = MIXES[name][1] if method == "em" else {}
+    for seed in range(3):
+        X, y = _mixed_data(seed)
+        clf = SemiSupervisedNB(_mixed(name), method=method, **options).fit(X, _hide(y, seed))
+        trace = clf.log_posterior_ if method == "em" else clf.elbo_
+        assert trace.size >= 2 and np.all(np.isfinite(trace))
+        assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), (seed, np.diff(trace).min())
+    X, y = _mixed_data(0)
+    clf = SemiSupervisedNB(_mixed(name), method=method, **options).fit(X, y)
+    estimate = {"em": "map" if options else "mean", "vb": "predictive"}[method]
+    ref = _mixed(name, estimate=estimate).fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-12, atol=1e-12)
+    for a, b in zip(_leaves(clf.posterior_), _leaves(ref.posterior_)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    if method == "vb":
+        np.testing.assert_allclose(clf.elbo_[-1], ref.log_evidence(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["em", "vb"])
+def test_mixed_blocks_see_the_responsibility_weighted_rows(method):
+    # The oracle of test_responsibilities_are_weighted_copies_of_the_rows, for a mixed
+    # model: every block (not only the class counts) is conditioned on the copies.
+    X, y = _mixed_data(4, n=50)
+    yu = _hide(y, 4)
+    name = "gaussian+bernoulli+poisson"
+    options = MIXES[name][1] if method == "em" else {}
+    clf = SemiSupervisedNB(_mixed(name), method=method, tol=0, max_iter=400, **options).fit(X, yu)
+    unl = yu == -1
+    R = clf.label_distributions_[unl]
+    K = R.shape[1]
+    Xd = np.vstack([X[~unl]] + [X[unl]] * K)
+    yd = np.concatenate([yu[~unl]] + [np.full(unl.sum(), c) for c in clf.classes_])
+    wd = np.concatenate([np.ones((~unl).sum())] + [R[:, c] for c in range(K)])
+    # The blocks' data-scaled default priors are those of the labelled rows, held fixed.
+    blocks = [
+        (b, est.set_params(prior=clf.prior_[b]) if "prior" in est.get_params() else est, cols)
+        for b, est, cols in MIXES[name][0]()
+    ]
+    ref = MixedNB(blocks, remainder="drop", estimate="map" if method == "em" else "predictive")
+    ref.fit(Xd, yd, sample_weight=wd)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-6, atol=1e-9)
+    labelled_only = _mixed(name, estimate="map" if method == "em" else "predictive").fit(X[~unl], yu[~unl])
+    assert np.abs(clf.predict_proba(X) - labelled_only.predict_proba(X)).max() > 1e-3
+
+
+@pytest.mark.parametrize("method", ["em", "vb"])
+def test_shared_covariance_objective_never_decreases_and_reduces_to_the_ordinary_fit(method):
+    options = {"smoothing": "none"} if method == "em" else {}
+    for seed in range(3):
+        X, y = _data(GaussianBayesClassifier, seed)
+        clf = SemiSupervisedNB(GaussianBayesClassifier(covariance="shared"), method=method, **options)
+        clf.fit(X, _hide(y, seed))
+        trace = clf.log_posterior_ if method == "em" else clf.elbo_
+        assert trace.size >= 2 and np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))
+    X, y = _data(GaussianBayesClassifier, 0)
+    clf = SemiSupervisedNB(GaussianBayesClassifier(covariance="shared"), method=method, **options).fit(X, y)
+    ref = GaussianBayesClassifier(covariance="shared", estimate="map" if method == "em" else "predictive").fit(X, y)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-12, atol=1e-12)
+    for a, b in zip(_leaves(clf.posterior_), _leaves(ref.posterior_)):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_full_covariance_elbo_bounds_the_exact_marginal_likelihood():
+    # As for the discrete families: enumerate every labelling of 6 unlabelled rows.
+    X, y = _data(GaussianBayesClassifier, 4, n=14, d=2, k=2)
+    yu = y.copy()
+    yu[8:] = -1
+    unl = np.flatnonzero(yu == -1)
+    prior = GaussianBayesClassifier().fit(X[yu != -1], yu[yu != -1]).prior_  # held fixed, as SemiSupervisedNB does
+    logs = []
+    for labels in itertools.product([0, 1], repeat=unl.size):
+        full = yu.copy()
+        full[unl] = labels
+        logs.append(GaussianBayesClassifier(prior=prior).fit(X, full).log_evidence())
+    exact = logsumexp(logs)
+    clf = SemiSupervisedNB(GaussianBayesClassifier(), method="vb", tol=0, max_iter=200).fit(X, yu)
+    assert clf.elbo_[-1] <= exact + 1e-9
+    assert clf.elbo_[-1] >= exact - 1.0
+
+
+# ---------------------------------------------------------------- batches
+
+
+@pytest.mark.parametrize("method", ["em", "vb"])
+@pytest.mark.parametrize("cls", [MultinomialNB, GaussianBayesClassifier], ids=lambda c: c.__name__)
+def test_batched_e_steps_equal_the_in_memory_fit(cls, method):
+    # Statistics of responsibilities add over rows: the E-step over batches of 7 rows
+    # (the last one shorter), sparse for the counts, is the E-step over all rows.
+    X, y = _data(cls, 11, n=80)
+    yu = _hide(y, 11)
+    if cls is MultinomialNB:
+        X = sp.csr_matrix(X)
+    options = _options(cls, method)
+    # max_iter=12 stops both before the increments reach rounding (where tol=0 would let
+    # rounding decide the stopping iteration).
+    whole = SemiSupervisedNB(cls(), method=method, tol=0, max_iter=12, **options)
+    batched = SemiSupervisedNB(cls(), method=method, tol=0, max_iter=12, batch_size=7, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # both stop at max_iter
+        whole.fit(X, yu)
+        batched.fit(X, yu)
+    trace = "log_posterior_" if method == "em" else "elbo_"
+    np.testing.assert_allclose(getattr(batched, trace), getattr(whole, trace), rtol=1e-10)
+    np.testing.assert_allclose(batched.label_distributions_, whole.label_distributions_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(batched.predict_proba(X), whole.predict_proba(X), rtol=1e-10, atol=1e-12)
+    for a, b in zip(_leaves(batched.posterior_), _leaves(whole.posterior_)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_batch_size_must_be_a_positive_int():
+    X, y = _data(MultinomialNB, 12)
+    for bad in (0, -3, 2.5, True, "10"):
+        with pytest.raises(ValueError, match="batch_size must be None or an int >= 1"):
+            SemiSupervisedNB(batch_size=bad).fit(X, _hide(y, 12))
+
+
+def test_verbose_prints_progress_to_stderr_and_is_quiet_otherwise(capsys):
+    X, y = _data(MultinomialNB, 13)
+    yu = _hide(y, 13)
+    SemiSupervisedNB(method="vb").fit(X, yu)
+    assert capsys.readouterr() == ("", "")
+    clf = SemiSupervisedNB(method="vb", verbose=True).fit(X, yu)
+    out, err = capsys.readouterr()
+    assert out == ""
+    lines = err.splitlines()
+    assert len(lines) == clf.n_iter_
+    for i, (line, value) in enumerate(zip(lines, clf.elbo_)):
+        assert line.startswith(f"SemiSupervisedNB[vb] iteration {i + 1}/100: ELBO ")
+        assert float(line.split("ELBO ")[1].split()[0]) == pytest.approx(value, rel=1e-9)
+    assert "change" in lines[1] and "change" not in lines[0]
+    n_unl = int((yu == -1).sum())
+    clf = SemiSupervisedNB(method="em", verbose=2, batch_size=10).fit(X, yu)
+    err = capsys.readouterr().err
+    n_batches = -(-n_unl // 10)
+    # One in-place batch line per E-step, ending at the last batch; one line per iteration.
+    assert err.count(f"\r  E-step: batch {n_batches}/{n_batches}\n") == clf.n_iter_
+    assert err.count("SemiSupervisedNB[em] iteration ") == clf.n_iter_
+
+
+@pytest.mark.parametrize("method", ["em", "vb"])
+def test_a_dask_array_equals_the_in_memory_fit(method):
+    da = pytest.importorskip("dask.array")
+    import dask
+
+    X, y = _data(PoissonNB, 14, n=90)
+    yu = _hide(y, 14)
+    whole = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12)
+    lazy = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12)
+    with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
+        warnings.simplefilter("ignore")  # both stop at max_iter
+        whole.fit(X, yu)
+        lazy.fit(da.from_array(X, chunks=(13, 5)), yu)
+    trace = "log_posterior_" if method == "em" else "elbo_"
+    np.testing.assert_allclose(getattr(lazy, trace), getattr(whole, trace), rtol=1e-10)
+    np.testing.assert_allclose(lazy.label_distributions_, whole.label_distributions_, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(lazy.predict_proba(X), whole.predict_proba(X), rtol=1e-10, atol=1e-12)
+    for a, b in zip(_leaves(lazy.posterior_), _leaves(whole.posterior_)):
+        np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)

@@ -1000,6 +1000,125 @@ u - |ar O|, \Psi_{OO})`, whose
     return _by_pattern(X, mask, loc.shape[0], score)
 
 
+def _niw_expected_log_likelihood(post, X):
+    r""":math:`E_q[\log\mathcal N(x \mid \mu_c, \Sigma_c)]` of complete rows under the NIW ``post``."""
+    from scipy.special import digamma
+
+    loc = np.asarray(post.loc, dtype=np.float64)
+    kappa = np.asarray(post.kappa, dtype=np.float64)
+    df = np.asarray(post.df, dtype=np.float64)
+    scale = np.asarray(post.scale, dtype=np.float64)
+    F = loc.shape[-1]
+    shared = scale.ndim == 2
+    # The plug-in Gaussian at the mean of the precision, Sigma^-1 ~ W(Psi^-1, nu):
+    # N(x; m_c, Psi_c / nu_c).
+    cov = scale / (df if shared else df[:, None, None])
+    plug_in = log_likelihood(GaussianParams(loc, np.linalg.cholesky(cov)), X)
+    i = np.arange(1, F + 1)
+    psi_sum = digamma((np.atleast_1d(df)[:, None] - i + 1.0) / 2.0).sum(axis=-1)
+    psi_sum = psi_sum[0] if shared else psi_sum
+    correction = 0.5 * (psi_sum + F * np.log(2.0) - F * np.log(df)) - 0.5 * F / kappa
+    return np.asarray(plug_in) + correction
+
+
+def expected_log_likelihood(post, X, mask=None):
+    r""":math:`E_q[\log\mathcal N(x_i \mid \mu_c, \Sigma_c)]` under the Normal-Inverse-Wishart ``post``, (n_samples, n_classes).
+
+    With :math:`\Sigma^{-1} \sim \mathcal W(\Psi^{-1}, \nu)` and
+    :math:`\mu \mid \Sigma \sim \mathcal N(m, \Sigma/\kappa)`:
+    :math:`E[\Sigma^{-1}] = \nu\Psi^{-1}`,
+    :math:`E[\log|\Sigma|] = \log|\Psi| - F\log 2 - \sum_{i=1}^F \psi\big((\nu - i + 1)/2\big)`
+    (the multivariate digamma) and
+    :math:`E[(x - \mu)^\top\Sigma^{-1}(x - \mu)] = \nu (x - m)^\top\Psi^{-1}(x - m) + F/\kappa`,
+    so
+
+    .. math::
+
+        E_q[\log\mathcal N(x \mid \mu, \Sigma)] = \log\mathcal N(x; m, \Psi/\nu)
+            + \tfrac12\Big(\sum_{i=1}^F \psi\big(\tfrac{\nu - i + 1}{2}\big) + F\log 2 - F\log\nu\Big)
+            - \frac{F}{2\kappa}.
+
+    Per class (``covariance="full"``) or with one shared :math:`(\nu, \Psi)` and a
+    :math:`\kappa_c` per class. With a ``mask``, a row is scored on its observed
+    coordinates :math:`O` under the marginal
+    :math:`\mathrm{NIW}(m_O, \kappa, \nu - (F - |O|), \Psi_{OO})` of :math:`(\mu_O, \Sigma_{OO})`;
+    a row observing nothing scores 0.
+    """
+    if mask is None:
+        return _niw_expected_log_likelihood(post, np.asarray(X, dtype=np.float64))
+    loc = np.asarray(post.loc)
+    scale = np.asarray(post.scale)
+    n_features = loc.shape[-1]
+
+    def score(cols, sub):
+        marginal = type(post)(
+            loc[:, cols], post.kappa, np.asarray(post.df) - (n_features - cols.size), scale[..., cols[:, None], cols[None, :]]
+        )
+        return _niw_expected_log_likelihood(marginal, sub)
+
+    return _by_pattern(X, mask, loc.shape[0], score)
+
+
+def log_density(dist, params, raise_by=0.0):
+    r"""Log Normal-Inverse-Wishart density of the plug-in parameters, summed over classes.
+
+    Lebesgue measure on the means and on the free entries of each covariance (the
+    measure of ``point``'s ``"map"``, the joint mode in :math:`(\mu, \Sigma)`):
+
+    .. math::
+
+        \log\mathcal W^{-1}(\Sigma \mid \Psi, \nu) + \sum_c \log\mathcal N(\mu_c \mid m_c, \Sigma_c/\kappa_c),
+
+    :math:`\log\mathcal W^{-1}(\Sigma \mid \Psi, \nu) = \tfrac\nu2\log|\Psi| - \tfrac{\nu F}{2}\log 2
+    - \log\Gamma_F(\tfrac\nu2) - \tfrac{\nu + F + 1}{2}\log|\Sigma| - \tfrac12\mathrm{tr}(\Psi\Sigma^{-1})`,
+    one per class (``"full"``) or one shared covariance (with one normal per class mean).
+
+    Raises
+    ------
+    ValueError
+        For ``raise_by != 0``: the Normal-Inverse-Wishart has no Dirichlet/Beta/Gamma
+        concentration for Laplace smoothing to raise.
+    """
+    from scipy.linalg import solve_triangular as solve
+    from scipy.special import multigammaln
+
+    if raise_by != 0:
+        raise ValueError(
+            "Laplace smoothing raises Dirichlet, Beta and Gamma concentrations; the multivariate Gaussian "
+            "family's Normal-Inverse-Wishart prior has none (use smoothing='none': the MAP under the prior)"
+        )
+    m = np.asarray(dist.loc, dtype=np.float64)
+    kappa = np.asarray(dist.kappa, dtype=np.float64)
+    df = np.asarray(dist.df, dtype=np.float64)
+    scale = np.asarray(dist.scale, dtype=np.float64)
+    mu = np.asarray(params.loc, dtype=np.float64)
+    tril = np.asarray(params.scale_tril, dtype=np.float64)
+    C, F = m.shape
+    shared = scale.ndim == 2
+    trils = np.broadcast_to(tril, (C, F, F)) if tril.ndim == 2 else tril
+    total = 0.0
+    # The inverse-Wishart factor(s).
+    for c in range(1 if shared else C):
+        L = trils[c]
+        psi, nu = (scale, float(df)) if shared else (scale[c], float(df[c]))
+        half_logdet_sigma = np.log(np.diagonal(L)).sum()
+        psi_tril = np.linalg.cholesky(psi)
+        trace = np.sum(solve(L, psi_tril, lower=True) ** 2)
+        total += (
+            nu * np.log(np.diagonal(psi_tril)).sum()
+            - 0.5 * nu * F * np.log(2.0)
+            - multigammaln(0.5 * nu, F)
+            - (nu + F + 1.0) * half_logdet_sigma
+            - 0.5 * trace
+        )
+    # The normal of each class mean given its covariance.
+    for c in range(C):
+        L = trils[c]
+        z = solve(L, mu[c] - m[c], lower=True)
+        total += -0.5 * F * np.log(2 * np.pi) - np.log(np.diagonal(L)).sum() + 0.5 * F * np.log(kappa[c]) - 0.5 * kappa[c] * (z @ z)
+    return float(total)
+
+
 def _default_prior(stats, *, shared=False):
     return default_prior(stats, shared)
 
@@ -1195,5 +1314,7 @@ family = register(
         default_prior=_default_prior,
         model=GaussianMVModel,
         recognise=recognise,
+        expected_log_likelihood=expected_log_likelihood,
+        log_density=log_density,
     )
 )

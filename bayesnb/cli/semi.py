@@ -1,0 +1,261 @@
+"""The demo's semi-supervised section: labelled-only vs EM vs VB on a user's text file.
+
+When the ``--data`` file of ``bayesnb demo`` holds unlabelled documents (an empty label
+field, ``<TAB>text``, or the label named by ``--unlabelled``), the ordinary comparison
+is fitted on the labelled documents only, and this section uses the unlabelled ones:
+
+* hold-out: on the demo's own stratified split of the labelled documents, the
+  multinomial model (word counts, ``MultinomialNB(alpha)``, exact posterior predictive)
+  fitted on the labelled training documents only, and
+  :class:`~bayesnb.SemiSupervisedNB` by MAP-EM and by mean-field VB fitted on those
+  plus every unlabelled document, each scored on the held-out labelled documents. The
+  three share one vocabulary, ``CountVectorizer`` fitted on the labelled training and
+  the unlabelled texts (never the held-out ones).
+* learning curve (in the report): ``k`` labelled training documents per class for
+  ``k`` in :data:`CURVE_PER_CLASS` below the smallest class's training count; repeat
+  ``r`` draws them with ``numpy.random.default_rng(seed + r)`` (classes in sorted
+  order, ``rng.choice`` without replacement); labelled training documents not drawn
+  are left out (the unlabelled pool is the file's unlabelled documents).
+"""
+
+from __future__ import annotations
+
+import textwrap
+import warnings
+
+from bayesnb.cli.userdata import DataError
+
+__all__ = []
+
+#: Labelled training documents per class at the points of the learning curve.
+CURVE_PER_CLASS = (1, 2, 5, 10, 20, 50, 100)
+#: Random labelled subsets per point of the learning curve.
+CURVE_REPEATS = 5
+METHODS = ("labelled only", "EM", "VB")
+
+
+class SemiProblem:
+    """The unlabelled documents of a demo data file and the vocabulary shared by the three methods.
+
+    Parameters
+    ----------
+    docs_train, y_train : ndarray
+        The labelled training documents (the demo's split) and their labels.
+    docs_test, y_test : ndarray
+        The held-out labelled documents and their labels.
+    docs_unlabelled : ndarray
+        Every unlabelled document of the file.
+    marker : str
+        How the file marks an unlabelled line (for the text).
+    """
+
+    def __init__(self, docs_train, y_train, docs_test, y_test, docs_unlabelled, marker):
+        from sklearn.feature_extraction.text import CountVectorizer
+
+        import numpy as np
+
+        self.y_train, self.y_test, self.marker = y_train, y_test, marker
+        self.vectorizer = CountVectorizer()
+        try:
+            self.vectorizer.fit(np.concatenate([docs_train, docs_unlabelled]))
+        except ValueError as exc:
+            raise DataError(f"cannot build a vocabulary from the training and unlabelled texts: {exc}") from None
+        self.X_train = self.vectorizer.transform(docs_train)
+        self.X_test = self.vectorizer.transform(docs_test)
+        self.X_unlabelled = self.vectorizer.transform(docs_unlabelled)
+
+    @property
+    def n_unlabelled(self):
+        return self.X_unlabelled.shape[0]
+
+
+def _fit_score(method, X_train, y_train, problem, alpha):
+    """Fit one method; return its record (accuracy, log loss, iterations, transduction)."""
+    import numpy as np
+    import scipy.sparse as sp
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.metrics import accuracy_score, log_loss
+
+    from bayesnb.estimators import MultinomialNB, SemiSupervisedNB
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ConvergenceWarning)
+        if method == "labelled only":
+            clf = MultinomialNB(alpha=alpha).fit(X_train, y_train)
+        else:
+            X = sp.vstack([X_train, problem.X_unlabelled]).tocsr()
+            y = np.concatenate([np.asarray(y_train, dtype=object), np.full(problem.n_unlabelled, -1, dtype=object)])
+            clf = SemiSupervisedNB(MultinomialNB(alpha=alpha), method=method.lower()).fit(X, y)
+        proba = clf.predict_proba(problem.X_test)
+    record = {
+        "method": method,
+        "accuracy": float(accuracy_score(problem.y_test, clf.classes_[np.argmax(proba, axis=1)])),
+        "log_loss": float(log_loss(problem.y_test, proba, labels=clf.classes_)),
+        "n_iter": getattr(clf, "n_iter_", None),
+        "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
+        "assigned": None,
+    }
+    if method != "labelled only":
+        assigned = clf.transduction_[len(y_train):]
+        record["assigned"] = {str(c): int(np.sum(assigned == c)) for c in clf.classes_}
+    return record
+
+
+def holdout(problem, alpha):
+    """Labelled-only, EM and VB on the demo's split, scored on the held-out labelled documents.
+
+    Returns
+    -------
+    list of dict
+        One record per method: ``method``, ``accuracy``, ``log_loss`` (scikit-learn's),
+        ``n_iter`` (None for labelled only), ``converged`` and ``assigned`` (the number
+        of unlabelled documents the method's transduction gives each class).
+    """
+    from bayesnb.cli.userdata import user_errors
+
+    with user_errors("cannot fit the semi-supervised models"):
+        return [_fit_score(m, problem.X_train, problem.y_train, problem, alpha) for m in METHODS]
+
+
+def curve_sizes(y_train):
+    """Points of the learning curve: labelled documents per class below the smallest class's count."""
+    import numpy as np
+
+    smallest = int(np.unique(y_train, return_counts=True)[1].min())
+    return [k for k in CURVE_PER_CLASS if k < smallest]
+
+
+def curve(problem, alpha, seed, progress=None):
+    """Accuracy and log loss against labelled documents per class, for each method.
+
+    Returns
+    -------
+    dict
+        ``{(k, method): {"accuracy": [...], "log_loss": [...]}}`` over
+        :data:`CURVE_REPEATS` repeats, for ``k`` in :func:`curve_sizes`.
+    """
+    import numpy as np
+
+    from bayesnb.cli.userdata import user_errors
+
+    sizes = curve_sizes(problem.y_train)
+    classes = np.unique(problem.y_train)
+    out = {}
+    total, done = len(sizes) * CURVE_REPEATS, 0
+    with user_errors("cannot fit the semi-supervised learning curve"):
+        for k in sizes:
+            for r in range(CURVE_REPEATS):
+                rng = np.random.default_rng(seed + r)
+                rows = np.concatenate(
+                    [rng.choice(np.flatnonzero(problem.y_train == c), k, replace=False) for c in classes]
+                )
+                for method in METHODS:
+                    rec = _fit_score(method, problem.X_train[rows], problem.y_train[rows], problem, alpha)
+                    cell = out.setdefault((k, method), {"accuracy": [], "log_loss": []})
+                    cell["accuracy"].append(rec["accuracy"])
+                    cell["log_loss"].append(rec["log_loss"])
+                done += 1
+                if progress is not None:
+                    progress(done, total, f"{k} labelled per class, repeat {r + 1}")
+    return out
+
+
+def _spread(values, digits):
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    sd = values.std(ddof=1) if values.size > 1 else 0.0
+    return f"{values.mean():.{digits}f} ± {sd:.{digits}f} [{values.min():.{digits}f}, {values.max():.{digits}f}]"
+
+
+def _counts(mapping):
+    return ", ".join(f"{name} {count}" for name, count in mapping.items())
+
+
+def _class_counts(y):
+    import numpy as np
+
+    names, counts = np.unique(y, return_counts=True)
+    return dict(zip((str(n) for n in names), (int(c) for c in counts)))
+
+
+def describe(problem):
+    """One sentence on the data of the section (classes named, with their counts)."""
+    return (
+        f"{problem.n_unlabelled} unlabelled documents ({problem.marker}); labelled training documents: "
+        f"{_counts(_class_counts(problem.y_train))}; held-out labelled documents: "
+        f"{_counts(_class_counts(problem.y_test))}; vocabulary: {len(problem.vectorizer.vocabulary_)} words "
+        "(CountVectorizer fitted on the labelled training and the unlabelled texts)"
+    )
+
+
+def summary_lines(problem, records, alpha):
+    """The section of the terminal summary."""
+    from bayesnb.cli.report import _format_table
+
+    out = [f"semi-supervised, multinomial (word counts, alpha = {alpha:g}), scored on the held-out labelled documents:"]
+    rows = []
+    for rec in records:
+        iters = "–" if rec["n_iter"] is None else f"{rec['n_iter']}{'' if rec['converged'] else ' (max)'}"
+        rows.append([rec["method"], f"{rec['accuracy']:.4f}", f"{rec['log_loss']:.4f}", iters])
+    out += ["  " + s for s in _format_table(["method", "accuracy", "log loss", "iterations"], rows, ["<", ">", ">", ">"])]
+    lines = [describe(problem)]
+    for rec in records:
+        if rec["assigned"] is not None:
+            lines.append(f"unlabelled documents by class, {rec['method']}: {_counts(rec['assigned'])}")
+    for line in lines:
+        out += textwrap.wrap(line, width=100, initial_indent="  ", subsequent_indent="    ")
+    return out
+
+
+def report_lines(problem, records, curve_result, alpha, seed):
+    """The section of report.md (Markdown)."""
+    md = [
+        "## Unlabelled documents: semi-supervised naive Bayes",
+        "",
+        f"The file holds {problem.n_unlabelled} unlabelled documents ({problem.marker}). The comparison "
+        "above is fitted on the labelled documents only; here `MultinomialNB(alpha="
+        f"{alpha:g})` on the labelled training documents (exact posterior predictive) is compared with "
+        "`SemiSupervisedNB(MultinomialNB(alpha), method=\"em\")` (MAP-EM, Laplace smoothing) and "
+        "`method=\"vb\"` (mean-field variational Bayes), both fitted on the labelled training documents "
+        "plus every unlabelled one, all scored on the held-out labelled documents of the split above.",
+        "",
+        describe(problem) + ".",
+        "",
+        "| method | accuracy | log loss | iterations | unlabelled documents by class |",
+        "|---|---|---|---|---|",
+    ]
+    for rec in records:
+        iters = "–" if rec["n_iter"] is None else f"{rec['n_iter']}{'' if rec['converged'] else ' (max_iter reached)'}"
+        assigned = "–" if rec["assigned"] is None else _md(_counts(rec["assigned"]))
+        md.append(f"| {rec['method']} | {rec['accuracy']:.4f} | {rec['log_loss']:.4f} | {iters} | {assigned} |")
+    md.append("")
+    if not curve_result:
+        md.append(
+            "No learning curve: it needs at least 2 labelled training documents in every class "
+            "(its smallest point is 1 per class)."
+        )
+        md.append("")
+        return md
+    sizes = sorted({k for k, _ in curve_result})
+    md += [
+        "### Learning curve",
+        "",
+        f"k labelled training documents per class (k = {', '.join(map(str, sizes))}), drawn at random "
+        f"{CURVE_REPEATS} times (repeat r with seed {seed} + r); the other labelled training documents "
+        "are left out, the unlabelled ones are all used by EM and VB. Mean ± standard deviation over the "
+        "repeats [min, max], on the same held-out documents.",
+        "",
+        "| labelled per class | method | accuracy | log loss |",
+        "|---|---|---|---|",
+    ]
+    for k in sizes:
+        for method in METHODS:
+            cell = curve_result[k, method]
+            md.append(f"| {k} | {method} | {_spread(cell['accuracy'], 3)} | {_spread(cell['log_loss'], 3)} |")
+    md.append("")
+    return md
+
+
+def _md(text):
+    return str(text).replace("|", "\\|")
