@@ -203,3 +203,30 @@ def test_loo_leaves_each_row_out_of_its_class_mean(seed):
     # temperature="loo" is the minimiser of the brute-force leave-one-out log loss.
     want = loo.choose_temperature(loo.LooTerms(got.class_log, np.where(np.eye(2, dtype=bool)[y], brute, full), got.y_index))
     assert PolyaNB(temperature="loo").fit(X, y).temperature_ == pytest.approx(want, rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1e2, 7.5e6, 1e12])
+def test_log_evidence_is_exact_at_large_concentrations(scale):
+    """lgamma(a + x) - lgamma(a) as a difference loses ~eps * a log a: at a = 7.5e6 about
+    1e-8 per term, which put the SBC chain rule of a nearly multinomial PolyaNB within a
+    factor 1.3 of its tolerance. Oracle: each term as an exactly rounded sum of logs,
+    sum_{i < x} log(a + i), for integer counts."""
+    import math
+
+    from bayesnb.core.families import polya
+    from bayesnb.core.priors import Dirichlet
+
+    rng = np.random.default_rng(3)
+    X = rng.poisson(rng.gamma(0.5, 4.0, size=(30, 12))).astype(np.float64)
+    y = rng.integers(0, 2, 30)
+    stats = polya.polya_stats(sp.csr_matrix(X), y, 2)
+    alpha = scale * rng.dirichlet(np.ones(12), size=2)
+    got = float(polya.log_evidence(Dirichlet(alpha), stats))
+    terms = []
+    for d in range(30):
+        a = alpha[y[d]]
+        for j in range(12):
+            terms += [math.log(a[j] + i) for i in range(int(X[d, j]))]
+        terms += [-math.log(a.sum() + i) for i in range(int(X[d].sum()))]
+    expected = math.fsum(terms)
+    assert got == pytest.approx(expected, rel=1e-13, abs=1e-9)

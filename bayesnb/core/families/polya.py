@@ -39,6 +39,7 @@ import jax.numpy as jnp
 import numpy as np
 import scipy.sparse as sp
 
+from bayesnb.core._special import log_rising_factorial, log_rising_factorial_np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows, multinomial
 from bayesnb.core.families.protocol import Family, register
@@ -227,16 +228,12 @@ def _dirichlet_of(post):
     return Dirichlet(host(post.concentration, dtype=np.float64))
 
 
-def _log_rising(a, x):
-    return jax.scipy.special.gammaln(a + x) - jax.scipy.special.gammaln(a)
-
-
 def _evidence_terms(alpha, stats):
     r"""Log evidence of :math:`\alpha` (JAX): the sum of every document's Dirichlet-multinomial."""
     a_pair = alpha[jnp.asarray(stats.pair_class), jnp.asarray(stats.pair_feature)]
-    words = jnp.sum(jnp.asarray(stats.pair_weight) * _log_rising(a_pair, jnp.asarray(stats.pair_value)))
+    words = jnp.sum(jnp.asarray(stats.pair_weight) * log_rising_factorial(a_pair, jnp.asarray(stats.pair_value)))
     total = jnp.sum(alpha, axis=1)[jnp.asarray(stats.length_class)]
-    docs = jnp.sum(jnp.asarray(stats.length_weight) * _log_rising(total, jnp.asarray(stats.length_value)))
+    docs = jnp.sum(jnp.asarray(stats.length_weight) * log_rising_factorial(total, jnp.asarray(stats.length_value)))
     return words - docs
 
 
@@ -305,8 +302,6 @@ def loo_log_predictive(stats, smoothing, precision, X, y_index, weight=None):
     -------
     ndarray of shape (n_samples,)
     """
-    from scipy.special import gammaln
-
     X = summed(sp.csr_matrix(X, dtype=np.float64) if not sp.issparse(X) else X.tocsr().astype(np.float64))
     y_index = np.asarray(y_index, dtype=np.intp)
     w = np.ones(y_index.size) if weight is None else np.asarray(weight, dtype=np.float64)
@@ -318,8 +313,8 @@ def loo_log_predictive(stats, smoothing, precision, X, y_index, weight=None):
     c, x = y_index[rows], X.data
     denominator = totals.sum(axis=1)[y_index] - w * length + n_features * a
     alpha = s[rows] * (totals[c, X.indices] - w[rows] * x + a) / denominator[rows]
-    words = np.bincount(rows, weights=gammaln(alpha + x) - gammaln(alpha), minlength=X.shape[0])
-    return words - (gammaln(s + length) - gammaln(s))
+    words = np.bincount(rows, weights=log_rising_factorial_np(alpha, x), minlength=X.shape[0])
+    return words - log_rising_factorial_np(s, length)
 
 
 def from_mean(mean, precision):
