@@ -26,14 +26,20 @@ estimator's own machinery and checks three things per simulated data set :math:`
   PIT of the label in class order, :math:`F(\tilde y - 1) + V p(\tilde y)`,
   :math:`V \sim U(0, 1)`. An over-confident predictive piles the first at the low end
   and an under-confident one at the high end; a predictive shifted towards some
-  classes tilts the second;
+  classes tilts the second. Ranks see little of a predictive that is merely too wide
+  or too sharp on rows that carry little information, so its *sharpness* is tested
+  directly too: the probability :math:`q(\tilde y)` the predictive gives the true label
+  has expectation :math:`\sum_c q_c^2` under the predictive itself, so their difference
+  has mean zero when the predictive is right, is positive on average when it is too
+  wide (a tempered classifier, :math:`T > 1`) and negative when it is too sharp; its
+  sum over the simulations' first held-out rows is tested against its exact variance;
 * **the evidence**, by the chain rule: the closed-form ``log_evidence()`` of
   :math:`\tilde D` equals :math:`\sum_i \log p(x_i, y_i \mid x_{<i}, y_{<i})`, the sum of
   one-row log predictives of the estimator conditioned on the rows before. This is an
   identity, checked to a relative ``1e-8``.
 
 The ranks are tested for uniformity with :func:`rank_uniformity`; the smallest p-value
-over all ranked quantities is Bonferroni-adjusted, which bounds the probability of a
+over all ranked quantities and the sharpness test is Bonferroni-adjusted, which bounds the probability of a
 false alarm anywhere among them by ``level`` whatever their dependence. A verdict is
 given only when the test can mean something (see :data:`MIN_EXPECTED_PER_BIN`).
 """
@@ -43,7 +49,7 @@ from __future__ import annotations
 
 import jax
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import erfc, logsumexp
 from sklearn.utils.validation import check_is_fitted
 
 from bayesnb.core import _fitted
@@ -163,15 +169,27 @@ class SBCResult:
         Chi-square statistic and p-value of each parameter (:func:`rank_uniformity`).
     predictive_counts : int ndarray of shape (n_bins, n_predictive_quantities)
     predictive_chi2, predictive_p_values : ndarrays of shape (n_predictive_quantities,)
+    sharpness : ndarray of shape (n_simulations,) or None
+        Per simulation, :math:`q(\tilde y) - \sum_c q_c^2` for its first held-out row
+        (:math:`q` that row's predictive): mean zero when the predictive is right,
+        positive on average when it is too wide, negative when too sharp.
+    sharpness_variance : ndarray of shape (n_simulations,) or None
+        Its variance under :math:`q`, :math:`\sum_c q_c^3 - (\sum_c q_c^2)^2`.
+    sharpness_z, sharpness_p_value : float
+        :math:`\sum_s` ``sharpness`` over the square root of :math:`\sum_s`
+        ``sharpness_variance``, and its two-sided normal p-value (NaN and 1.0 where
+        there is nothing to test).
     n_tests : int
-        ``n_parameters + n_predictive_quantities``: the number of uniformity tests.
+        ``n_parameters + n_predictive_quantities`` (+ 1 for the sharpness test): the
+        number of tests.
     p_value : float
         Bonferroni-adjusted smallest p-value over all tests, :math:`\min(1, m \min_j p_j)`
         with :math:`m` = ``n_tests``: it bounds the probability of a rank histogram this
         uneven anywhere among them if the posterior and predictive are right.
     parameter_p_value, predictive_p_value : float
         The same adjustment (by ``n_tests``) of the smallest p-value among the parameters,
-        and among the predictive quantities (1.0 where there are none).
+        and among the predictive quantities and the sharpness test (1.0 where there are
+        none).
     evidence_deviation : ndarray of shape (n_simulations,)
         :math:`|\log p(\tilde D) - \sum_i \log p(x_i, y_i \mid \tilde D_{<i})|` per
         simulation (NaN where not checked).
@@ -204,6 +222,8 @@ class SBCResult:
         evidence_deviation=None,
         evidence_scale=None,
         evidence_rtol=EVIDENCE_RTOL,
+        sharpness=None,
+        sharpness_variance=None,
     ):
         self.names = list(names)
         self.ranks = np.asarray(ranks)
@@ -219,14 +239,22 @@ class SBCResult:
         self.predictive_counts, self.predictive_chi2, self.predictive_p_values = rank_uniformity(
             self.predictive_ranks, self.n_draws, self.n_bins
         )
-        self.n_tests = len(self.names) + len(self.predictive_names)
+        self.sharpness = None if sharpness is None else np.asarray(sharpness, dtype=np.float64).reshape(n_sims)
+        self.sharpness_variance = (
+            None if sharpness is None else np.asarray(sharpness_variance, dtype=np.float64).reshape(n_sims)
+        )
+        self.sharpness_z, self.sharpness_p_value = _sharpness_test(self.sharpness, self.sharpness_variance)
+        self.n_tests = len(self.names) + len(self.predictive_names) + (self.sharpness is not None)
         m = self.n_tests
 
         def adjusted(p):
             return float(min(1.0, m * np.min(p))) if np.size(p) else 1.0
 
         self.parameter_p_value = adjusted(self.p_values)
-        self.predictive_p_value = adjusted(self.predictive_p_values)
+        predictive_p = self.predictive_p_values
+        if self.sharpness is not None:
+            predictive_p = np.append(predictive_p, self.sharpness_p_value)
+        self.predictive_p_value = adjusted(predictive_p)
         self.p_value = min(self.parameter_p_value, self.predictive_p_value)
         nan = np.full(n_sims, np.nan)
         self.evidence_deviation = nan if evidence_deviation is None else np.asarray(evidence_deviation, np.float64)
@@ -295,6 +323,11 @@ class SBCResult:
             f"  ranks: Bonferroni p = {self.p_value:.3g} over {self.n_tests} tests (level {self.level:g}); "
             f"posterior p = {self.parameter_p_value:.3g}, predictive p = {self.predictive_p_value:.3g}",
         ]
+        if self.sharpness is not None:
+            lines.append(
+                f"  label sharpness: mean of q(y) - sum_c q_c^2 = {np.mean(self.sharpness):.3g} over first rows "
+                f"(z = {self.sharpness_z:.2f}, p = {self.sharpness_p_value:.3g}; > 0: too wide, < 0: too sharp)"
+            )
         if self.evidence_holds is None:
             lines.append("  evidence chain rule: not checked")
         else:
@@ -419,6 +452,35 @@ def _predictive_ranks(rng, log_p, y_true, n_draws):
     return np.stack([prob_rank, pit_rank], axis=1)
 
 
+def _label_sharpness(log_p, y_true):
+    r"""(:math:`q(y) - \sum_c q_c^2`, its variance under ``q``) for the first held-out row.
+
+    Under the predictive :math:`q` itself the first has mean zero and the second is
+    :math:`\sum_c q_c^3 - (\sum_c q_c^2)^2`. Only one row per simulation is used: the
+    held-out rows of one simulation share :math:`\tilde D`, so their labels are not
+    independent given their predictives, while the first rows of different simulations
+    are.
+    """
+    q = np.exp(log_p[0])
+    second = float(np.sum(q * q))
+    return float(q[int(y_true[0])]) - second, max(float(np.sum(q**3)) - second**2, 0.0)
+
+
+def _sharpness_test(values, variances):
+    r"""(z, two-sided p) of :math:`\sum_s v_s` against its exact null variance :math:`\sum_s \sigma^2_s`.
+
+    The terms are independent, bounded and of known variance, so the sum is close to
+    normal (its false-alarm rate is checked against exact predictives in the tests).
+    """
+    if values is None or values.size == 0:
+        return float("nan"), 1.0
+    scale = float(np.sqrt(np.sum(variances)))
+    if not scale > 0:
+        return float("nan"), 1.0
+    z = float(np.sum(values)) / scale
+    return z, float(erfc(abs(z) / np.sqrt(2.0)))
+
+
 def _chain_rule(estimator, parts, y_index):
     r"""(:math:`\log p(D)` in closed form, :math:`\sum_i \log p(x_i, y_i \mid D_{<i})`) of simulated rows.
 
@@ -472,13 +534,16 @@ def simulation_based_calibration(
        calibrated only at ``T = 1``), and two ranks of the held-out label in
        ``0 .. n_draws``: that of its probability among the probabilities of ``n_draws``
        labels drawn from the predictive (ties broken at random), and its randomized PIT
-       in class order;
+       in class order; and, for the first of them, the label's probability less its
+       expectation under the predictive, :math:`q(\tilde y) - \sum_c q_c^2` (the
+       sharpness test: zero mean, known variance);
     6. with ``check_evidence``, the chain rule: ``log_evidence()`` of the conditioned
        estimator against the sum of the ``n_samples`` one-row log predictives, each given
        the rows before it.
 
-    Each ranked quantity is tested for uniformity (:func:`rank_uniformity`) and the
-    smallest p-value is Bonferroni-adjusted for the number of tests; a verdict needs
+    Each ranked quantity is tested for uniformity (:func:`rank_uniformity`), the
+    sharpness terms for a zero sum, and the smallest p-value is Bonferroni-adjusted for
+    the number of tests; a verdict needs
     ``n_simulations >= MIN_EXPECTED_PER_BIN * n_bins`` (:func:`min_simulations`), except
     that a broken evidence identity is a failure at any number of simulations.
 
@@ -541,7 +606,7 @@ def simulation_based_calibration(
     temperature = _fitted.temperature(estimator)
     key = key_from_random_state(random_state)
     n_total = n_samples + n_predictive
-    names, masks, ranks, predictive, deviation, scale = None, None, [], [], [], []
+    names, masks, ranks, predictive, sharpness, deviation, scale = None, None, [], [], [], [], []
     for s in range(n_simulations):
         key_prior, key_labels, key_rows, key_post, key_pred = jax.random.split(jax.random.fold_in(key, s), 5)
         log_pi, params = _fitted.draws(estimator, 1, key_prior, prior=True)
@@ -576,6 +641,7 @@ def simulation_based_calibration(
             joint = _feature_log_predictive(conditioned, X_new) / temperature + _class_log_predictive(conditioned)
             log_p = joint - logsumexp(joint, axis=1, keepdims=True)
             predictive.append(_predictive_ranks(generator(key_pred), log_p, y_all[n_samples:], n_draws).ravel())
+            sharpness.append(_label_sharpness(log_p, y_all[n_samples:]))
         if check_evidence:
             closed, chained = _chain_rule(estimator, parts, y_index)
             deviation.append(abs(closed - chained))
@@ -593,4 +659,6 @@ def simulation_based_calibration(
         predictive_ranks=np.stack(predictive) if n_predictive else None,
         evidence_deviation=deviation if check_evidence else None,
         evidence_scale=scale if check_evidence else None,
+        sharpness=[v for v, _ in sharpness] if n_predictive else None,
+        sharpness_variance=[v for _, v in sharpness] if n_predictive else None,
     )
