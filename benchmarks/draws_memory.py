@@ -19,11 +19,16 @@ Usage, from the repository root::
 
     python benchmarks/draws_memory.py            # 20,000 x 50,000, n_draws=1000
     python benchmarks/draws_memory.py --quick    # 5,000 x 20,000, n_draws=200
+    python benchmarks/draws_memory.py --repeat 1 --only interval   # full size, one case
+
+Every row's note ends with the load average before and after it (``os.getloadavg()``):
+on a shared machine the seconds stretch with the load, the memory figures do not.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -49,6 +54,10 @@ def corpus(n_docs, n_words, nnz, seed=0):
     rows, cols = np.divmod(keys, n_words)
     X = sp.csr_matrix((rng.integers(1, 4, nnz).astype(np.float64), (rows, cols)), shape=(n_docs, n_words))
     return X, y
+
+
+def _load(avg):
+    return "(" + ", ".join(f"{v:.2f}" for v in avg) + ")"
 
 
 def sizes(quick):
@@ -82,6 +91,10 @@ def measure(ctx):
         ),
     )
     for operation, fn, result_mib in cases:
+        only = getattr(ctx, "only", None)  # set by main's --only; run_all runs both
+        if only and not any(o in operation for o in only):
+            continue
+        load_before = os.getloadavg()
         t = timed(lambda: sk.predict_proba(X), fn, ctx.repeat)
         mem = memory(ctx, lambda: sk.predict_proba(X), fn)
         per_draw = t["bn"] / n_draws / t["sk"]
@@ -95,6 +108,8 @@ def measure(ctx):
             if rss is not None:
                 extra += f", RSS high-water {rss - result_mib:.1f} MiB"
             note += extra + f" (documented bound {bound_mib:.0f} MiB)"
+        # Two cores shared with other jobs stretch the seconds: say how loaded the machine was.
+        note += f"; load average (1, 5, 15 min) before {_load(load_before)}, after {_load(os.getloadavg())}"
         print(f"  {operation}: {note}", flush=True)
         rows.append(Row("draws_memory", data, "MultinomialNB", operation, t, mem, note))
     return rows
@@ -111,9 +126,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="5,000 x 20,000 and 200 draws")
     parser.add_argument("--repeat", type=int, default=None, help="timed calls after the first (default 3; 1 with --quick)")
+    parser.add_argument(
+        "--only",
+        default=None,
+        help="comma-separated cases to run: draws, interval (default both)",
+    )
     args = parser.parse_args(argv)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
     ctx = suite.Context(quick=args.quick, repeat=repeat)
+    ctx.only = None
+    if args.only:
+        names = {"draws": "predict_proba_draws", "interval": "predict_proba_interval"}
+        ctx.only = [names[o.strip()] for o in args.only.split(",")]
     rows = measure(ctx)
     print()
     suite.print_table(rows)

@@ -73,13 +73,10 @@ __all__ = [
 
 _METHODS = ("equal-tailed", "hdi")
 
-#: Default bound, in float64 entries, of every temporary of the draw engine (32 MiB):
-#: one block of parameter draws, one block of log-likelihoods, and (for intervals) the
-#: draws of one block of rows.
+#: Default bound, in float64 entries, of the draw engine's temporaries (32 MiB): one block
+#: of parameter draws, one block of log-likelihoods, and (for intervals) the draws of
+#: one block of rows with the scratch of their quantiles, all together.
 CHUNK_ENTRIES = 1 << 22
-# Parameter draws are kept rather than drawn again while they total at most this many
-# times the bound.
-_KEEP_FACTOR = 4
 
 
 def check_interval_args(level, method):
@@ -135,21 +132,44 @@ def credible_interval(draws, level=0.9, method="equal-tailed"):
     draws = np.asarray(draws, dtype=np.float64)
     if draws.ndim == 0 or draws.shape[0] == 0:
         raise ValueError(f"credible_interval needs at least one draw along axis 0, got shape {draws.shape}")
-    if np.isnan(draws).any():
+    # The caller's array is left as it is: the quantiles are taken on a copy.
+    return _interval_inplace(draws.copy(), level, method)
+
+
+def _interval_inplace(draws, level, method):
+    """:func:`credible_interval` of float64 ``draws`` that the caller gives up: partitioned or sorted in place.
+
+    No copy of the draws is made (``np.quantile`` would copy them, ``np.sort`` too), so
+    the interval of a block of rows costs the block itself and, for the HDI, the widths
+    of the candidate intervals (at most the size of the block).
+    """
+    # np.min propagates NaN: one pass, no boolean temporary of the draws' size.
+    if draws.size and np.isnan(draws.min()):
         raise ValueError("credible_interval: the draws contain NaN")
     if method == "equal-tailed":
-        lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+        lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0, overwrite_input=True)
         return lower, upper
-    else:  # "hdi"
-        n = draws.shape[0]
-        k = max(1, int(np.ceil(level * n)))
-        s = np.sort(draws, axis=0)
-        widths = s[k - 1 :] - s[: n - k + 1]
-        start = np.argmin(widths, axis=0)[None]
-        return (
-            np.take_along_axis(s, start, axis=0)[0],
-            np.take_along_axis(s, start + k - 1, axis=0)[0],
-        )
+    # "hdi"
+    n = draws.shape[0]
+    k = max(1, int(np.ceil(level * n)))
+    draws.sort(axis=0)
+    # The first shortest window, as np.argmin over all the widths would find it, but one
+    # start at a time: np.argmin along axis 0 copies the (n - k + 1, ...) widths to make
+    # that axis contiguous, two temporaries of up to the block's size.
+    best = np.asarray(draws[k - 1] - draws[0])  # an array even for 1-d draws
+    start = np.zeros(best.shape, dtype=np.intp)
+    width = np.empty_like(best)
+    shorter = np.empty(best.shape, dtype=bool)
+    for i in range(1, n - k + 1):
+        np.subtract(draws[i + k - 1], draws[i], out=width)
+        np.less(width, best, out=shorter)  # strict: a tie keeps the earlier start
+        np.copyto(best, width, where=shorter)
+        start[shorter] = i
+    start = start[None]
+    return (
+        np.take_along_axis(draws, start, axis=0)[0],
+        np.take_along_axis(draws, start + k - 1, axis=0)[0],
+    )
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -255,9 +275,9 @@ class _ParamBlocks:
     block is drawn at full size and scored whole (one shape for the compiled samplers and
     likelihood kernels); its extra draws are cut from the class probabilities.
 
-    Sampling is the expensive step, so blocks are kept once drawn while all of them
-    together stay within ``_KEEP_FACTOR`` times the bound; beyond that they are drawn
-    again when needed.
+    Blocks are drawn when asked for and not kept: the callers ask for each block once
+    (:func:`_iter_by_draws`), or on purpose again for each block of rows
+    (:func:`_iter_by_rows`, whose draws of every row would not fit the bound).
     """
 
     def __init__(self, source, chunk):
@@ -272,20 +292,13 @@ class _ParamBlocks:
         self.size = size
         self.count = -(-n // self.size)
         self.keys = [_fitted.block_key(source.key, b) for b in range(self.count)]
-        self.keep = n * source.draw_size <= _KEEP_FACTOR * chunk or self.count == 1
-        self._kept = {}
 
     def bounds(self, b):
         return b * self.size, min((b + 1) * self.size, self.n_draws)
 
     def get(self, b):
         """Block ``b`` of parameter draws, ``size`` draws (the last block too: see bounds)."""
-        if b in self._kept:
-            return self._kept[b]
-        params = jax.tree.map(np.asarray, self.source.sample(self.keys[b], self.size))
-        if self.keep:
-            self._kept[b] = params
-        return params
+        return jax.tree.map(np.asarray, self.source.sample(self.keys[b], self.size))
 
 
 def _row_bounds(n_rows, per_row, chunk):
@@ -308,33 +321,91 @@ def _proba_block(source, params, d0, d1, r0, r1):
     return np.exp(log_p, out=log_p)
 
 
-def _iter_by_draws(source, chunk):
-    """Blocks ``(d0, d1, r0, r1, proba)``, draws outermost (each parameter block drawn once)."""
+def _iter_by_draws(source, chunk, rows_chunk=None):
+    """Blocks ``(d0, d1, r0, r1, proba)``, draws outermost (each parameter block drawn once).
+
+    ``chunk`` sizes the parameter blocks (and with them the draws: see
+    :class:`_ParamBlocks`); ``rows_chunk`` (default ``chunk``) bounds each block of
+    probabilities, which changes how the rows are cut, never a value.
+    """
     blocks = _ParamBlocks(source, chunk)
     n_classes = source.log_class.shape[1]
+    rows_chunk = chunk if rows_chunk is None else rows_chunk
     for b in range(blocks.count):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
-        for r0, r1 in _row_bounds(source.n_rows, blocks.size * n_classes, chunk):
+        for r0, r1 in _row_bounds(source.n_rows, blocks.size * n_classes, rows_chunk):
             yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1)
 
 
-def _iter_by_rows(source, chunk):
+def _iter_by_rows(source, chunk, row_blocks, rows_chunk):
     """Blocks ``(r0, r1, proba)`` holding every draw of a block of rows, shape (n_draws, rows, C).
 
-    Parameter blocks are kept when all draws fit in one, else drawn again for each block
-    of rows (bounded memory at the price of repeated sampling).
+    Every parameter block is drawn again for each block of rows: bounded memory at the
+    price of repeated sampling (the fallback of :func:`proba_interval` when no temporary
+    file can take the draws).
     """
     blocks = _ParamBlocks(source, chunk)
     n_draws, n_classes = source.log_class.shape
-    for r0, r1 in _row_bounds(source.n_rows, n_draws * n_classes, chunk):
+    for r0, r1 in row_blocks:
         out = np.empty((n_draws, r1 - r0, n_classes))
         for b in range(blocks.count):
             d0, d1 = blocks.bounds(b)
-            # Within the rows of this block, the log-likelihood scratch is bounded too.
-            for s0, s1 in _row_bounds(r1 - r0, blocks.size * n_classes, chunk):
-                out[d0:d1, s0:s1] = _proba_block(source, blocks.get(b), d0, d1, r0 + s0, r0 + s1)
+            params = blocks.get(b)
+            for s0, s1 in _row_bounds(r1 - r0, blocks.size * n_classes, rows_chunk):
+                out[d0:d1, s0:s1] = _proba_block(source, params, d0, d1, r0 + s0, r0 + s1)
         yield r0, r1, out
+        # Let the block go before the next is allocated: one block of rows at a time.
+        del out
+
+
+def _write_all(f, offset, array):
+    f.seek(offset)
+    view = memoryview(np.ascontiguousarray(array)).cast("B")
+    while view.nbytes:
+        view = view[f.write(view) :]
+
+
+def _read_all(f, offset, out):
+    f.seek(offset)
+    view = memoryview(out).cast("B")
+    while view.nbytes:
+        n = f.readinto(view)
+        if not n:
+            raise OSError("temporary file of posterior draws ended early")
+        view = view[n:]
+
+
+def _spill_by_rows(source, chunk, row_blocks, rows_chunk):
+    """Blocks ``(r0, r1, proba)`` as :func:`_iter_by_rows`, each parameter block drawn once.
+
+    The draws of every row are computed draws outermost and written to an unnamed
+    temporary file (``tempfile.TemporaryFile``, deleted on close), laid out block of rows
+    by block of rows, each block's draws contiguous; then each block of rows is read back
+    whole. Memory holds one block of probabilities at a time; the disk holds
+    n_draws x n_rows x n_classes float64 for the duration of the call. float64 goes to the
+    file and back bit for bit, so the values are those of :func:`_iter_by_rows`.
+    """
+    import tempfile
+
+    n_draws, n_classes = source.log_class.shape
+    item = n_classes * 8  # bytes of one row under one draw
+    with tempfile.TemporaryFile(buffering=0) as f:
+        for d0, d1, r0, r1, p in _iter_by_draws(source, chunk, rows_chunk):
+            for a, b in row_blocks:
+                lo, hi = max(a, r0), min(b, r1)
+                if lo >= hi:
+                    continue
+                # Block of rows a:b starts at byte n_draws * a * item; in it, draw d holds
+                # rows a:b contiguously.
+                for d in range(d0, d1):
+                    _write_all(f, (n_draws * a + d * (b - a) + lo - a) * item, p[d - d0, lo - r0 : hi - r0])
+            del p
+        for a, b in row_blocks:
+            out = np.empty((n_draws, b - a, n_classes))
+            _read_all(f, n_draws * a * item, out)
+            yield a, b, out
+            del out  # before the next block is allocated
 
 
 def proba_draws(source, *, chunk_entries=None):
@@ -362,6 +433,17 @@ def proba_draws(source, *, chunk_entries=None):
 def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=None):
     """Credible interval of :math:`p(y \\mid x, \\theta, \\pi)`, computed block of rows by block.
 
+    The quantiles of a row need all its draws at once. Rows are taken in blocks whose
+    draws, n_draws x rows x n_classes float64, fill at most half of the bound; the other
+    half is for the quantiles' scratch (none for equal-tailed intervals, which partition
+    the block in place; the widths of the candidate intervals for the HDI) and, before, for
+    the log-likelihoods of blocks of draws (an eighth of the bound each). When the draws
+    of every row fit in one block, each parameter block is drawn once and scored on all
+    rows. Otherwise the draws are computed once, draws outermost, into a temporary file
+    and read back block of rows by block (disk: n_draws x n_rows x n_classes float64 for
+    the call); if no temporary file can be written, the parameters are drawn again for
+    each block of rows (same values, more time).
+
     Parameters
     ----------
     source : DrawSource
@@ -369,19 +451,44 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     level : float in (0, 1)
     method : {"equal-tailed", "hdi"}
     chunk_entries : int, optional
-        Bound, in float64 entries, of every temporary (default :data:`CHUNK_ENTRIES`).
+        Bound, in float64 entries, of the temporaries together (default
+        :data:`CHUNK_ENTRIES`); the result, two arrays of n_samples x n_classes, comes on
+        top.
 
     Returns
     -------
     lower, upper : ndarrays of shape (n_samples, n_classes)
     """
     check_interval_args(level, method)
+    level = float(level)
     chunk = _chunk(chunk_entries)
-    n_classes = source.log_class.shape[1]
+    n_draws, n_classes = source.log_class.shape
     lower = np.empty((source.n_rows, n_classes))
     upper = np.empty((source.n_rows, n_classes))
-    for r0, r1, p in _iter_by_rows(source, chunk):
-        lower[r0:r1], upper[r0:r1] = credible_interval(p, level=level, method=method)
+    row_blocks = _row_bounds(source.n_rows, n_draws * n_classes, max(1, chunk // 2))
+    rows_chunk = max(1, chunk // 8)
+    if len(row_blocks) <= 1:
+        for r0, r1 in row_blocks:
+            out = np.empty((n_draws, r1 - r0, n_classes))
+            for d0, d1, s0, s1, p in _iter_by_draws(source, chunk, rows_chunk):
+                out[d0:d1, s0:s1] = p
+                del p
+            lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+        return lower, upper
+    try:
+        blocks = _spill_by_rows(source, chunk, row_blocks, rows_chunk)
+        first = next(blocks)
+    except OSError:
+        # No room for the temporary file: draw the parameters again for each block of
+        # rows (the bound holds; only the time grows with the number of blocks).
+        blocks, first = _iter_by_rows(source, chunk, row_blocks, rows_chunk), None
+    if first is not None:
+        r0, r1, out = first
+        lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+        del first, out
+    for r0, r1, out in blocks:
+        lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+        del out
     return lower, upper
 
 
