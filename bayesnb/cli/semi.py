@@ -191,8 +191,6 @@ def describe(problem):
 
 def summary_lines(problem, records, alpha):
     """The section of the terminal summary."""
-    from bayesnb.cli.report import _format_table
-
     out = [f"semi-supervised, multinomial (word counts, alpha = {alpha:g}), scored on the held-out labelled documents:"]
     rows = []
     for rec in records:
@@ -255,6 +253,16 @@ def report_lines(problem, records, curve_result, alpha, seed):
             md.append(f"| {k} | {method} | {_spread(cell['accuracy'], 3)} | {_spread(cell['log_loss'], 3)} |")
     md.append("")
     return md
+
+
+def _format_table(header, rows, align):
+    """Plain-text table of string cells (``align`` items ``"<"`` or ``">"``)."""
+    widths = [max(len(c) for c in column) for column in zip(header, *rows)]
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if a == ">" else c.ljust(w) for c, w, a in zip(cells, widths, align)).rstrip()
+
+    return [line(header), line(["-" * w for w in widths]), *(line(r) for r in rows)]
 
 
 def _md(text):

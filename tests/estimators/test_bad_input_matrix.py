@@ -541,12 +541,16 @@ def _demo(tmp_path, content, capsys):
     ("content", "message"),
     [
         (b"\xff\xfe\x00binary\x00", r"is not utf-8 text"),
-        ("\thello\nspam\tx\n", r"line 1: expected 'label'\\t'text', got '\\thello'"),
+        # '<TAB>text' is an unlabelled document (the semi-supervised section), no longer an
+        # error; a line without the separator still is one, and so is a file of only
+        # unlabelled lines.
+        ("hello\nspam\tx\n", r"line 1: expected 'label'\\t'text', got 'hello'"),
+        ("\thello\n\tworld\n", r"holds no labelled lines"),
         ("   \n\n  \t \n", r"holds no labelled lines"),
         ("ham\t\nspam\t\nham\t\nspam\t\nham\t\nspam\t\nham\t\nspam\t\n", r"cannot build a vocabulary"),
         ("ham\t1 2\nham\t3 4\n", r"need at least 2 classes"),
     ],
-    ids=["not-utf8", "empty-label", "whitespace-only", "labels-without-text", "one-class"],
+    ids=["not-utf8", "no-separator", "only-unlabelled", "whitespace-only", "labels-without-text", "one-class"],
 )
 def test_demo_data_errors_exit_1_with_one_line(tmp_path, capsys, content, message):
     code, out, err = _demo(tmp_path, content, capsys)
