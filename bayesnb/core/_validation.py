@@ -69,11 +69,15 @@ def check_non_negative(X, who):
     first (:func:`canonical_csr`), and that summed copy is returned if it passes.
     """
     v = _values(X)
-    if v.size and v.min() < 0 and sp.issparse(X) and not X.has_canonical_format:
+    # One pass over the values in the common case (nothing negative): the minimum is
+    # taken again only after summing duplicates.
+    lowest = v.min() if v.size else 0
+    if lowest < 0 and sp.issparse(X) and not X.has_canonical_format:
         X = canonical_csr(X)
         v = _values(X)
-    if v.size and v.min() < 0:
-        raise ValueError(f"Negative values in data passed to {who}: counts must be >= 0 (min {v.min():g})")
+        lowest = v.min() if v.size else 0
+    if lowest < 0:
+        raise ValueError(f"Negative values in data passed to {who}: counts must be >= 0 (min {lowest:g})")
     return X
 
 
