@@ -518,7 +518,7 @@ def to_inference_data(
     return from_canonical(estimator, groups, dims=dims, coords=coords, attrs=attrs, feature_names=feature_names)
 
 
-def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="posterior"):
+def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="posterior", feature_names=None):
     """Add draws of integrated hyperparameters to a group of an ``InferenceData``.
 
     Parameters
@@ -531,6 +531,9 @@ def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="po
     n_features : int, optional
         A hyperparameter of shape (n_features,) gets the ``feature`` dim.
     group : str
+    feature_names : sequence of length n_features, optional
+        The ``feature`` coordinates when the group has no ``feature`` dim of its own (a
+        categorical posterior is over ``cell``); default ``0 .. n_features - 1``.
 
     Returns
     -------
@@ -550,6 +553,9 @@ def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="po
         ]
         coords = {"chain": target.coords["chain"], "draw": target.coords["draw"]}
         if extra == ["feature"]:
-            coords["feature"] = target.coords["feature"] if "feature" in target.coords else np.arange(n_features)
+            if "feature" in target.coords:
+                coords["feature"] = target.coords["feature"]
+            else:
+                coords["feature"] = np.arange(n_features) if feature_names is None else list(feature_names)
         target[name] = xr.DataArray(value, dims=["chain", "draw"] + extra, coords=coords)
     return idata

@@ -995,7 +995,10 @@ def crosscheck(
         draws = jax.tree.map(lambda a: np.asarray(a)[pick], (closed.hyper["log_class"], closed.hyper["params"]))
         idata = export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain, draws=draws)
         hyper = {k: np.asarray(v)[closed.hyper["stratum"][pick]] for k, v in snapshot.hyper_posterior_.items()}
-        return export.add_hyperparameters(idata, hyper, n_chain, getattr(snapshot, "n_features_in_", None))
+        return export.add_hyperparameters(
+            idata, hyper, n_chain, getattr(snapshot, "n_features_in_", None),
+            feature_names=export.coords_of(snapshot).get("feature"),
+        )
 
     return CrossCheck(
         parameters, predictive, nuts, closed_idata, z_max=z_max, rhat_max=rhat_max, min_ess=min_ess,

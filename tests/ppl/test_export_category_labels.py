@@ -224,3 +224,21 @@ def test_no_cell_coordinate_without_a_categorical_block():
     mixed = MixedNB([("g", GaussianNB(), [0, 1])]).fit(X, y).to_inference_data(20, random_state=0)
     assert not any(str(c).endswith(("cell", "category_label")) for c in mixed.posterior.coords)
     assert export.cell_coords(GaussianNB().fit(X, y)) == {}
+
+
+def test_a_per_feature_hyperparameter_keeps_its_feature_names_beside_the_cells():
+    # Why the cells' feature coordinate is cell_feature and not feature: a per-feature
+    # hyperparameter puts a feature dim in the same group, named by the columns.
+    import numpyro.distributions as dist
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.integers(0, 2, 40), "b": rng.integers(0, 4, 40)})
+    y = rng.integers(0, 2, 40)
+    est = CategoricalNB(alpha=dist.Gamma(2.0, 1.0).expand((2,)), hyper_warmup=100, hyper_draws=100,
+                        random_state=0).fit(X, y)
+    post = est.to_inference_data(random_state=0).posterior
+    assert post["alpha"].dims == ("chain", "draw", "feature")
+    assert post.coords["feature"].values.tolist() == ["a", "b"]
+    assert post["feature_probs"].dims == ("chain", "draw", "class", "cell")
+    assert post.coords["cell_feature"].values.tolist() == ["a", "a", "b", "b", "b", "b"]
+    assert np.all(np.isfinite(post["alpha"].values)) and np.all(np.isfinite(post["feature_probs"].values))
