@@ -346,7 +346,7 @@ class HyperpriorMixin:
     # ------------------------------------------------------------ export
     def _hyper_inference_data(self, X_new, X, y, feature_names, random_state):
         """``to_inference_data`` with the hyperparameters' draws and parameters drawn conditional on each."""
-        from bayesnb.ppl.export import add_hyperparameters, to_inference_data
+        from bayesnb.ppl.export import add_hyperparameters, coords_of, to_inference_data
 
         chains = self.hyper_diagnostics_["num_chains"]
         per_chain = self.hyper_diagnostics_["num_samples"]
@@ -359,4 +359,9 @@ class HyperpriorMixin:
             self, per_chain, key_rest, X_new, X=X, y=y, n_chains=chains, feature_names=feature_names,
             draws=draws, prior_draws=prior_draws,
         )
-        return add_hyperparameters(idata, self.hyper_posterior_, chains, getattr(self, "n_features_in_", None))
+        # The feature names for a per-feature hyperparameter: a categorical posterior has
+        # no feature dim to take them from (it is over the cells).
+        return add_hyperparameters(
+            idata, self.hyper_posterior_, chains, getattr(self, "n_features_in_", None),
+            feature_names=coords_of(self, feature_names).get("feature"),
+        )

@@ -12,8 +12,8 @@ Variables (names of the numpyro model's sites, see :mod:`bayesnb.ppl.models`):
 ==========================  ====================================================
 ``class_probs``             (class,) class proportions (when they have a posterior)
 ``feature_probs``           (class, feature) multinomial / Bernoulli;
-                            (class, feature, category) categorical, NaN past a
-                            feature's number of categories
+                            (class, cell) categorical: one cell per (feature,
+                            category) that exists, no padding
 ``loc``, ``var``            (class, feature) diagonal Gaussian
 ``loc``, ``covariance``     (class, feature) and (class, feature, feature_col), or
                             (feature, feature_col) when shared
@@ -23,9 +23,25 @@ Variables (names of the numpyro model's sites, see :mod:`bayesnb.ppl.models`):
 In a :class:`~bayesnb.MixedNB` every block's variables and feature dims carry the block
 name: ``gaussian__loc`` with dims (class, gaussian__feature).
 
-A categorical block's category labels (a MixedNB's ``categories_``, e.g. the strings of a
-DataFrame column; else the codes) are the 2-d coordinate ``category_label`` on
-(feature, category), ``""`` on padding (see :func:`category_labels`).
+Categorical parameters are flat over the cells that exist. Features with different
+numbers of categories :math:`K_j` are stored padded to the largest inside bayesnb (and in
+:func:`parameter_draws`, where NaN marks the padding); a (class, feature, category)
+array of them would be mostly NaN on data with one wide feature (58% on credit-g), and
+arviz shows every NaN cell as an empty row of ``az.summary`` and a forest plot. So the
+export has one dim ``cell`` (``<block>__cell`` in a MixedNB) of the
+:math:`\sum_j K_j` cells, feature by feature, the same kind of dim whatever the counts
+(code written for one data set runs on another), rather than one variable per distinct
+:math:`K_j`, which would change the variable names with the data. Its coordinates
+(:func:`cell_coords`) are the cell names ``"colour=red"`` (feature name and category
+label, the fitted category values where the estimator knows them: a MixedNB's
+``categories_``, e.g. the strings of a DataFrame column; else the codes), so that
+``az.summary`` labels a row ``feature_probs[yes, colour=red]``, and along the dim the
+non-dimension coordinates ``cell_feature``, ``category_label`` and ``category_code``:
+``probs.groupby("cell_feature").sum()`` is 1 per class and feature, and
+``probs.where(probs.cell_feature == "colour", drop=True)`` one feature's simplex. (Not
+``feature``: a ``feature`` dim may sit in the same group, e.g. an integrated per-feature
+hyperparameter.) The NUTS side of :func:`bayesnb.ppl.mcmc.crosscheck` is exported in the
+same layout (:func:`from_canonical`).
 """
 
 from __future__ import annotations
@@ -46,7 +62,9 @@ __all__ = [
     "to_inference_data",
     "add_hyperparameters",
     "coords_of",
-    "category_labels",
+    "cell_coords",
+    "exported_dims",
+    "from_canonical",
     "parameter_draws",
     "scalar_labels",
     "scalar_mask",
@@ -81,7 +99,8 @@ def coords_of(estimator, feature_names=None):
     ``class`` holds ``classes_``; ``feature`` the feature names (``feature_names`` when
     given, e.g. a vectorizer's vocabulary; else ``feature_names_in_`` when fitted on a
     DataFrame, else ``x0, x1, ...``), per block in a MixedNB; ``category`` the category
-    codes ``0 .. max K_j - 1``.
+    codes ``0 .. max K_j - 1`` (the padded axis of the canonical arrays; the export's
+    ``cell`` dim has the coordinates of :func:`cell_coords`).
 
     Parameters
     ----------
@@ -100,15 +119,90 @@ def coords_of(estimator, feature_names=None):
     return coords
 
 
-def category_labels(estimator):
-    """The label of every (feature, category) cell of the categorical blocks, for arviz.
+def _cell_blocks(estimator, feature_names=None):
+    """The blocks with a padded ``category`` dim and the (feature, category) cells that exist.
 
-    The ``category`` dim holds codes ``0 .. max K_j - 1`` shared by the features of a
-    block (the padded layout of ``feature_probs``), so the labels, which differ from
-    feature to feature, are a 2-d coordinate ``category_label`` (``<block>__category_label``
-    in a MixedNB) on (feature, category): the fitted category values where the estimator
-    knows them (a MixedNB fitted on a DataFrame: its ``categories_``), else the codes,
-    and ``""`` on the padding past a feature's number of categories.
+    Returns
+    -------
+    list of (prefix, feature index, category index, coords)
+        The indices (into the block's feature and category axes) of every cell that
+        exists, feature by feature and in code order within a feature; ``coords`` maps
+        the names of the cell coordinates to ``(dim, values)`` (see :func:`cell_coords`).
+    """
+    names = _feature_names(estimator, feature_names)
+    known = getattr(estimator, "categories_", None)
+    known = known if isinstance(known, dict) else {}
+    out = []
+    for name, _, idx, spec in models.block_specs(estimator):
+        valid = spec.cells()
+        if valid is None:
+            continue
+        prefix = f"{name}__" if name else ""
+        dim = f"{prefix}cell"
+        columns = list(range(estimator.n_features_in_)) if idx is None else [int(j) for j in idx]
+        codes = list(spec.coords()["category"])
+        f_idx, k_idx = np.nonzero(np.asarray(valid, dtype=bool))  # C order: feature-major
+        features, labels = [], []
+        for f, k in zip(f_idx.tolist(), k_idx.tolist()):
+            # The fitted category values where the estimator knows them (a MixedNB fitted
+            # on a DataFrame: its categories_), else the codes.
+            values = known.get(columns[f])
+            features.append(names[columns[f]])
+            labels.append(str(values[k]) if values is not None and k < len(values) else str(codes[k]))
+        cells = [f"{a}={b}" for a, b in zip(features, labels)]
+        if len(set(cells)) < len(cells):
+            # Labels that print alike (1 and "1" in one object column) or an "=" inside a
+            # feature name: the (column, code) prefix, read up to "]", makes them distinct.
+            cells = [f"[{columns[f]},{k}] {c}" for f, k, c in zip(f_idx.tolist(), k_idx.tolist(), cells)]
+        coords = {
+            dim: (dim, np.asarray(cells, dtype=str)),
+            f"{prefix}cell_feature": (dim, np.asarray(features, dtype=str)),
+            f"{prefix}category_label": (dim, np.asarray(labels, dtype=str)),
+            f"{prefix}category_code": (dim, np.asarray([codes[k] for k in k_idx.tolist()], dtype=np.int64)),
+        }
+        out.append((prefix, f_idx, k_idx, coords))
+    return out
+
+
+def cell_coords(estimator, feature_names=None):
+    """The coordinates of the ``cell`` dim of the categorical blocks, for arviz.
+
+    A categorical ``feature_probs`` is exported over one flat dim ``cell``
+    (``<block>__cell`` in a MixedNB) of the (feature, category) cells that exist, feature
+    by feature and in code order within a feature, so that no array holds padding
+    whatever the numbers of categories. Along it:
+
+    * ``cell`` (the dim's own coordinate): ``"<feature>=<label>"``, e.g. ``"colour=red"``;
+      if two of them would print alike (labels such as ``1`` and ``"1"`` in one object
+      column, or an ``=`` inside a feature name) every one is prefixed with its
+      ``[column,code]`` (the column of ``X``, the category code): ``"[0,1] a=b=c"``;
+    * ``cell_feature``: the feature name (as in :func:`coords_of`);
+    * ``category_label``: the category, the fitted value where the estimator knows it (a
+      MixedNB fitted on a DataFrame: its ``categories_``, e.g. the column's strings),
+      else the code;
+    * ``category_code``: the code (the column of the estimator's own tables).
+
+    In a MixedNB every name carries the block prefix (``categorical__cell_feature``).
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    feature_names : sequence of str of length n_features_in_, optional
+
+    Returns
+    -------
+    dict of coordinate name -> (dim, ndarray)
+        Empty when the estimator has no categorical block.
+    """
+    return {k: v for *_, coords in _cell_blocks(estimator, feature_names) for k, v in coords.items()}
+
+
+def exported_dims(estimator):
+    """Dims of every parameter as :func:`to_inference_data` exports it.
+
+    Those of :func:`bayesnb.ppl.models.variable_dims`, except that a categorical
+    parameter's (feature, category) pair, padded there, is the one dim of the cells that
+    exist, ``cell`` (``<block>__cell``): ``feature_probs`` has dims (class, cell).
 
     Parameters
     ----------
@@ -116,37 +210,64 @@ def category_labels(estimator):
 
     Returns
     -------
-    dict of coordinate name -> ((feature dim, category dim), str ndarray of shape (n_features, n_codes))
+    dict of name -> tuple of dim names
     """
-    known = getattr(estimator, "categories_", None)
-    known = known if isinstance(known, dict) else {}
-    out = {}
-    for name, block, idx, spec in models.block_specs(estimator):
-        codes = spec.coords().get("category")
-        if codes is None:
-            continue
-        prefix = f"{name}__" if name else ""
-        columns = range(estimator.n_features_in_) if idx is None else [int(j) for j in idx]
-        # Each feature's own number of categories, where the prior is ragged (padded).
-        counts = getattr(block.prior, "n_categories", None)
-        counts = np.asarray([len(codes)] * len(columns) if counts is None else counts)
-        labels = np.full((len(columns), len(codes)), "", dtype=object)
-        for k, j in enumerate(columns):
-            values = known.get(j)
-            for c in range(min(int(counts[k]), len(codes))):
-                labels[k, c] = str(values[c]) if values is not None and c < len(values) else str(codes[c])
-        out[f"{prefix}category_label"] = ((f"{prefix}feature", f"{prefix}category"), labels.astype(str))
-    return out
+    dims = dict(models.variable_dims(estimator))
+    for prefix, *_ in _cell_blocks(estimator):
+        pair = (f"{prefix}feature", f"{prefix}category")
+        for var, var_dims in dims.items():
+            if var_dims[-2:] == pair:
+                dims[var] = var_dims[:-2] + (f"{prefix}cell",)
+    return dims
 
 
-def _with_category_labels(idata, estimator):
-    """``idata`` with :func:`category_labels` on every group that has both of its dims."""
-    labels = category_labels(estimator)
-    if not labels:
-        return idata
+def from_canonical(estimator, groups, *, dims, coords, attrs=None, feature_names=None):
+    """``az.from_dict`` of canonical parameter arrays, in the exported layout.
+
+    The canonical arrays (:func:`parameter_draws`, an MCMC run's samples) of a categorical
+    family are padded (class, feature, category) with NaN past each feature's number of
+    categories; here their last two axes become the ``cell`` dim of the cells that exist
+    (:func:`exported_dims`), with the coordinates of :func:`cell_coords` on every group
+    that holds the dim. Other variables pass through.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+    groups : dict of group name -> dict of variable name -> ndarray
+        Parameters with the canonical (padded) shape after their leading axes.
+    dims : dict of variable name -> sequence of dim names
+        Canonical dims (:func:`bayesnb.ppl.models.variable_dims` and the data's).
+    coords : dict of dim name -> values
+    attrs : dict, optional
+    feature_names : sequence of str of length n_features_in_, optional
+
+    Returns
+    -------
+    arviz.InferenceData
+    """
+    import arviz as az
+
+    blocks = _cell_blocks(estimator, feature_names)
+    dims = {k: tuple(v) for k, v in dims.items()}
+    flat = {}
+    for prefix, f_idx, k_idx, _ in blocks:
+        pair = (f"{prefix}feature", f"{prefix}category")
+        for var, var_dims in list(dims.items()):
+            if var_dims[-2:] == pair:
+                flat[var] = (f_idx, k_idx)
+                dims[var] = var_dims[:-2] + (f"{prefix}cell",)
+    groups = {
+        group: {k: (np.asarray(v)[..., flat[k][0], flat[k][1]] if k in flat else v) for k, v in values.items()}
+        for group, values in groups.items()
+    }
+    coords = dict(coords)
+    for *_, cell in blocks:
+        coords.update({name: list(values) for name, (dim, values) in cell.items() if name == dim})
+    idata = az.from_dict(**groups, coords=coords, dims={k: list(v) for k, v in dims.items()}, attrs=attrs or {})
+    labels = {k: v for *_, cell in blocks for k, v in cell.items() if k != v[0]}
     for group in idata.groups():
         ds = getattr(idata, group)
-        extra = {k: v for k, v in labels.items() if all(d in ds.dims for d in v[0])}
+        extra = {k: v for k, v in labels.items() if v[0] in ds.dims}
         if extra:
             setattr(idata, group, ds.assign_coords(extra))
     return idata
@@ -247,7 +368,10 @@ def to_inference_data(
     Groups:
 
     * ``posterior`` and ``prior``: the parameters (see the module docstring), with dims
-      ``(chain, draw, ...)``; the iid draws are split into ``n_chains`` chains.
+      ``(chain, draw, ...)`` (:func:`exported_dims`); the iid draws are split into
+      ``n_chains`` chains. A categorical parameter has dims ``(chain, draw, class,
+      cell)``: one cell per (feature, category) that exists, named ``"colour=red"``
+      (:func:`cell_coords`), so no cell is padding.
     * ``constant_data``: ``class_probs`` when the class proportions are fixed.
     * With the training data ``X, y`` (the estimator keeps only sufficient statistics,
       so it cannot supply them itself): ``observed_data`` (``X``, ``y``; per block
@@ -310,9 +434,19 @@ def to_inference_data(
     {'chain': 2, 'draw': 200, 'class': 2, 'feature': 2}
     >>> idata.posterior["rate"].coords["class"].values.tolist()
     ['a', 'b']
-    """
-    import arviz as az
 
+    A categorical posterior is flat over the cells that exist (2 + 3 here):
+
+    >>> from bayesnb import CategoricalNB
+    >>> X = np.array([[0, 2], [1, 0], [0, 1], [1, 1]])
+    >>> probs = CategoricalNB().fit(X, y).to_inference_data(50, random_state=0).posterior["feature_probs"]
+    >>> probs.dims
+    ('chain', 'draw', 'class', 'cell')
+    >>> probs.coords["cell"].values.tolist()
+    ['x0=0', 'x0=1', 'x1=0', 'x1=1', 'x1=2']
+    >>> probs.coords["cell_feature"].values.tolist()
+    ['x0', 'x0', 'x1', 'x1', 'x1']
+    """
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws, "n_draws")
     n_chains = check_n_draws(n_chains, "n_chains")
@@ -381,11 +515,10 @@ def to_inference_data(
         "sampling": "exact iid draws from the conjugate posterior (no Markov chain)",
         "estimator": type(estimator).__name__,
     }
-    dims = {k: list(v) for k, v in dims.items()}
-    return _with_category_labels(az.from_dict(**groups, coords=coords, dims=dims, attrs=attrs), estimator)
+    return from_canonical(estimator, groups, dims=dims, coords=coords, attrs=attrs, feature_names=feature_names)
 
 
-def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="posterior"):
+def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="posterior", feature_names=None):
     """Add draws of integrated hyperparameters to a group of an ``InferenceData``.
 
     Parameters
@@ -398,6 +531,9 @@ def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="po
     n_features : int, optional
         A hyperparameter of shape (n_features,) gets the ``feature`` dim.
     group : str
+    feature_names : sequence of length n_features, optional
+        The ``feature`` coordinates when the group has no ``feature`` dim of its own (a
+        categorical posterior is over ``cell``); default ``0 .. n_features - 1``.
 
     Returns
     -------
@@ -417,6 +553,9 @@ def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="po
         ]
         coords = {"chain": target.coords["chain"], "draw": target.coords["draw"]}
         if extra == ["feature"]:
-            coords["feature"] = target.coords["feature"] if "feature" in target.coords else np.arange(n_features)
+            if "feature" in target.coords:
+                coords["feature"] = target.coords["feature"]
+            else:
+                coords["feature"] = np.arange(n_features) if feature_names is None else list(feature_names)
         target[name] = xr.DataArray(value, dims=["chain", "draw"] + extra, coords=coords)
     return idata

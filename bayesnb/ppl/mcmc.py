@@ -121,7 +121,9 @@ class NUTSRun(NamedTuple):
     latent : dict of name -> ndarray of shape (chain * draw, ...)
         Every latent site, as numpyro returned them (to evaluate the model again).
     inference_data : arviz.InferenceData
-        ``posterior`` (canonical parameters) and ``sample_stats`` (``diverging``).
+        ``posterior`` (the parameters in the layout of
+        :func:`bayesnb.ppl.export.to_inference_data`: a categorical one over the cells
+        that exist) and ``sample_stats`` (``diverging``).
     fingerprint : tuple
         Identifies the model and data (see :func:`crosscheck`'s ``nuts``).
     form : {"rows", "stats"}
@@ -205,18 +207,21 @@ def sample_nuts(
 
 
 def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, form, log_joint=None):
-    """A :class:`NUTSRun` of canonical ``samples`` (chain, draw, ...), with its arviz posterior."""
-    import arviz as az
+    """A :class:`NUTSRun` of canonical ``samples`` (chain, draw, ...), with its arviz posterior.
 
+    The arviz posterior has the layout of :func:`bayesnb.ppl.export.to_inference_data`
+    (a categorical parameter over the cells that exist, no padding), so that it sits
+    beside the closed form's in ``az.plot_forest``; ``samples`` stay canonical.
+    """
     from bayesnb.ppl import export, models
 
     all_dims = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
-    dims = {k: list(v) for k, v in all_dims.items() if k in samples}
-    idata = az.from_dict(
-        posterior=samples,
-        sample_stats={"diverging": diverging},
-        coords=export.coords_of(estimator),
+    dims = {k: v for k, v in all_dims.items() if k in samples}
+    idata = export.from_canonical(
+        estimator,
+        {"posterior": samples, "sample_stats": {"diverging": diverging}},
         dims=dims,
+        coords=export.coords_of(estimator),
         attrs={"inference_library": "numpyro", "sampler": "NUTS", "form": form},
     )
     return NUTSRun(samples, diverging, model, kwargs, latent, idata, fingerprint, form, log_joint)
@@ -990,7 +995,10 @@ def crosscheck(
         draws = jax.tree.map(lambda a: np.asarray(a)[pick], (closed.hyper["log_class"], closed.hyper["params"]))
         idata = export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain, draws=draws)
         hyper = {k: np.asarray(v)[closed.hyper["stratum"][pick]] for k, v in snapshot.hyper_posterior_.items()}
-        return export.add_hyperparameters(idata, hyper, n_chain, getattr(snapshot, "n_features_in_", None))
+        return export.add_hyperparameters(
+            idata, hyper, n_chain, getattr(snapshot, "n_features_in_", None),
+            feature_names=export.coords_of(snapshot).get("feature"),
+        )
 
     return CrossCheck(
         parameters, predictive, nuts, closed_idata, z_max=z_max, rhat_max=rhat_max, min_ess=min_ess,

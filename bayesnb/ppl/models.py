@@ -640,7 +640,9 @@ def variable_dims(estimator):
     -------
     dims : dict of name -> tuple of dim names
         ``"class"``, ``"feature"`` (``"<block>__feature"`` in a MixedNB), ``"feature_col"``
-        (the second axis of a covariance), ``"category"``.
+        (the second axis of a covariance), ``"category"`` (padded to the largest number
+        of categories; the arviz export has the cells that exist instead, see
+        :func:`bayesnb.ppl.export.exported_dims`).
     """
     dims = {"class_probs": ("class",)}
     for name, _, _, spec in block_specs(estimator):

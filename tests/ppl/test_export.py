@@ -18,7 +18,7 @@ from numpy.testing import assert_allclose
 from scipy import stats as sps
 from scipy.special import logsumexp
 
-from bayesnb.ppl import models
+from bayesnb.ppl import export, models
 
 matplotlib.use("Agg")
 
@@ -35,11 +35,13 @@ def test_inference_data_groups_dims_coords_and_arviz(name):
     post = idata.posterior
     assert dict(post.sizes)["chain"] == 2 and dict(post.sizes)["draw"] == 100
     assert list(post.coords["class"].values) == list(est.classes_)
-    for var, dims in models.variable_dims(est).items():
+    for var, dims in export.exported_dims(est).items():
         if var == "class_probs" and est.class_dirichlet_ is None:
             assert var not in post and "class_probs" in idata.constant_data
             continue
         assert post[var].dims == ("chain", "draw") + dims
+        # The exported layout holds no padding: every draw of every parameter is a number.
+        assert np.all(np.isfinite(post[var].values)) and np.all(np.isfinite(idata.prior[var].values)), var
     # arviz runs on it: summary (every free scalar), PSIS-LOO and WAIC.
     summary = az.summary(idata, kind="stats")
     assert np.isfinite(summary["mean"]).sum() > 0
@@ -60,8 +62,9 @@ def test_feature_names_from_a_dataframe_and_block_dims():
     assert post["gaussian__loc"].dims == ("chain", "draw", "class", "gaussian__feature")
     assert list(post.coords["gaussian__feature"].values) == ["length"]
     assert list(post.coords["bernoulli__feature"].values) == ["urgent"]
-    assert list(post.coords["categorical__feature"].values) == ["sender"]
-    assert post["categorical__feature_probs"].sizes["categorical__category"] == 3
+    assert list(post.coords["categorical__cell_feature"].values) == ["sender"] * 3
+    assert post["categorical__feature_probs"].dims == ("chain", "draw", "class", "categorical__cell")
+    assert list(post.coords["categorical__cell"].values) == ["sender=bank", "sender=friend", "sender=shop"]
 
 
 def test_feature_names_of_a_plain_estimator():
@@ -74,12 +77,14 @@ def test_feature_names_of_a_plain_estimator():
     assert list(est.to_inference_data(20, random_state=0).posterior.coords["feature"].values) == ["x0", "x1"]
 
 
-def test_categorical_padding_is_nan():
+def test_categorical_cells_are_those_that_exist():
+    # Features with 2 and 3 categories: 5 cells, none of them padding.
     case = fitted("categorical")
     probs = case.estimator.to_inference_data(30, random_state=0).posterior["feature_probs"]
-    assert probs.dims[-1] == "category" and probs.sizes["category"] == 3
-    assert np.all(np.isnan(probs.sel(feature="x0", category=2)))
-    assert_allclose(probs.sel(feature="x1").sum("category"), 1.0, rtol=1e-12)
+    assert probs.dims[-1] == "cell" and probs.sizes["cell"] == 2 + 3
+    assert probs.coords["cell"].values.tolist() == ["x0=0", "x0=1", "x1=0", "x1=1", "x1=2"]
+    assert not np.any(np.isnan(probs.values))
+    assert_allclose(probs.groupby("cell_feature").sum(), 1.0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["multinomial", "gaussian_full", "poisson"])

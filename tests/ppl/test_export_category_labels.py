@@ -1,23 +1,91 @@
-"""Category labels reach the arviz export (issue 15, "Names").
+"""The categorical arviz export has no padding and names its cells (issue 15).
 
-A categorical block's ``feature_probs`` has a padded ``category`` dim of codes shared by
-its features; the labels (a MixedNB's fitted category values, e.g. a DataFrame's
-strings) are the 2-d coordinate ``category_label`` on (feature, category). The test
-checks each label against the cell it names: the posterior mean of that cell is the
-closed-form Dirichlet mean computed here by counting the label's occurrences in the
-DataFrame, so a label attached to the wrong code fails.
+A categorical ``feature_probs`` is exported over one flat dim ``cell`` (``<block>__cell``
+in a MixedNB) of the (feature, category) cells that exist, named ``"<feature>=<label>"``,
+with the non-dimension coordinates ``cell_feature``, ``category_label`` and
+``category_code`` along it. The padded (class, feature, category) layout it replaces was
+mostly NaN on data with one wide feature, and arviz showed the NaN cells as empty rows.
+
+Oracles: the Dirichlet posterior of each cell computed here by counting the rows of the
+data (mean :math:`(N_{cjk} + \\alpha) / (N_{cj} + K_j \\alpha)` and its sd), against the
+iid draws within 5 Monte Carlo standard errors, looked up by the cell's name, so that a
+name attached to the wrong cell fails; arviz itself (``az.summary`` rows, forest plots).
 """
 
 from __future__ import annotations
 
+import arviz as az
+import matplotlib
 import numpy as np
 import pandas as pd
-import pytest
 from numpy.testing import assert_allclose
 
 from bayesnb import CategoricalNB, GaussianNB, MixedNB
+from bayesnb.ppl import export
 
-pytest.importorskip("arviz")
+matplotlib.use("Agg")
+
+N_DRAWS = 2000  # per chain, 2 chains: 4000 iid draws
+
+
+def _dirichlet_cell(codes, k, n_categories, alpha):
+    """Mean and sd of theta_k under the posterior Dir(alpha + counts) of one (class, feature)."""
+    total = len(codes) + n_categories * alpha
+    mean = (np.sum(np.asarray(codes) == k) + alpha) / total
+    return mean, np.sqrt(mean * (1.0 - mean) / (total + 1.0))
+
+
+def _assert_no_nan(idata):
+    for group in ("posterior", "prior"):
+        for name, var in getattr(idata, group).data_vars.items():
+            assert np.all(np.isfinite(var.values)), (group, name)
+
+
+def _ragged(seed=0, n=90):
+    """Codes of features with 2, 3 and 7 categories (each code present), string labels."""
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.4, "spam", "ham")
+    X = np.column_stack([rng.integers(0, 2, n), rng.integers(0, 3, n), rng.integers(0, 7, n)])
+    # Class-dependent codes in the wide feature, so that the two classes' cells differ.
+    X[:, 2] = np.where(y == "spam", np.minimum(X[:, 2], 3), X[:, 2])
+    X[:3] = [[1, 2, 6], [0, 0, 5], [1, 1, 4]]
+    return X, y
+
+
+def test_ragged_categorical_export_is_flat_without_nan_and_matches_counting():
+    X, y = _ragged()
+    alpha = 0.5
+    est = CategoricalNB(alpha=alpha).fit(X, y)
+    assert est.n_categories_.tolist() == [2, 3, 7]
+    idata = est.to_inference_data(N_DRAWS, random_state=0)
+    _assert_no_nan(idata)
+    cells = [(j, k) for j, K in enumerate([2, 3, 7]) for k in range(K)]
+    for group in (idata.posterior, idata.prior):
+        probs = group["feature_probs"]
+        assert probs.dims == ("chain", "draw", "class", "cell")
+        assert probs.coords["cell"].values.tolist() == [f"x{j}={k}" for j, k in cells]
+        assert probs.coords["cell_feature"].values.tolist() == [f"x{j}" for j, _ in cells]
+        assert probs.coords["category_label"].values.tolist() == [str(k) for _, k in cells]
+        assert probs.coords["category_code"].values.tolist() == [k for _, k in cells]
+        # Each (class, feature) is a simplex over its own cells.
+        assert_allclose(probs.groupby("cell_feature").sum(), 1.0, rtol=1e-12)
+
+    # arviz: one row per (class, cell), none of them NaN, named by class and cell.
+    summary = az.summary(idata, var_names=["feature_probs"])
+    assert len(summary) == sum([2, 3, 7]) * 2
+    assert not summary.isna().any().any()
+    assert summary.index.tolist() == [f"feature_probs[{c}, x{j}={k}]" for c in ("ham", "spam") for j, k in cells]
+
+    n = 2 * N_DRAWS
+    post = idata.posterior["feature_probs"].values.reshape(n, 2, -1)
+    prior = idata.prior["feature_probs"].values.reshape(n, 2, -1)
+    for i, cls in enumerate(("ham", "spam")):
+        for c, (j, k) in enumerate(cells):
+            K = est.n_categories_[j]
+            mean, sd = _dirichlet_cell(X[y == cls, j], k, K, alpha)
+            assert abs(post[:, i, c].mean() - mean) < 5 * sd / np.sqrt(n), (cls, j, k)
+            mean, sd = _dirichlet_cell([], k, K, alpha)  # the prior: no rows
+            assert abs(prior[:, i, c].mean() - mean) < 5 * sd / np.sqrt(n), (cls, j, k)
 
 
 def _frame(seed=0, n=80):
@@ -33,52 +101,144 @@ def _frame(seed=0, n=80):
     return df, y
 
 
-def test_mixed_category_labels_name_the_cells_they_label():
+def test_mixed_cells_are_named_by_column_and_category_string():
     df, y = _frame()
     model = MixedNB().fit(df, y)
-    n_draws = 4000
-    idata = model.to_inference_data(n_draws, random_state=0, X=df, y=y)
+    idata = model.to_inference_data(N_DRAWS, random_state=0, X=df, y=y)
+    _assert_no_nan(idata)
     probs = idata.posterior["categorical__feature_probs"]
-    labels = probs.coords["categorical__category_label"]
-    assert labels.dims == ("categorical__feature", "categorical__category")
-    assert labels.values.tolist() == [["blue", "green", "red", ""], ["L", "M", "S", "XL"]]
-    mean = probs.mean(("chain", "draw"))
-    for f, feature in enumerate(["colour", "size"]):
-        values = sorted(set(df[feature]))
+    assert probs.dims == ("chain", "draw", "class", "categorical__cell")
+    names = probs.coords["categorical__cell"].values.tolist()
+    assert names == ["colour=blue", "colour=green", "colour=red", "size=L", "size=M", "size=S", "size=XL"]
+    assert probs.coords["categorical__cell_feature"].values.tolist() == ["colour"] * 3 + ["size"] * 4
+    assert probs.coords["categorical__category_label"].values.tolist() == ["blue", "green", "red", "L", "M", "S", "XL"]
+    assert probs.coords["categorical__category_code"].values.tolist() == [0, 1, 2, 0, 1, 2, 3]
+
+    summary = az.summary(idata, var_names=["categorical__feature_probs"])
+    assert len(summary) == (3 + 4) * 2 and not summary.isna().any().any()
+
+    n = 2 * N_DRAWS
+    for cell in names:
+        # The coordinates, not the position, say which column and category the cell is.
+        sel = probs.sel({"categorical__cell": cell})
+        feature = str(sel.coords["categorical__cell_feature"].values)
+        label = str(sel.coords["categorical__category_label"].values)
+        assert cell == f"{feature}={label}"
         for cls in ("no", "yes"):
-            in_class = df[feature][y == cls]
-            for c, label in enumerate(labels.values[f]):
-                cell = float(mean.sel({"class": cls, "categorical__feature": feature}).values[c])
-                if label == "":
-                    assert np.isnan(cell)
-                    continue
-                # Oracle: Dirichlet(1, ..., 1) posterior mean of the label, by counting.
-                want = ((in_class == label).sum() + 1.0) / (in_class.size + len(values))
-                # iid draws: Monte Carlo error of a mean of 4000 probabilities < 0.01.
-                assert abs(cell - want) < 0.012, (feature, cls, label, cell, want)
-    # The label coordinate is on every group holding both dims (posterior and prior).
+            # Oracle: the Dirichlet(1, ..., 1) posterior of the label, by counting the frame.
+            mean, sd = _dirichlet_cell(df[feature][y == cls], label, df[feature].nunique(), 1.0)
+            draws = sel.sel({"class": cls}).values
+            assert abs(draws.mean() - mean) < 5 * sd / np.sqrt(n), (cell, cls, draws.mean(), mean)
+    # The cell coordinates are on every group holding the dim (posterior and prior) only.
     assert "categorical__category_label" in idata.prior.coords
+    assert "categorical__cell" not in idata.log_likelihood.dims
     assert "categorical__category_label" not in idata.log_likelihood.coords
 
 
-def test_categorical_codes_are_their_own_labels_and_padding_is_empty():
-    X = np.array([[0, 1], [1, 0], [2, 1], [1, 1], [0, 0], [2, 0]])
-    y = [0, 0, 0, 1, 1, 1]
+def test_equal_numbers_of_categories_have_the_same_layout():
+    # Users' code must not change with the data: equal K_j are flat over cells too.
+    rng = np.random.default_rng(2)
+    X = rng.integers(0, 3, (40, 2))
+    y = rng.integers(0, 2, 40)
+    idata = CategoricalNB().fit(X, y).to_inference_data(50, random_state=0)
+    probs = idata.posterior["feature_probs"]
+    assert probs.dims == ("chain", "draw", "class", "cell")
+    assert probs.coords["cell"].values.tolist() == ["x0=0", "x0=1", "x0=2", "x1=0", "x1=1", "x1=2"]
+    assert set(export.exported_dims(CategoricalNB().fit(X, y))["feature_probs"]) == {"class", "cell"}
+
+
+def test_compiled_categorical_model_exports_the_same_layout():
+    import bayesnb
+    from bayesnb.core import priors
+    from bayesnb.ppl import models
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 3, (60, 2))
+    y = rng.integers(0, 2, 60)
+    alpha = 0.7
+    prior = priors.categorical_dirichlet_from_alpha(np.full((2, 2), alpha), 2, [3, 3])
+    est = bayesnb.compile_model(models.categorical_model, X, y, prior=prior, class_prior=priors.Dirichlet(np.ones(2)))
+    est.fit(X, y)
+    idata = est.to_inference_data(N_DRAWS, random_state=1)
+    _assert_no_nan(idata)
+    probs = idata.posterior["feature_probs"]
+    assert probs.dims == ("chain", "draw", "class", "cell")
+    n = 2 * N_DRAWS
+    for cell in probs.coords["cell"].values.tolist():
+        sel = probs.sel(cell=cell)
+        j = int(str(sel.coords["cell_feature"].values)[1:])
+        k = int(sel.coords["category_code"].values)
+        for cls in (0, 1):
+            mean, sd = _dirichlet_cell(X[y == cls, j], k, 3, alpha)
+            assert abs(sel.sel({"class": cls}).values.mean() - mean) < 5 * sd / np.sqrt(n), (cell, cls)
+
+
+def test_nuts_inference_data_sits_beside_the_closed_form_in_a_forest_plot():
+    import matplotlib.pyplot as plt
+
+    from bayesnb.ppl.mcmc import run_nuts
+
+    X, y = _ragged(n=40)
     est = CategoricalNB().fit(X, y)
-    assert est.n_categories_.tolist() == [3, 2]
-    idata = est.to_inference_data(50, random_state=0)
-    labels = idata.posterior["feature_probs"].coords["category_label"]
-    assert labels.values.tolist() == [["0", "1", "2"], ["0", "1", ""]]
-    # Padding is exactly where the probabilities are NaN.
-    probs = idata.posterior["feature_probs"].values
-    assert np.array_equal(np.isnan(probs[0, 0, 0]), labels.values == "")
+    run = run_nuts(est, X, y, num_warmup=150, num_samples=150, num_chains=2, random_state=0, form="stats")
+    mcmc = run.inference_data
+    closed = est.to_inference_data(150, random_state=0)
+    # The MCMC's canonical samples stay padded (the cross-check compares them scalar by
+    # scalar); its arviz posterior is flat like the closed form's.
+    assert np.isnan(run.samples["feature_probs"]).any()
+    for data in (closed, mcmc):
+        probs = data.posterior["feature_probs"]
+        assert probs.dims == ("chain", "draw", "class", "cell") and probs.sizes["cell"] == 12
+        assert not np.isnan(probs.values).any()
+    for coord in ("cell", "cell_feature", "category_label", "category_code"):
+        assert mcmc.posterior.coords[coord].values.tolist() == closed.posterior.coords[coord].values.tolist()
+    # The NUTS draws are of the same cells: per cell, within 0.2 of the closed form's mean.
+    diff = mcmc.posterior["feature_probs"].mean(("chain", "draw")) - closed.posterior["feature_probs"].mean(
+        ("chain", "draw")
+    )
+    assert float(np.abs(diff).max()) < 0.2
+    axes = az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=["feature_probs"],
+                          combined=True)
+    labels = [t.get_text() for t in np.ravel(axes)[0].get_yticklabels()]
+    assert any("x2=6" in label for label in labels) and not any("nan" in label.lower() for label in labels)
+    plt.close("all")
 
 
-def test_no_label_coordinate_without_a_categorical_block():
+def test_cell_names_stay_distinct_when_they_would_print_alike():
+    # Column "a=b" with category "c" and column "a" with category "b=c" both print "a=b=c".
+    df = pd.DataFrame({"a=b": ["c", "d", "c", "d"], "a": ["b=c", "e", "e", "b=c"]})
+    coords = export.cell_coords(MixedNB().fit(df, [0, 0, 1, 1]))
+    names = coords["categorical__cell"][1].tolist()
+    assert len(set(names)) == len(names) == 4
+    assert names == ["[0,0] a=b=c", "[0,1] a=b=d", "[1,0] a=b=c", "[1,1] a=e"]
+    assert coords["categorical__cell_feature"][1].tolist() == ["a=b", "a=b", "a", "a"]
+    assert coords["categorical__category_label"][1].tolist() == ["c", "d", "b=c", "e"]
+
+
+def test_no_cell_coordinate_without_a_categorical_block():
     rng = np.random.default_rng(1)
     X = rng.normal(size=(20, 2))
     y = np.repeat([0, 1], 10)
     idata = GaussianNB().fit(X, y).to_inference_data(20, random_state=0)
-    assert not any(str(c).endswith("category_label") for c in idata.posterior.coords)
+    assert not any(str(c).endswith(("cell", "category_label")) for c in idata.posterior.coords)
     mixed = MixedNB([("g", GaussianNB(), [0, 1])]).fit(X, y).to_inference_data(20, random_state=0)
-    assert not any(str(c).endswith("category_label") for c in mixed.posterior.coords)
+    assert not any(str(c).endswith(("cell", "category_label")) for c in mixed.posterior.coords)
+    assert export.cell_coords(GaussianNB().fit(X, y)) == {}
+
+
+def test_a_per_feature_hyperparameter_keeps_its_feature_names_beside_the_cells():
+    # Why the cells' feature coordinate is cell_feature and not feature: a per-feature
+    # hyperparameter puts a feature dim in the same group, named by the columns.
+    import numpyro.distributions as dist
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.integers(0, 2, 40), "b": rng.integers(0, 4, 40)})
+    y = rng.integers(0, 2, 40)
+    est = CategoricalNB(alpha=dist.Gamma(2.0, 1.0).expand((2,)), hyper_warmup=100, hyper_draws=100,
+                        random_state=0).fit(X, y)
+    post = est.to_inference_data(random_state=0).posterior
+    assert post["alpha"].dims == ("chain", "draw", "feature")
+    assert post.coords["feature"].values.tolist() == ["a", "b"]
+    assert post["feature_probs"].dims == ("chain", "draw", "class", "cell")
+    assert post.coords["cell_feature"].values.tolist() == ["a", "a", "b", "b", "b", "b"]
+    assert np.all(np.isfinite(post["alpha"].values)) and np.all(np.isfinite(post["feature_probs"].values))

@@ -29,7 +29,8 @@ What a subclass provides
 
 and may override ``canonical`` (sites to canonical arrays), ``per_class`` (draws with
 a class axis on every leaf, where some parameter is shared by the classes), ``coords`` (arviz
-coordinates of dims of its own, e.g. ``category``), ``n_features``,
+coordinates of dims of its own, e.g. ``category``), ``cells`` (the (feature, category)
+cells that exist, where a ``category`` dim is padded), ``n_features``,
 ``check_rows`` (reject rows the model gives no probability), ``per_feature`` and
 ``joint_features`` (a family whose features are not separate factors of a row's
 likelihood). Its documentation attributes (``title``, ``data``, ``example``, ``parents``,
@@ -239,6 +240,19 @@ class ModelSpec:
             prefixes them with the block name). Default: none.
         """
         return {}
+
+    def cells(self):
+        """Which (feature, category) cells of a variable with a ``category`` dim exist.
+
+        A family whose features have different numbers of categories stores them padded
+        to the largest; the arviz export keeps only the cells that exist (no padding in
+        what users see). Default: None (the family has no ``category`` dim).
+
+        Returns
+        -------
+        bool ndarray of shape (n_features, len(coords()["category"])) or None
+        """
+        return None
 
     def canonical(self, samples):
         """Canonical arrays from the model's sites (identity except where padded)."""

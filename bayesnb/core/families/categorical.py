@@ -473,6 +473,10 @@ class CategoricalModel(_models.ModelSpec):
         # The category codes 0 .. max K_j - 1 (the padded axis of feature_probs).
         return {"category": list(range(self.k_max))}
 
+    def cells(self):
+        # Feature j has the codes 0 .. K_j - 1; the rest of its row is padding.
+        return self.mask[:, : self.k_max].copy()
+
     def canonical(self, samples):
         probs = np.asarray(samples["feature_probs"])[..., : self.k_max]
         return {"feature_probs": np.where(self.mask[:, : self.k_max], probs, np.nan)}
