@@ -113,9 +113,12 @@ def test_polya_loo_against_numpyro_dirichlet_multinomial():
     # Moderate precisions: with the evidence's (here ~1e8) numpyro's lgamma(A + n) - lgamma(A)
     # cancels to ~1e-7, the oracle's error, not ours (tests/core/test_dm_large_count_predictive.py).
     est = bayesnb.PolyaNB(precision=[4.0, 9.0, 2.5]).fit(counts, y)
-    # The concentration is held at prior_ (no global latent is updated by the data):
-    # only the class proportions are downdated.
+    # PolyaNB's concentration is alpha_c = s_c m_c, its mean m_c smoothed from the class's
+    # word totals (which hold the row): leaving row i out takes its words out of its own
+    # class's mean, with the learned precision s_c held (bayesnb.core.families.polya.
+    # loo_log_predictive); the other classes keep prior_'s concentration.
     alpha = np.asarray(est.prior_.concentration)
+    totals, a, s = np.asarray(est.feature_count_), float(est.alpha_), np.asarray(est.precision_)
     n_tokens = counts.sum(axis=1)
     coef = gammaln(n_tokens + 1) - gammaln(counts + 1).sum(axis=1)  # bayesnb scores token sequences
     with enable_x64():  # the learned precisions are large: float32 would lose the terms
@@ -123,6 +126,10 @@ def test_polya_loo_against_numpyro_dirichlet_multinomial():
             [np.asarray(DirichletMultinomial(alpha[c], total_count=n_tokens).log_prob(counts)) - coef for c in range(3)],
             axis=1,
         )
+        for i, c in enumerate(y):
+            mean = (totals[c] - counts[i] + a) / (totals[c].sum() - n_tokens[i] + a * counts.shape[1])
+            own = DirichletMultinomial(s[c] * mean, total_count=n_tokens[i]).log_prob(counts[i])
+            feat[i, c] = float(own) - coef[i]
     beta = np.asarray(est.class_dirichlet_.concentration)
     N = np.bincount(y, minlength=3).astype(float)
     down = N[None, :] - np.eye(3)[y]
