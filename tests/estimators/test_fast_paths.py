@@ -46,9 +46,14 @@ def _exact_dm(a, X):
 
 
 @pytest.mark.parametrize(("block", "chunk"), [(1 << 22, 1 << 15), (7, 2), (1, 1)])
-def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, block, chunk):
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, block, chunk, threads):
+    # The blocks of rows run on threads: neither their size nor the number of threads
+    # may change a value.
     monkeypatch.setattr(multinomial, "_BLOCK", block)
+    monkeypatch.setattr(multinomial, "_MIN_BLOCK", 1)
     monkeypatch.setattr(multinomial, "_DIRECT_CHUNK", chunk)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
     rng = np.random.default_rng(0)
     X = _counts(rng, n=12)
     a = np.r_[rng.random(12) * 0.5 + 0.01, rng.random(13) * 1e5 + 30][None, :] * np.array([[1.0], [0.6], [1.7]])
@@ -193,3 +198,20 @@ def test_row_blocked_predictions_do_not_depend_on_the_number_of_threads(monkeypa
     joint = results[0][1]
     expected = joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)
     np.testing.assert_allclose(results[0][0], expected, rtol=0, atol=1e-12)
+
+
+def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
+    """Each row's exact predictive is computed within one block: the block size and the
+    number of threads leave every value unchanged, bit for bit."""
+    rng = np.random.default_rng(3)
+    X = sp.random(300, 40, density=0.3, random_state=4, format="csr", data_rvs=lambda k: rng.integers(1, 60, k))
+    X.data[::7] = 1.0
+    X.data[::11] += 0.5  # fractional values take the direct path
+    a = rng.random((3, 40)) * 5 + 0.05
+    whole = multinomial.log_predictive(Dirichlet(a), X)
+    monkeypatch.setattr(multinomial, "_MIN_BLOCK", 1)
+    for block, threads in [(1 << 22, "1"), (50, "2"), (17, "3"), (1, "2")]:
+        monkeypatch.setattr(multinomial, "_BLOCK", block)
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        multinomial._TABLES._entries.clear()
+        np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), whole)

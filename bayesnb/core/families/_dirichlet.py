@@ -208,7 +208,7 @@ def pooled_log_bayes_factor(concentration, counts, mask=None):
     return separate - shared
 
 
-def _log_share(t, mask):
+def _log_share(t, mask, xp=jnp):
     r"""Accurate :math:`\log(t_k / \sum_i t_i)` over the last axis (``-inf`` where masked).
 
     ``log t_k - log Σt`` rounds each term at the scale of ``log Σt``; for a share close to
@@ -216,26 +216,60 @@ def _log_share(t, mask):
     rounding is all relative error, which then adds up over many features. Shares above
     one half are computed as ``log1p(-rest / Σt)`` instead, with ``rest`` the other
     coordinate itself for a two-outcome simplex (a Beta), and ``Σt - t_k`` otherwise.
+    Written once for ``xp`` = ``numpy`` (concrete input) or ``jax.numpy`` (traced).
     """
-    t = _masked(t, mask, 0.0)
-    total = jnp.sum(t, axis=-1, keepdims=True)
+    t = t if mask is None else xp.where(mask, t, 0.0)
+    total = xp.sum(t, axis=-1, keepdims=True)
     rest = t[..., ::-1] if t.shape[-1] == 2 else total - t
-    safe_total = jnp.where(total > 0, total, 1.0)
-    direct = jnp.log(t) - jnp.log(safe_total)
-    complement = jnp.log1p(-rest / safe_total)
-    return jnp.where(t > rest, complement, direct)
+    safe_total = xp.where(total > 0, total, 1.0)
+    direct = xp.log(t) - xp.log(safe_total)
+    complement = xp.log1p(-rest / safe_total)
+    return xp.where(t > rest, complement, direct)
+
+
+def _mean_log(a, mask, xp):
+    out = _log_share(a, mask, xp)
+    return out if mask is None else xp.where(mask, out, -xp.inf)
+
+
+def _mle_log(t, mask, xp):
+    t = t if mask is None else xp.where(mask, t, 0.0)
+    total = xp.sum(t, axis=-1, keepdims=True)
+    k = xp.sum(xp.ones_like(t) if mask is None else xp.broadcast_to(mask, t.shape), axis=-1, keepdims=True)
+    out = xp.where(total > 0, _log_share(t, mask, xp), -xp.log(k))
+    return out if mask is None else xp.where(mask, out, -xp.inf)
 
 
 @x64
 @jax.jit
+def _mean_log_traced(concentration, mask=None):
+    return _mean_log(jnp.asarray(concentration, dtype=jnp.float64), mask, jnp)
+
+
+@x64
+@jax.jit
+def _mle_log_traced(counts, mask=None):
+    return _mle_log(jnp.asarray(counts, dtype=jnp.float64), mask, jnp)
+
+
+def _on_host(fn, values, mask):
+    # The same expressions in NumPy: a point estimate of concrete parameters compiles
+    # nothing (a first JAX compilation costs a few hundred milliseconds, more than the
+    # whole fit and prediction of a small data set).
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return fn(np.asarray(values, dtype=np.float64), None if mask is None else np.asarray(mask), np)
+
+
 def mean_log(concentration, mask=None):
-    r"""Log posterior mean :math:`\log(a_k / \sum_k a_k)` (masked coordinates get ``-inf``)."""
-    a = jnp.asarray(concentration, dtype=jnp.float64)
-    return _masked(_log_share(a, mask), mask, -jnp.inf)
+    r"""Log posterior mean :math:`\log(a_k / \sum_k a_k)` (masked coordinates get ``-inf``).
+
+    NumPy on concrete input, ``jax.numpy`` (compiled) where traced: the same expressions.
+    """
+    if is_traced(concentration, mask):
+        return _mean_log_traced(concentration, mask)
+    return _on_host(_mean_log, concentration, mask)
 
 
-@x64
-@jax.jit
 def mle_log(counts, mask=None):
     r"""Log maximum-likelihood probabilities :math:`\log T_k - \log \sum_k T_k`.
 
@@ -243,12 +277,11 @@ def mle_log(counts, mask=None):
     the uniform distribution over their valid coordinates, which is the limit of the
     posterior mean under :math:`\mathrm{Dir}(\epsilon)` as :math:`\epsilon \to 0`, so the
     MLE is that limit everywhere. Zero counts in an observed cell give ``-inf``.
+    NumPy on concrete input, ``jax.numpy`` (compiled) where traced.
     """
-    t = _masked(jnp.asarray(counts, dtype=jnp.float64), mask, 0.0)
-    total = jnp.sum(t, axis=-1, keepdims=True)
-    k = jnp.sum(jnp.ones_like(t) if mask is None else jnp.broadcast_to(mask, t.shape), axis=-1, keepdims=True)
-    out = jnp.where(total > 0, _log_share(t, mask), -jnp.log(k))
-    return _masked(out, mask, -jnp.inf)
+    if is_traced(counts, mask):
+        return _mle_log_traced(counts, mask)
+    return _on_host(_mle_log, counts, mask)
 
 
 def mode_log(concentration, mask=None):

@@ -98,6 +98,11 @@ _CONSTANT_RESOLUTION = 1e-20
 _PLUGIN_CHUNK_ENTRIES = 1 << 19
 _T_CHUNK_ENTRIES = 1 << 20
 _MIN_CHUNK = 64
+# The compiled kernels run only where there are at least this many full chunks of rows:
+# below it the NumPy form of the same kernel costs less than one compilation (a few
+# hundred milliseconds for the first of a process), which small data would pay on its
+# first prediction.
+_COMPILE_MIN_CHUNKS = 8
 
 # The quadratic expansion is trusted where the magnitude of its terms is at most this
 # multiple of the result's: its rounding error is then within ~1e-13 (|L| + F). Rows
@@ -471,15 +476,16 @@ def _map_rows(kernel, X, n_out, args, per_row, target):
     """Apply a row kernel ``kernel(X, *args, xp)`` to ``X`` in chunks, as float64 numpy.
 
     Full chunks of a power-of-two number of rows run the ``jax.jit`` compiled kernel
-    (one compiled shape per model); the remainder, and data smaller than one chunk, run
-    the same function in numpy, which compiles nothing. Each compiled call is dispatched
+    (one compiled shape per model) where there are at least ``_COMPILE_MIN_CHUNKS`` of
+    them; the remainder, and data smaller than that, run the same function in numpy,
+    which compiles nothing. Each compiled call is dispatched
     before the previous result is read back, so JAX's asynchronous dispatch overlaps
     the copy-in of one chunk with the work on the last.
     """
     n = X.shape[0]
     out = np.empty((n, n_out))
     chunk = max(1 << max(0, (target // max(per_row, 1)).bit_length() - 1), _MIN_CHUNK)
-    n_full = (n // chunk) * chunk
+    n_full = (n // chunk) * chunk if n >= _COMPILE_MIN_CHUNKS * chunk else 0
     if n_full:
         compiled = _compiled(kernel)
         with enable_x64():

@@ -40,8 +40,10 @@ from bayesnb.core.kernels import (
     host,
     is_traced,
     log_linear,
+    map_threads,
     matmul,
     namespace,
+    num_threads,
     row_sums,
     sum_log_rising_jax,
     summed,
@@ -126,6 +128,8 @@ def log_likelihood(params, X):
 # values) of the second. On the quick benchmark's Zipf corpus (2.2 M entries) 2^19 keeps
 # the time of 2^22 and a tracemalloc peak of 27 MiB (2^22: 52 MiB; 2^18: 19 MiB, 40% slower).
 _BLOCK = 1 << 19
+_MIN_BLOCK = 1 << 16
+_BLOCKS_PER_THREAD = 4
 # Entries per chunk of the direct (non-tabled) evaluation, whose scratch is
 # (entries x classes) floats.
 _DIRECT_CHUNK = 1 << 15
@@ -225,72 +229,91 @@ def _sum_log_rising(a, X):
     n, n_features = X.shape
     tables = _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
     log_a_t = tables.log_a_t
-    indptr, indices, data = X.indptr, X.indices, X.data
-    cuts = np.searchsorted(indptr, np.arange(_BLOCK, X.nnz, _BLOCK), side="right") - 1
+    indptr = X.indptr
+    # A few blocks per thread (a thread slowed down by other processes then takes fewer),
+    # of at most _BLOCK entries (the scratch bound) and at least _MIN_BLOCK.
+    block = max(_MIN_BLOCK, min(_BLOCK, -(-X.nnz // (_BLOCKS_PER_THREAD * num_threads()))))
+    cuts = np.searchsorted(indptr, np.arange(block, X.nnz, block), side="right") - 1
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-
-    # First pass, one scan over the stored values block by block: the entries with a
-    # non-zero excess (values other than 0 and 1) are kept compactly, tabled counts as
-    # (position, feature, count), the others (large or fractional) as they are, and the
-    # deepest tabled count of each feature sizes the table.
-    tails = []
-    # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
-    xmax = np.zeros(n_features, dtype=np.uint8)
-    for r0, r1 in zip(bounds[:-1], bounds[1:]):
-        s, e = indptr[r0], indptr[r1]
-        v = data[s:e]
-        pos = np.flatnonzero(v != 1.0)
-        vals = np.take(v, pos)
-        keep = vals != 0.0
-        if not keep.all():
-            pos, vals = pos[keep], vals[keep]
-        if not pos.size:
-            continue
-        cols = np.take(indices[s:e], pos)
-        tabled = (vals == np.round(vals)) & (vals >= 2) & (vals <= _TABLE_MAX)
-        direct = None
-        if not tabled.all():
-            local = indptr[r0 : r1 + 1] - s
-            d = pos[~tabled]
-            direct = (np.searchsorted(local, d, side="right") - 1, cols[~tabled], vals[~tabled])
-            pos, cols, vals = pos[tabled], cols[tabled], vals[tabled]
-        counts = vals.astype(np.uint8)
-        np.maximum.at(xmax, cols, counts)
-        tails.append((r0, r1, pos, cols, counts, direct))
-    if not tails:
+    blocks = list(zip(bounds[:-1], bounds[1:]))
+    # Both passes work block by block, the blocks on threads (numpy's ufuncs and scipy's
+    # product release the GIL): each block is computed alone, so the result does not
+    # depend on the number of threads.
+    tails = map_threads(lambda rb: _scan_block(X, *rb), blocks)
+    if all(t is None for t in tails):
         return matmul(X, log_a_t)
+    # The deepest tabled count of each feature sizes the table.
+    xmax = np.zeros(n_features, dtype=np.uint8)
+    for t in tails:
+        if t is not None and t[1].size:
+            np.maximum(xmax, t[3], out=xmax)
     table, rank, offset = tables.excess_for(a, xmax)
-
-    # Second pass: each block's product with the table, its tabled entries redirected.
     out = np.empty((n, a.shape[0]))
-    done = 0
-    for r0, r1, pos, cols, counts, direct in tails:
-        if done < r0:
-            out[done:r0] = matmul(_row_block(X, done, r0), log_a_t)
-        s, e = indptr[r0], indptr[r1]
-        block = _row_block(X, r0, r1)
-        if cols.size:
-            virtual = offset[counts - 1]
-            virtual += rank[cols]
-            virtual += n_features
-            ind = block.indices.astype(np.result_type(block.indices.dtype, np.min_scalar_type(table.shape[0])))
-            ind[pos] = virtual
-            val = block.data.astype(np.float64)
-            val[pos] = 1.0
-            block = sp.csr_matrix((val, ind, block.indptr), shape=(r1 - r0, table.shape[0]))
-            out[r0:r1] = matmul(block, table)
-        else:
-            out[r0:r1] = matmul(block, log_a_t)
-        if direct is not None:
-            for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
-                r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
-                terms = _log_rising_excess(np.take(a, c, axis=1).T, v[:, None], log_a_t[c])
-                starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-                out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
-        done = r1
-    if done < n:
-        out[done:n] = matmul(_row_block(X, done, n), log_a_t)
+
+    def product(k):
+        r0, r1 = blocks[k]
+        _product_block(X, r0, r1, tails[k], a, log_a_t, table, rank, offset, n_features, out)
+
+    map_threads(product, range(len(blocks)))
     return out
+
+
+def _scan_block(X, r0, r1):
+    """First pass over the stored values of rows ``r0:r1``: the entries with a non-zero
+    excess (values other than 0 and 1), tabled counts as (position, feature, count) and
+    the block's deepest tabled count per feature; the others (large or fractional) as
+    (row, feature, value). ``None`` where the block has none."""
+    indptr, n_features = X.indptr, X.shape[1]
+    s, e = indptr[r0], indptr[r1]
+    v = X.data[s:e]
+    pos = np.flatnonzero(v != 1.0)
+    vals = np.take(v, pos)
+    keep = vals != 0.0
+    if not keep.all():
+        pos, vals = pos[keep], vals[keep]
+    if not pos.size:
+        return None
+    cols = np.take(X.indices[s:e], pos)
+    tabled = (vals == np.round(vals)) & (vals >= 2) & (vals <= _TABLE_MAX)
+    direct = None
+    if not tabled.all():
+        local = indptr[r0 : r1 + 1] - s
+        d = pos[~tabled]
+        direct = (np.searchsorted(local, d, side="right") - 1, cols[~tabled], vals[~tabled])
+        pos, cols, vals = pos[tabled], cols[tabled], vals[tabled]
+    counts = vals.astype(np.uint8)
+    xmax = np.zeros(n_features, dtype=np.uint8)
+    # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
+    np.maximum.at(xmax, cols, counts)
+    return pos, cols, counts, xmax, direct
+
+
+def _product_block(X, r0, r1, tail, a, log_a_t, table, rank, offset, n_features, out):
+    """Second pass for rows ``r0:r1``: the product with the table, tabled entries
+    redirected to their rows (value 1), plus the excess of the direct entries."""
+    block = _row_block(X, r0, r1)
+    if tail is None:
+        out[r0:r1] = matmul(block, log_a_t)
+        return
+    pos, cols, counts, _, direct = tail
+    if cols.size:
+        virtual = offset[counts - 1]
+        virtual += rank[cols]
+        virtual += n_features
+        ind = block.indices.astype(np.result_type(block.indices.dtype, np.min_scalar_type(table.shape[0])))
+        ind[pos] = virtual
+        val = block.data.astype(np.float64)
+        val[pos] = 1.0
+        block = sp.csr_matrix((val, ind, block.indptr), shape=(r1 - r0, table.shape[0]))
+        out[r0:r1] = matmul(block, table)
+    else:
+        out[r0:r1] = matmul(block, log_a_t)
+    if direct is not None:
+        for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
+            r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
+            terms = _log_rising_excess(np.take(a, c, axis=1).T, v[:, None], log_a_t[c])
+            starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
+            out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
 
 
 def _row_block(X, r0, r1):
