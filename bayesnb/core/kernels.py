@@ -36,8 +36,12 @@ try:  # SciPy's private block counter: a fast path with a public fallback (_repe
     from scipy.sparse._sparsetools import csr_count_blocks as _count_blocks
 except ImportError:  # pragma: no cover - every SciPy in the supported range has it
     _count_blocks = None
+try:  # SciPy's private CSR x dense kernel, for slices of rows (see csr_rows_product)
+    from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
+except ImportError:  # pragma: no cover - every SciPy in the supported range has it
+    _csr_matvecs = None
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "csr_rows_product", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -165,12 +169,24 @@ def row_ranges(n, block):
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
 
 
-def _row_slice(X, r0, r1, dtype=None):
-    """Rows ``r0:r1`` of a CSR matrix sharing its index arrays (values converted to
-    ``dtype`` if given, else shared too)."""
-    s, e = X.indptr[r0], X.indptr[r1]
-    data = X.data[s:e] if dtype is None else X.data[s:e].astype(dtype)
-    return sp.csr_matrix((data, X.indices[s:e], X.indptr[r0 : r1 + 1] - s), shape=(r1 - r0, X.shape[1]), copy=False)
+def csr_rows_product(indptr, indices, data, W, out):
+    """``out = A @ W`` for the CSR rows ``A`` given by ``(indptr, indices, data)``, in place.
+
+    ``indptr`` starts at 0 (``len(out) + 1`` entries), ``data`` and ``W`` are float64, ``W``
+    and ``out`` C-contiguous. SciPy's own kernel is called on the arrays as they are: a
+    ``csr_matrix`` built on slices of a larger matrix would copy them (SciPy's
+    constructor copies a view of a much larger array, to free memory), an extra pass
+    over the entries of every slice. Where SciPy lacks the private kernel, the public
+    product (same kernel, same order: same numbers).
+    """
+    n = out.shape[0]
+    if _csr_matvecs is None:  # pragma: no cover - every SciPy in the supported range has it
+        out[...] = sp.csr_matrix((data, indices, indptr), shape=(n, W.shape[0]), copy=False) @ W
+        return out
+    idx = np.result_type(indptr.dtype, indices.dtype)
+    out.fill(0.0)  # the kernel accumulates
+    _csr_matvecs(n, W.shape[0], W.shape[1], indptr.astype(idx, copy=False), indices.astype(idx, copy=False), data, W.ravel(), out.reshape(-1))
+    return out
 
 
 # Non-float64 values (integer counts) are converted for the product this many at a time.
@@ -269,10 +285,11 @@ def matmul(X, W):
     cuts = np.searchsorted(X.indptr, np.linspace(0, X.nnz, slices + 1)[1:-1])
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     out = np.empty((n, W.shape[1]), dtype=np.float64)
-    dtype = np.float64 if convert else None
 
     def part(r0, r1):
-        out[r0:r1] = _row_slice(X, r0, r1, dtype) @ W
+        s, e = X.indptr[r0], X.indptr[r1]
+        data = X.data[s:e].astype(np.float64, copy=False)
+        csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e], data, W, out[r0:r1])
 
     if workers == 1:
         for r0, r1 in zip(bounds[:-1], bounds[1:]):

@@ -215,3 +215,20 @@ def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
         monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
         multinomial._TABLES._entries.clear()
         np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), whole)
+
+
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_csr_rows_product_equals_scipy_on_slices(index_dtype):
+    """The slice kernel: any run of rows, mixed index dtypes, a dirty output buffer."""
+    from bayesnb.core.kernels import csr_rows_product
+
+    rng = np.random.default_rng(5)
+    X = sp.random(200, 70, density=0.2, random_state=6, format="csr")
+    X.indices = X.indices.astype(index_dtype)
+    X.indptr = X.indptr.astype(index_dtype)
+    W = rng.normal(size=(70, 4))
+    for r0, r1 in [(0, 200), (13, 14), (50, 131), (7, 7)]:
+        s, e = X.indptr[r0], X.indptr[r1]
+        out = np.full((r1 - r0, 4), np.nan)  # the kernel accumulates: the buffer must be reset
+        csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e].astype(np.int64), X.data[s:e], W, out)
+        np.testing.assert_array_equal(out, X[r0:r1] @ W)

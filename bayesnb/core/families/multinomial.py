@@ -36,6 +36,7 @@ from bayesnb.core.families import _dirichlet, _mask, _rows
 from bayesnb.core.families.protocol import Family, get, register
 from bayesnb.core.kernels import (
     ParamCache,
+    csr_rows_product,
     dense_jax,
     host,
     is_traced,
@@ -291,37 +292,30 @@ def _scan_block(X, r0, r1):
 def _product_block(X, r0, r1, tail, a, log_a_t, table, rank, offset, n_features, out):
     """Second pass for rows ``r0:r1``: the product with the table, tabled entries
     redirected to their rows (value 1), plus the excess of the direct entries."""
-    block = _row_block(X, r0, r1)
+    s, e = X.indptr[r0], X.indptr[r1]
+    indptr = X.indptr[r0 : r1 + 1] - s
     if tail is None:
-        out[r0:r1] = matmul(block, log_a_t)
+        csr_rows_product(indptr, X.indices[s:e], X.data[s:e].astype(np.float64, copy=False), log_a_t, out[r0:r1])
         return
     pos, cols, counts, _, direct = tail
     if cols.size:
         virtual = offset[counts - 1]
         virtual += rank[cols]
         virtual += n_features
-        ind = block.indices.astype(np.result_type(block.indices.dtype, np.min_scalar_type(table.shape[0])))
+        # Copies of the block's indices and values, redirected.
+        ind = X.indices[s:e].astype(np.result_type(X.indices.dtype, np.min_scalar_type(table.shape[0])))
         ind[pos] = virtual
-        val = block.data.astype(np.float64)
+        val = X.data[s:e].astype(np.float64)
         val[pos] = 1.0
-        block = sp.csr_matrix((val, ind, block.indptr), shape=(r1 - r0, table.shape[0]))
-        out[r0:r1] = matmul(block, table)
+        csr_rows_product(indptr, ind, val, table, out[r0:r1])
     else:
-        out[r0:r1] = matmul(block, log_a_t)
+        csr_rows_product(indptr, X.indices[s:e], X.data[s:e].astype(np.float64, copy=False), log_a_t, out[r0:r1])
     if direct is not None:
         for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
             r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
             terms = _log_rising_excess(np.take(a, c, axis=1).T, v[:, None], log_a_t[c])
             starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
             out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
-
-
-def _row_block(X, r0, r1):
-    """Rows ``r0:r1`` of a CSR matrix as a view of its arrays (no copy of the entries)."""
-    if r0 == 0 and r1 == X.shape[0]:
-        return X
-    s, e = X.indptr[r0], X.indptr[r1]
-    return sp.csr_matrix((X.data[s:e], X.indices[s:e], X.indptr[r0 : r1 + 1] - s), shape=(r1 - r0, X.shape[1]))
 
 
 def _distinct(values):
