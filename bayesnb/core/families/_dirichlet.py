@@ -252,12 +252,32 @@ def _mle_log_traced(counts, mask=None):
     return _mle_log(jnp.asarray(counts, dtype=jnp.float64), mask, jnp)
 
 
+# Entries of the simplices evaluated at a time on the host (whole simplices, at least one).
+_HOST_BLOCK = 1 << 16
+
+
 def _on_host(fn, values, mask):
     # The same expressions in NumPy: a point estimate of concrete parameters compiles
     # nothing (a first JAX compilation costs a few hundred milliseconds, more than the
-    # whole fit and prediction of a small data set).
+    # whole fit and prediction of a small data set). Blocks of whole simplices keep the
+    # expressions' temporaries small: at once they would be several copies of the
+    # parameters (20 classes x 130 k words: 20 MiB each), where the compiled form fused them.
+    a = np.asarray(values, dtype=np.float64)
+    if a.ndim == 0 or a.size <= _HOST_BLOCK:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return fn(a, None if mask is None else np.asarray(mask), np)
+    K = a.shape[-1]
+    flat = a.reshape(-1, K)
+    m = None if mask is None else np.broadcast_to(np.asarray(mask), a.shape).reshape(-1, K)
+    # A (classes, features) matrix is laid out column-major: its transpose, the
+    # (features, classes) layout of the sparse products (kernels.log_linear), is then
+    # this same memory instead of a second copy of the parameters.
+    out = np.empty(flat.shape[::-1]).T if a.ndim == 2 else np.empty(flat.shape)
+    step = max(1, _HOST_BLOCK // max(K, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return fn(np.asarray(values, dtype=np.float64), None if mask is None else np.asarray(mask), np)
+        for r0 in range(0, flat.shape[0], step):
+            out[r0 : r0 + step] = fn(flat[r0 : r0 + step], None if m is None else m[r0 : r0 + step], np)
+    return out.reshape(a.shape)
 
 
 def mean_log(concentration, mask=None):
