@@ -232,3 +232,30 @@ def test_csr_rows_product_equals_scipy_on_slices(index_dtype):
         out = np.full((r1 - r0, 4), np.nan)  # the kernel accumulates: the buffer must be reset
         csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e].astype(np.int64), X.data[s:e], W, out)
         np.testing.assert_array_equal(out, X[r0:r1] @ W)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_negative_binomial_predictive_in_one_product_matches_scipy(monkeypatch, threads):
+    """PoissonNB's exact predictive folds x log1p(b) into the rising-factorial product:
+    counts 1 (plain product), 2..32 (table rows) and above (direct terms) all against
+    scipy's negative binomial, in small blocks on threads."""
+    from scipy import stats as sps
+
+    from bayesnb.core.families import poisson
+    from bayesnb.core.priors import Gamma
+
+    monkeypatch.setattr(multinomial, "_BLOCK", 13)
+    monkeypatch.setattr(multinomial, "_MIN_BLOCK", 1)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+    rng = np.random.default_rng(8)
+    X = sp.random(40, 15, density=0.5, random_state=9, format="csr", data_rvs=lambda k: rng.integers(1, 400, k).astype(float))
+    X.data[::3] = 1.0
+    X.data[1::5] = rng.integers(2, 33, X.data[1::5].size)
+    a = rng.gamma(2.0, 3.0, size=(3, 15)) + 0.05
+    b = rng.gamma(2.0, 0.5, size=(3, 15)) + 0.01
+    got = poisson.log_predictive(Gamma(a, b), X)
+    dense = X.toarray()
+    # Gamma(a, rate b) mixture of Poissons: NB(n=a, p=b/(b+1)), every feature, zeros included.
+    want = np.stack([sps.nbinom.logpmf(dense, a[c], b[c] / (b[c] + 1.0)).sum(axis=1) for c in range(3)], axis=1)
+    np.testing.assert_allclose(got, want, rtol=1e-11)
+    assert (X.data > 32).any() and ((X.data >= 2) & (X.data <= 32)).any() and (X.data == 1).any()

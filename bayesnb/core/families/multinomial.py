@@ -190,12 +190,16 @@ def _excess_table(a, xmax, log_a_t):
 
 
 class _PredictiveTables:
-    """Per-posterior parts of the predictive: ``log a`` laid out (features, classes),
-    C-contiguous (the layout scipy's sparse product reads), and the table of the terms of
-    counts >= 2 beneath it, grown to the deepest count seen so far for each feature."""
+    """Per-posterior parts of the predictive: ``log a`` (minus ``log1p(rate)`` where a
+    negative-binomial rate is given) laid out (features, classes), C-contiguous (the
+    layout scipy's sparse product reads), and the table of the terms of counts >= 2
+    beneath it, grown to the deepest count seen so far for each feature."""
 
-    def __init__(self, a):
+    def __init__(self, a, rate=None):
         self.log_a_t = np.log(a.T, out=np.empty(a.shape[::-1]))
+        self.shifted = rate is not None
+        if self.shifted:
+            self.log_a_t -= np.log1p(np.asarray(rate, dtype=np.float64)).T
         self.excess = None  # (xmax covered, table, rank, offset), replaced whole when grown
 
     def excess_for(self, a, xmax):
@@ -211,8 +215,10 @@ class _PredictiveTables:
 _TABLES = ParamCache(size=2)
 
 
-def _sum_log_rising(a, X):
-    r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class.
+def _sum_log_rising(a, X, rate=None):
+    r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class
+    (minus :math:`\sum_j x_{ij} \log(1 + b_{cj})` where ``rate`` :math:`b` is given: the
+    count terms of the negative-binomial predictive, in the same one product).
 
     Written as :math:`x \log a + R(a, x)` with the excess
     :math:`R(a, x) = \log\Gamma(a + x) - \log\Gamma(a) - x \log a`, which is zero for
@@ -228,7 +234,10 @@ def _sum_log_rising(a, X):
     # R(a, x) is not additive in x: duplicate entries are summed first.
     X = summed(sp.csr_matrix(X) if not sp.issparse(X) else X)
     n, n_features = X.shape
-    tables = _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
+    if rate is None:
+        tables = _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
+    else:
+        tables = _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
     log_a_t = tables.log_a_t
     indptr = X.indptr
     # A few blocks per thread (a thread slowed down by other processes then takes fewer),
@@ -253,7 +262,7 @@ def _sum_log_rising(a, X):
 
     def product(k):
         r0, r1 = blocks[k]
-        _product_block(X, r0, r1, tails[k], a, log_a_t, table, rank, offset, n_features, out)
+        _product_block(X, r0, r1, tails[k], a, log_a_t, table, rank, offset, n_features, out, tables.shifted)
 
     map_threads(product, range(len(blocks)))
     return out
@@ -289,9 +298,10 @@ def _scan_block(X, r0, r1):
     return pos, cols, counts, xmax, direct
 
 
-def _product_block(X, r0, r1, tail, a, log_a_t, table, rank, offset, n_features, out):
+def _product_block(X, r0, r1, tail, a, log_a_t, table, rank, offset, n_features, out, shifted=False):
     """Second pass for rows ``r0:r1``: the product with the table, tabled entries
-    redirected to their rows (value 1), plus the excess of the direct entries."""
+    redirected to their rows (value 1), plus the excess of the direct entries (over
+    ``x log a``, which is not ``log_a_t`` where it is ``shifted`` by a rate)."""
     s, e = X.indptr[r0], X.indptr[r1]
     indptr = X.indptr[r0 : r1 + 1] - s
     if tail is None:
@@ -313,7 +323,8 @@ def _product_block(X, r0, r1, tail, a, log_a_t, table, rank, offset, n_features,
     if direct is not None:
         for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
             r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
-            terms = _log_rising_excess(np.take(a, c, axis=1).T, v[:, None], log_a_t[c])
+            a_c = np.take(a, c, axis=1).T
+            terms = _log_rising_excess(a_c, v[:, None], np.log(a_c) if shifted else log_a_t[c])
             starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
             out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
 

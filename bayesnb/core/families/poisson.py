@@ -63,6 +63,7 @@ from bayesnb.core.families import _gamma, _mask, _rows
 from bayesnb.core.families.multinomial import _sum_log_rising
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import (
+    ParamCache,
     dense_jax,
     is_traced,
     log_linear,
@@ -223,13 +224,15 @@ def log_predictive(post, X):
         return sum_log_rising_jax(a, X) - matmul(X, jnp.log1p(b).T) + bias - _row_log_factorial(X)[:, None]
     a = np.asarray(post.concentration, dtype=np.float64)
     b = np.asarray(post.rate, dtype=np.float64)
-    bias = -(a * np.log1p(1.0 / b)).sum(axis=1)
-    return (
-        _sum_log_rising(a, X)
-        - matmul(X, np.log1p(b).T)
-        + bias
-        - _row_log_factorial(X)[:, None]
-    )
+    # The rising factorials and the x log1p(b) terms in one sparse product.
+    out = _sum_log_rising(a, X, rate=b)
+    out += _BIAS.get((a, b), "negative-binomial bias", lambda: -(a * np.log1p(1.0 / b)).sum(axis=1))
+    out -= _row_log_factorial(X)[:, None]
+    return out
+
+
+# The per-class constant of the predictive, kept while the posterior is unchanged.
+_BIAS = ParamCache(size=2)
 
 
 @x64
