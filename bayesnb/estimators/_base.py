@@ -289,7 +289,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         try:
             X, y = self._check_X_y(X, y, reset=True)
             check_class_targets(y)
-            return self._update(X, y, np.unique(y), sample_weight)
+            return self._update(X, y, np.unique(y), sample_weight, from_labels=True)
         except BaseException:
             # A refit that fails must not leave old posteriors next to new statistics.
             self._clear_fitted()
@@ -346,12 +346,18 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
         return X, y
 
-    def _update(self, X, y, classes, sample_weight, batch=False):
-        """Add the statistics of rows ``X``; returns ``self``, or with ``batch`` the batch's statistics."""
+    def _update(self, X, y, classes, sample_weight, batch=False, from_labels=False):
+        """Add the statistics of rows ``X``; returns ``self``, or with ``batch`` the batch's statistics.
+
+        ``from_labels``: ``classes`` is ``np.unique(y)``, so every label is one of them
+        and the membership check (a comparison per row: 9 ms for 800 k string labels)
+        is skipped.
+        """
         y_index = np.searchsorted(classes, y)
-        bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
-        if bad.any():
-            raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
+        if not from_labels:
+            bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
+            if bad.any():
+                raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
         w = check_sample_weight(sample_weight, X.shape[0])
         self.classes_ = classes
         new = self._stats(X, y_index, w)
