@@ -37,6 +37,7 @@ from bayesnb.core._validation import (
 from bayesnb.core.empirical_bayes import class_alpha as learn_class_alpha
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families._mask import MaskRefused, accepts_mask
+from bayesnb.core.kernels import frozen
 from bayesnb.core.priors import dirichlet_from_alpha
 from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.estimators import _shards
@@ -429,7 +430,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     def _point(self, kind):
         if kind not in self._cache:
-            self._cache[kind] = self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind)
+            # Read-only: kept and reused by every prediction (see kernels.frozen).
+            self._cache[kind] = frozen(self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind))
         return self._cache[kind]
 
     @property

@@ -98,7 +98,11 @@ class _DiscreteNB(BaseNB):
 
     @property
     def feature_log_prob_(self):
-        """Log feature probabilities of the current ``estimate`` (posterior mean for "predictive")."""
+        """Log feature probabilities of the current ``estimate`` (posterior mean for "predictive").
+
+        Read-only: the estimator keeps this array and reuses it for every prediction;
+        modify a copy (``np.array(clf.feature_log_prob_)``).
+        """
         check_is_fitted(self, "stats_")
         return np.asarray(self._point(check_estimate(self.estimate)).log_probs)
 

@@ -271,13 +271,15 @@ def _on_host(fn, values, mask):
     m = None if mask is None else np.broadcast_to(np.asarray(mask), a.shape).reshape(-1, K)
     # A (classes, features) matrix is laid out column-major: its transpose, the
     # (features, classes) layout of the sparse products (kernels.log_linear), is then
-    # this same memory instead of a second copy of the parameters.
-    out = np.empty(flat.shape[::-1]).T if a.ndim == 2 else np.empty(flat.shape)
+    # this same memory instead of a second copy of the parameters. The result owns its
+    # memory (written through a view), so an estimator can freeze it (kernels.frozen).
+    out = np.empty(a.shape, order="F" if a.ndim == 2 else "C")
+    rows = out if a.ndim == 2 else out.reshape(-1, K)
     step = max(1, _HOST_BLOCK // max(K, 1))
     with np.errstate(divide="ignore", invalid="ignore"):
         for r0 in range(0, flat.shape[0], step):
-            out[r0 : r0 + step] = fn(flat[r0 : r0 + step], None if m is None else m[r0 : r0 + step], np)
-    return out.reshape(a.shape)
+            rows[r0 : r0 + step] = fn(flat[r0 : r0 + step], None if m is None else m[r0 : r0 + step], np)
+    return out
 
 
 def mean_log(concentration, mask=None):

@@ -1,0 +1,73 @@
+"""kernels.ParamCache: derived arrays are reused only while their sources are unchanged.
+
+Writeable sources are recognised by a checksum of their bits (a value changed in place is
+a miss); read-only owners (kernels.frozen, an estimator's point estimates) are trusted
+without reading them, and cannot be changed in place.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bayesnb
+from bayesnb.core.kernels import ParamCache, frozen
+
+
+def _counting_cache():
+    cache, calls = ParamCache(size=4), []
+
+    def get(a):
+        return cache.get((a,), "t", lambda: calls.append(1) or a.sum())
+
+    return get, calls
+
+
+def test_writeable_source_changed_in_place_is_a_miss():
+    get, calls = _counting_cache()
+    a = np.arange(12.0).reshape(3, 4)
+    assert get(a) == a.sum() and get(a) == a.sum() and len(calls) == 1
+    a[1, 2] += 1.0  # same object, same address: only the checksum tells
+    assert get(a) == a.sum() and len(calls) == 2
+
+
+def test_frozen_source_is_trusted_and_refuses_changes():
+    get, calls = _counting_cache()
+    a = frozen(np.arange(12.0).reshape(3, 4).copy())
+    assert not a.flags.writeable
+    get(a), get(a)
+    assert len(calls) == 1
+    with pytest.raises(ValueError, match="read-only"):
+        a[0, 0] = 5.0
+    # A read-only view of a writeable owner is still checksummed.
+    b = np.arange(6.0)
+    v = b[::2]
+    v.setflags(write=False)
+    get(v)
+    b[2] = 100.0
+    assert get(v) == v.sum() and len(calls) == 3
+
+
+def test_frozen_leaves_views_alone():
+    owner = np.zeros(4)
+    tree = {"own": np.ones(3), "view": owner[1:]}
+    frozen(tree)
+    assert not tree["own"].flags.writeable and tree["view"].flags.writeable and owner.flags.writeable
+
+
+def test_estimator_point_estimates_are_read_only_and_refits_are_fresh():
+    """Predictions after a refit (new arrays, possibly at a freed address) use the new
+    parameters: the cache holds owners by weak reference."""
+    rng = np.random.default_rng(0)
+    X = rng.integers(0, 5, size=(60, 8))
+    y = rng.integers(0, 3, size=60)
+    est = bayesnb.MultinomialNB(estimate="mean").fit(X, y)
+    first = est.predict_joint_log_proba(X)
+    with pytest.raises(ValueError, match="read-only"):
+        est.feature_log_prob_[0, 0] = 0.0
+    for alpha in (0.1, 2.0, 0.1):
+        est.set_params(alpha=alpha).fit(X, y)
+        ref = bayesnb.MultinomialNB(estimate="mean", alpha=alpha).fit(X, y).predict_joint_log_proba(X)
+        np.testing.assert_array_equal(est.predict_joint_log_proba(X), ref)
+    est.set_params(alpha=1.0).fit(X, y)
+    np.testing.assert_array_equal(est.predict_joint_log_proba(X), first)
