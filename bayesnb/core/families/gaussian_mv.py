@@ -534,7 +534,7 @@ _HOST = ParamCache(size=4)
 
 
 class _Whitening(NamedTuple):
-    """Derived arrays of :func:`_mahalanobis_host` for one parameter set.
+    r"""Derived arrays of :func:`_mahalanobis_host` for one parameter set.
 
     ``inv_t`` is :math:`L^{-\top}` ((F, F) shared, (C, F, F) per class), so that a block
     of rows ``R`` whitens as ``R @ inv_t`` :math:`= (L^{-1} R^\top)^\top`. Shared only:
@@ -611,7 +611,8 @@ def _shared_block(w, rows):
     terms are at most ``_CANCELLATION_LIMIT`` times the result (plus F, the scale of
     the log density's other terms): its rounding error is then within ~1e-13 of that.
     Other rows (far from the centre relative to their distance to some class mean, or
-    overflowing) are recomputed by the direct form :math:`\|z - m_c\|^2`.
+    overflowing) are recomputed by the direct form :math:`\|L^{-1}(x - \mu_c)\|^2`
+    (centred at each mean before whitening: exact where the classes are far apart).
     """
     z = _gemm(rows - w.centre, w.inv_t)
     z_sq = np.einsum("nf,nf->n", z, z)
@@ -623,8 +624,8 @@ def _shared_block(w, rows):
     trusted = terms <= _CANCELLATION_LIMIT * (np.abs(out) + rows.shape[1])
     redo = np.flatnonzero(~trusted.all(axis=1))
     if redo.size:
-        d = z[redo, None, :] - w.means[None, :, :]
-        out[redo] = np.einsum("ncf,ncf->nc", d, d)
+        z = _direct(w, rows[redo])
+        out[redo] = np.einsum("ncf,ncf->nc", z, z)
     # Round-off of the trusted expansion can leave -1e-16-sized values at a mean.
     np.maximum(out, 0.0, out=out)
     return out
@@ -640,14 +641,21 @@ def _full_block(w, rows):
     return out
 
 
+def _direct(w, rows):
+    """Whitened differences :math:`L_c^{-1}(x - \\mu_c)` of a few rows, (rows, C, F)."""
+    n_classes, n_features = w.loc.shape
+    d = rows[:, None, :] - w.loc[None, :, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        if w.inv_t.ndim == 2:
+            return _gemm(d.reshape(-1, n_features), w.inv_t).reshape(d.shape)
+        return np.stack([d[:, c] @ w.inv_t[c] for c in range(n_classes)], axis=1)
+
+
 def _log_mahalanobis_rows(w, rows):
     r"""Logarithms of the squared norms of ``rows`` by the direct form, scaled so that
     they stay finite where the norms overflow: :math:`\|z\|^2 = s^2\|z/s\|^2`,
     :math:`s = \max_j |z_j|`."""
-    if w.inv_t.ndim == 2:
-        z = ((rows - w.centre) @ w.inv_t)[:, None, :] - w.means[None, :, :]
-    else:
-        z = np.stack([(rows - w.loc[c]) @ w.inv_t[c] for c in range(w.loc.shape[0])], axis=1)
+    z = _direct(w, rows)
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
         s = np.abs(z).max(axis=-1)
         unit = np.sum((z / np.where(s > 0, s, 1.0)[..., None]) ** 2, axis=-1)
