@@ -77,12 +77,6 @@ __all__ = [
     "linear_form",
 ]
 
-# Rows are processed in blocks so that the (n_classes, rows, n_features) arrays of
-# centred and whitened rows stay below about this many float64 entries (2 MiB each, in
-# cache): measured on a 2-core CPU with 5 classes x 20 features, 2^18 entries per block
-# ran 4x faster than 2^20 and 20x faster than 2^22.
-_BLOCK_ENTRIES = 1 << 18
-
 # A covariance whose smallest eigenvalue is at most ``F * eps`` times its largest is
 # numerically singular: numpy.linalg.matrix_rank's default criterion.
 _EPS = np.finfo(np.float64).eps
@@ -445,13 +439,6 @@ def _mle_traced(stats, shared):
 # ----------------------------------------------------------------------------- densities
 
 
-def _row_block(n, n_classes, n_features):
-    """Rows per call: a power of two (few distinct compiled shapes), within the memory cap."""
-    cap = max(8, _BLOCK_ENTRIES // max(1, n_classes * n_features))
-    cap = 1 << (cap.bit_length() - 1)
-    return min(cap, max(8, 1 << max(0, (n - 1).bit_length())))
-
-
 def _whiten(tril, rows):
     r""":math:`L^{-1} r` for every row ``r`` of ``rows`` (..., m, F).
 
@@ -621,9 +608,10 @@ def _shared_block(w, rows):
     terms = z_sq[:, None] + w.means_sq
     out = cross * -2.0
     out += terms
-    trusted = terms <= _CANCELLATION_LIMIT * (np.abs(out) + rows.shape[1])
-    redo = np.flatnonzero(~trusted.all(axis=1))
-    if redo.size:
+    # (A negative result is itself round-off of the expansion: it lowers the limit.)
+    trusted = terms <= _CANCELLATION_LIMIT * (out + rows.shape[1])
+    if not trusted.all():
+        redo = np.flatnonzero(~trusted.all(axis=1))
         z = _direct(w, rows[redo])
         out[redo] = np.einsum("ncf,ncf->nc", z, z)
     # Round-off of the trusted expansion can leave -1e-16-sized values at a mean.
