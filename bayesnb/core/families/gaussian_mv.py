@@ -491,6 +491,8 @@ def _mahalanobis(tril, loc, X, log=False):
     if is_traced(tril, loc, X):
         return _mahalanobis_traced(tril, loc, X, log)
     maha = _mahalanobis_host(tril, loc, X)
+    # The expansion can leave -1e-16-sized values at a mean.
+    np.maximum(maha, 0.0, out=maha)
     if not log:
         return maha
     with np.errstate(divide="ignore"):
@@ -557,16 +559,22 @@ def _host_whitening(tril, loc):
     return _HOST.get((tril, loc), "gaussian_mv-whitening", make)
 
 
-def _mahalanobis_host(tril, loc, X):
-    """:func:`_mahalanobis` (``log=False``) of concrete inputs, in NumPy/BLAS on the host.
+def _mahalanobis_host(tril, loc, X, scale=1.0, offset=0.0, finish=None):
+    r""":math:`a_c \|L_c^{-1}(x_i - \mu_c)\|^2 + b_c` of concrete inputs, (n_samples, n_classes),
+    in NumPy/BLAS on the host; ``scale`` :math:`a` and ``offset`` :math:`b` are scalars
+    or (C,), and ``finish`` (if given) is applied in place to each block of the result.
 
-    Blocks of rows run on :func:`~bayesnb.core.kernels.map_threads` (BLAS releases the
-    GIL); every row is computed the same way whichever thread runs it.
+    The affine map and ``finish`` run on each block while it is in cache (a density is
+    one pass over the output, not four). Blocks of rows run on
+    :func:`~bayesnb.core.kernels.map_threads` (BLAS releases the GIL); every row is
+    computed the same way whichever thread runs it.
     """
     w = _host_whitening(tril, loc)
     X = np.asarray(X, dtype=np.float64)
     n = X.shape[0]
     n_classes, n_features = w.loc.shape
+    scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (n_classes,))
+    offset = np.broadcast_to(np.asarray(offset, dtype=np.float64), (n_classes,))
     out = np.empty((n, n_classes))
     block = max(_HOST_MIN_BLOCK, _HOST_BLOCK_ENTRIES // max(1, n_features))
     kernel = _shared_block if w.inv_t.ndim == 2 else _full_block
@@ -574,7 +582,10 @@ def _mahalanobis_host(tril, loc, X):
     def run(bounds):
         for start in range(bounds[0], bounds[1], block):
             stop = min(start + block, bounds[1])
-            out[start:stop] = kernel(w, X[start:stop])
+            part = out[start:stop]
+            kernel(w, X[start:stop], scale, offset, part)
+            if finish is not None:
+                finish(part)
 
     with np.errstate(over="ignore", invalid="ignore"):
         map_threads(run, row_ranges(n, block))
@@ -590,43 +601,47 @@ def _gemm(a, b):
     return out
 
 
-def _shared_block(w, rows):
-    r"""Squared norms under one covariance, by the expansion
+def _shared_block(w, rows, scale, offset, out):
+    r"""``out`` :math:`= a_c \|z - m_c\|^2 + b_c` under one covariance, by the expansion
     :math:`\|z - m_c\|^2 = \|z\|^2 - 2 z^\top m_c + \|m_c\|^2`, :math:`z = L^{-1}(x - \text{centre})`.
 
     One whitening of the rows serves every class. The expansion is trusted where its
-    terms are at most ``_CANCELLATION_LIMIT`` times the result (plus F, the scale of
-    the log density's other terms): its rounding error is then within ~1e-13 of that.
-    Other rows (far from the centre relative to their distance to some class mean, or
-    overflowing) are recomputed by the direct form :math:`\|L^{-1}(x - \mu_c)\|^2`
+    terms :math:`\|z\|^2 + \|m_c\|^2` (which bound the cancelling ones) are at most
+    ``_CANCELLATION_LIMIT`` times the result plus F (the scale of the log density's
+    other terms): its rounding error is then within ~1e-13 of that. Every row with
+    :math:`\|z\|^2 + \max_c \|m_c\|^2 \le` ``_CANCELLATION_LIMIT`` F passes at once (the
+    norms are >= 0); the others are checked class by class, and the untrusted ones
+    (far from the centre relative to their distance to some class mean, or
+    overflowing) recomputed by the direct form :math:`\|L^{-1}(x - \mu_c)\|^2`
     (centred at each mean before whitening: exact where the classes are far apart).
     """
     z = _gemm(rows - w.centre, w.inv_t)
     z_sq = np.einsum("nf,nf->n", z, z)
-    cross = _gemm(z, w.means_t)
-    # terms = |z|^2 + |m_c|^2 bounds the magnitude of the cancelling terms (2|z.m_c| <= terms).
-    terms = z_sq[:, None] + w.means_sq
-    out = cross * -2.0
-    out += terms
-    # (A negative result is itself round-off of the expansion: it lowers the limit.)
-    trusted = terms <= _CANCELLATION_LIMIT * (out + rows.shape[1])
-    if not trusted.all():
-        redo = np.flatnonzero(~trusted.all(axis=1))
-        z = _direct(w, rows[redo])
-        out[redo] = np.einsum("ncf,ncf->nc", z, z)
-    # Round-off of the trusted expansion can leave -1e-16-sized values at a mean.
-    np.maximum(out, 0.0, out=out)
-    return out
+    np.matmul(z, w.means_t * (-2.0 * scale), out=out)
+    out += z_sq[:, None] * scale
+    out += w.means_sq * scale + offset
+    limit = _CANCELLATION_LIMIT * rows.shape[1]
+    check = np.flatnonzero(~(z_sq + w.means_sq.max(initial=0.0) <= limit))
+    if check.size:
+        terms = z_sq[check, None] + w.means_sq
+        maha = terms - 2.0 * (z[check] @ w.means_t)
+        trusted = terms <= _CANCELLATION_LIMIT * (maha + rows.shape[1])
+        redo = check[~trusted.all(axis=1)]
+        if redo.size:
+            d = _direct(w, rows[redo])
+            out[redo] = np.einsum("ncf,ncf->nc", d, d) * scale + offset
 
 
-def _full_block(w, rows):
-    r""":math:`\|L_c^{-1}(x - \mu_c)\|^2` per class: the rows are centred at each class
-    mean (no cancellation beyond that of the data), then whitened by BLAS."""
-    out = np.empty((rows.shape[0], w.loc.shape[0]))
+def _full_block(w, rows, scale, offset, out):
+    r"""``out`` :math:`= a_c \|L_c^{-1}(x - \mu_c)\|^2 + b_c` per class: the rows are
+    centred at each class mean (no cancellation beyond that of the data), then whitened
+    by BLAS."""
     for c in range(w.loc.shape[0]):
         z = _gemm(rows - w.loc[c], w.inv_t[c])
-        out[:, c] = np.einsum("nf,nf->n", z, z)
-    return out
+        maha = np.einsum("nf,nf->n", z, z)
+        maha *= scale[c]
+        maha += offset[c]
+        out[:, c] = maha
 
 
 def _direct(w, rows):
@@ -684,15 +699,14 @@ def log_likelihood(params, X):
     loc = xp.asarray(params.loc, dtype=np.float64)
     tril = xp.asarray(params.scale_tril, dtype=np.float64)
     n_features = loc.shape[-1]
-    maha = _mahalanobis(tril, loc, X)
     half_logdet = xp.broadcast_to(_log_diag_sum(tril), (loc.shape[0],))
+    const = -0.5 * n_features * np.log(2 * np.pi) - half_logdet
     if xp is np:
-        # In place on the host: the norms are this call's own array.
-        maha += n_features * np.log(2 * np.pi)
-        maha *= -0.5
-        maha -= half_logdet
-        return maha
-    return -0.5 * (n_features * np.log(2 * np.pi) + maha) - half_logdet
+        # The affine map is applied on the host kernel's blocks (while in cache); the
+        # expansion's round-off at a mean (a norm of -1e-16) cannot lift a value above
+        # its maximum by more than that.
+        return _mahalanobis_host(tril, loc, X, -0.5, const, lambda part: np.minimum(part, const, out=part))
+    return -0.5 * _mahalanobis(tril, loc, X) + const
 
 
 def log_predictive(post, X):
@@ -752,17 +766,21 @@ def _log_predictive_host(post, X, loc, kappa, d, shape_factor):
     half_logdet = np.broadcast_to(_log_diag_sum(tril), (n_classes,)) + 0.5 * n_features * np.log(shape_factor)
     const = log_rising_factorial_np(0.5 * d, 0.5 * n_features) - 0.5 * n_features * np.log(d * np.pi) - half_logdet
     ratio = kappa / (kappa + 1)
-    maha = _mahalanobis_host(tril, loc, X)
-    over = np.flatnonzero(np.isinf(maha).any(axis=1))
-    maha *= ratio
-    out = np.log1p(maha, out=maha)
-    if over.size:
-        # The t density decays only polynomially: rows whose norm overflows still have a
-        # finite log density, log1p(q) = logaddexp(0, log q).
+    power = -0.5 * (d + n_features)
+
+    def finish(q):
+        np.maximum(q, 0.0, out=q)  # the expansion's round-off at a mean
+        np.log1p(q, out=q)
+        q *= power
+        q += const
+
+    out = _mahalanobis_host(tril, loc, X, ratio, 0.0, finish)
+    # Rows whose norm overflowed (-inf here): the t density decays only polynomially,
+    # so their log density is finite, log1p(q) = logaddexp(0, log q).
+    if not np.isfinite(out).all():
+        over = np.flatnonzero(~np.isfinite(out).all(axis=1))
         log_q = _log_mahalanobis_rows(_host_whitening(tril, loc), np.asarray(X, dtype=np.float64)[over]) + np.log(ratio)
-        out[over] = np.logaddexp(0.0, log_q)
-    out *= -0.5 * (d + n_features)
-    out += const
+        out[over] = power * np.logaddexp(0.0, log_q) + const
     return out
 
 
