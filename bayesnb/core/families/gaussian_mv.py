@@ -33,11 +33,15 @@ In both cases the exact posterior predictive of a new row of class :math:`c` is 
 multivariate Student-t with :math:`d = \nu_n - F + 1` degrees of freedom, location
 :math:`m_{nc}` and shape matrix :math:`\Psi_n (\kappa_{nc} + 1) / (\kappa_{nc}\, d)`.
 
-All linear algebra goes through Cholesky factors (``jax.scipy.linalg``): log
-determinants are sums of log diagonals, quadratic forms are squared norms of triangular
-solves; no matrix is inverted (the precision matrices that :func:`quadratic_form`
-returns are its output, formed by Cholesky solves). Everything runs in float64
-(:mod:`bayesnb.core._x64`).
+All linear algebra goes through Cholesky factors: log determinants are sums of log
+diagonals, quadratic forms are squared norms of whitened rows :math:`L^{-1}(x - \mu)`
+(the inverse of the triangular factor, formed once by a triangular solve against the
+identity, is as accurate as solving every row); no covariance is inverted (the precision
+matrices that :func:`quadratic_form` returns are its output, formed by Cholesky
+solves). Everything runs in float64 (:mod:`bayesnb.core._x64`). The densities of
+concrete inputs run in NumPy/BLAS on the host, with the derived factors cached per
+parameter set, and compile nothing; traced inputs (``jax.jit``, ``jax.grad``) take the
+``jax.numpy`` path.
 """
 
 from __future__ import annotations
