@@ -13,7 +13,6 @@ import numpy as np
 
 from bayesnb.core.families import _dirichlet
 from bayesnb.core.families._rows import generator
-from bayesnb.core.kernels import is_traced
 from bayesnb.core.priors import Dirichlet
 
 __all__ = ["posterior", "point_log", "log_evidence", "sample_log", "sample_labels"]
@@ -52,35 +51,14 @@ def point_log(prior, class_count, kind):
     -------
     ndarray of shape (n_classes,)
     """
-    host = not is_traced(prior, class_count)
     if kind == "mle":
-        return _mle_share(np.asarray(class_count, dtype=np.float64)) if host else np.asarray(_dirichlet.mle_log(class_count))
+        return np.asarray(_dirichlet.mle_log(class_count))
     post = posterior(prior, class_count).concentration
     if kind == "map":
-        a = np.asarray(post, dtype=np.float64) if host else None
-        if host and np.all(a >= 1.0):
-            return _mle_share(a - 1.0)
-        # Traced, or undefined (a concentration below 1): mode_log says why.
         return np.asarray(_dirichlet.mode_log(post))
     if kind in ("mean", "predictive"):
-        return _log_share(np.asarray(post, dtype=np.float64)) if host else np.asarray(_dirichlet.mean_log(post))
+        return np.asarray(_dirichlet.mean_log(post))
     raise ValueError(f"unknown estimate {kind!r}")
-
-
-def _log_share(t):
-    """NumPy twin of ``_dirichlet._log_share`` for one concrete vector (no JAX compilation
-    on a first prediction): :math:`\\log(t_k / \\sum_i t_i)`, as ``log1p(-rest / total)``
-    for shares above one half."""
-    total = t.sum()
-    rest = t[::-1] if t.size == 2 else total - t
-    safe = total if total > 0 else 1.0
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(t > rest, np.log1p(-rest / safe), np.log(t) - np.log(safe))
-
-
-def _mle_share(counts):
-    """``_dirichlet.mle_log`` of one concrete vector: uniform where no count is positive."""
-    return _log_share(counts) if counts.sum() > 0 else np.full(counts.shape, -np.log(counts.size))
 
 
 def log_evidence(prior, class_count):
