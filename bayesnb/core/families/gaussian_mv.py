@@ -33,11 +33,15 @@ In both cases the exact posterior predictive of a new row of class :math:`c` is 
 multivariate Student-t with :math:`d = \nu_n - F + 1` degrees of freedom, location
 :math:`m_{nc}` and shape matrix :math:`\Psi_n (\kappa_{nc} + 1) / (\kappa_{nc}\, d)`.
 
-All linear algebra goes through Cholesky factors (``jax.scipy.linalg``): log
-determinants are sums of log diagonals, quadratic forms are squared norms of triangular
-solves; no matrix is inverted (the precision matrices that :func:`quadratic_form`
-returns are its output, formed by Cholesky solves). Everything runs in float64
-(:mod:`bayesnb.core._x64`).
+All linear algebra goes through Cholesky factors: log determinants are sums of log
+diagonals, quadratic forms are squared norms of whitened rows :math:`L^{-1}(x - \mu)`
+(the inverse of the triangular factor, formed once by a triangular solve against the
+identity, is as accurate as solving every row); no covariance is inverted (the precision
+matrices that :func:`quadratic_form` returns are its output, formed by Cholesky
+solves). Everything runs in float64 (:mod:`bayesnb.core._x64`). The densities of
+concrete inputs run in NumPy/BLAS on the host, with the derived factors cached per
+parameter set, and compile nothing; traced inputs (``jax.jit``, ``jax.grad``) take the
+``jax.numpy`` path.
 """
 
 from __future__ import annotations
@@ -49,11 +53,12 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
-from bayesnb.core._special import log_rising_factorial
+from bayesnb.core._special import log_rising_factorial, log_rising_factorial_np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _mask, _rows
+from bayesnb.core.families.gaussian import _CANCELLATION_LIMIT
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import dense_jax, host, is_traced, namespace
+from bayesnb.core.kernels import ParamCache, dense_jax, host, is_traced, map_threads, namespace, row_ranges
 from bayesnb.core.priors import NormalInverseWishart, real_array
 from bayesnb.core.stats import dense_mask, scatter_stats
 
@@ -75,12 +80,6 @@ __all__ = [
     "quadratic_form",
     "linear_form",
 ]
-
-# Rows are processed in blocks so that the (n_classes, rows, n_features) arrays of
-# centred and whitened rows stay below about this many float64 entries (2 MiB each, in
-# cache): measured on a 2-core CPU with 5 classes x 20 features, 2^18 entries per block
-# ran 4x faster than 2^20 and 20x faster than 2^22.
-_BLOCK_ENTRIES = 1 << 18
 
 # A covariance whose smallest eigenvalue is at most ``F * eps`` times its largest is
 # numerically singular: numpy.linalg.matrix_rank's default criterion.
@@ -314,10 +313,31 @@ def posterior(prior, stats):
 
 
 @x64
+def _cholesky_traced(a):
+    return jnp.linalg.cholesky(jnp.asarray(a, dtype=jnp.float64))
+
+
 def _cholesky(a):
+    """Lower Cholesky factors of the (..., F, F) matrices ``a``.
+
+    Concrete inputs are factored by LAPACK through NumPy (no JAX compilation); as with
+    ``jnp.linalg.cholesky``, a matrix that is not positive definite gets a factor of NaNs
+    rather than an error.
+    """
     if is_traced(a):
-        return jnp.linalg.cholesky(jnp.asarray(a, dtype=jnp.float64))
-    return np.asarray(jnp.linalg.cholesky(jnp.asarray(a, dtype=jnp.float64)))
+        return _cholesky_traced(a)
+    a = np.asarray(a, dtype=np.float64)
+    try:
+        return np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        flat = a.reshape((-1,) + a.shape[-2:])
+        out = np.full(flat.shape, np.nan)
+        for i, m in enumerate(flat):
+            try:
+                out[i] = np.linalg.cholesky(m)
+            except np.linalg.LinAlgError:
+                pass
+        return out.reshape(a.shape)
 
 
 def _check_nonsingular(cov, what):
@@ -423,13 +443,6 @@ def _mle_traced(stats, shared):
 # ----------------------------------------------------------------------------- densities
 
 
-def _row_block(n, n_classes, n_features):
-    """Rows per call: a power of two (few distinct compiled shapes), within the memory cap."""
-    cap = max(8, _BLOCK_ENTRIES // max(1, n_classes * n_features))
-    cap = 1 << (cap.bit_length() - 1)
-    return min(cap, max(8, 1 << max(0, (n - 1).bit_length())))
-
-
 def _whiten(tril, rows):
     r""":math:`L^{-1} r` for every row ``r`` of ``rows`` (..., m, F).
 
@@ -463,42 +476,209 @@ def _mahalanobis_kernel(tril, loc, X, centre):
 
 
 @x64
+def _mahalanobis_traced(tril, loc, X, log=False):
+    """:func:`_mahalanobis` under a JAX trace: one call of the kernel on every row."""
+    loc = jnp.asarray(loc, dtype=jnp.float64)
+    squared, log_squared = _mahalanobis_kernel(jnp.asarray(tril, dtype=jnp.float64), loc, dense_jax(X), jnp.mean(loc, axis=0))
+    return log_squared if log else squared
+
+
 def _mahalanobis(tril, loc, X, log=False):
     r"""Squared Mahalanobis norms :math:`\|L_c^{-1}(x_i - \mu_c)\|^2`, shape (n_samples, n_classes).
 
-    ``tril`` is (C, F, F) or one shared (F, F) factor; ``loc`` is (C, F). Rows go through
-    one compiled kernel in zero-padded blocks whose size is a power of two, so XLA
-    compiles a handful of shapes per (C, F) instead of one per number of rows. With
+    ``tril`` is (C, F, F) or one shared (F, F) factor; ``loc`` is (C, F). With
     ``log=True`` the logarithm of the norms is returned instead, finite where the norm
-    itself overflows (``-inf`` at the centre).
+    itself overflows (``-inf`` at the centre). Traced inputs go through the compiled
+    :func:`_mahalanobis_kernel`; concrete ones through NumPy/BLAS on the host
+    (:func:`_mahalanobis_host`), which compiles nothing.
     """
     if is_traced(tril, loc, X):
-        # Traced: one call of the kernel on every row (no blocks, no read-back).
-        loc = jnp.asarray(loc, dtype=jnp.float64)
-        squared, log_squared = _mahalanobis_kernel(jnp.asarray(tril, dtype=jnp.float64), loc, dense_jax(X), jnp.mean(loc, axis=0))
-        return log_squared if log else squared
-    X = np.asarray(X, dtype=np.float64)
-    loc = jnp.asarray(loc, dtype=jnp.float64)
-    tril = jnp.asarray(tril, dtype=jnp.float64)
-    n_classes, n_features = loc.shape
-    n = X.shape[0]
-    centre = jnp.mean(loc, axis=0)
-    block = _row_block(n, n_classes, n_features)
-    out = np.empty((n, n_classes))
-    for start in range(0, n, block):
-        rows = X[start : start + block]
-        m = rows.shape[0]
-        if m < block:
-            rows = np.concatenate([rows, np.zeros((block - m, n_features))])
-        squared, log_squared = _mahalanobis_kernel(tril, loc, jnp.asarray(rows), centre)
-        out[start : start + m] = np.asarray(log_squared if log else squared)[:m]
+        return _mahalanobis_traced(tril, loc, X, log)
+    maha = _mahalanobis_host(tril, loc, X)
+    # The expansion can leave -1e-16-sized values at a mean.
+    np.maximum(maha, 0.0, out=maha)
+    if not log:
+        return maha
+    with np.errstate(divide="ignore"):
+        out = np.log(maha)
+    over = np.flatnonzero(np.isinf(maha).any(axis=1))
+    if over.size:
+        out[over] = _log_mahalanobis_rows(_host_whitening(tril, loc), np.asarray(X, dtype=np.float64)[over])
     return out
 
 
-@x64
+# ----------------------------------------------------------------------------- host kernels
+# Concrete (non-traced) inputs are scored with NumPy and BLAS: no JAX dispatch or
+# compilation, the derived matrices made once per parameter set (``_HOST``).
+
+# Rows per block of the host kernels: about this many (rows x F) entries, so that a
+# block's temporaries stay in cache; blocks run on map_threads.
+_HOST_BLOCK_ENTRIES = 1 << 15
+# Within a block, the products with the factors go to BLAS in pieces of at most this
+# many multiply-adds: OpenBLAS runs a product of m x n x k <= 2^18 in the calling thread
+# (interface/gemm.c: SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD), while larger ones
+# wake its own thread pool, which on a loaded machine stalls a call for tens of
+# milliseconds at random (measured on a 2-core machine at load 6: 200,000 x 20 rows in
+# blocks of 2^17 entries took 0.3-2 s, in single-threaded pieces 0.03-0.05 s).
+_HOST_GEMM_MULADDS = 1 << 18
+_HOST_MIN_BLOCK = 16
+
+_HOST = ParamCache(size=4)
+
+
+class _Whitening(NamedTuple):
+    r"""Derived arrays of :func:`_mahalanobis_host` for one parameter set.
+
+    ``inv_t`` is :math:`L^{-\top}` ((F, F) shared, (C, F, F) per class), so that a block
+    of rows ``R`` whitens as ``R @ inv_t`` :math:`= (L^{-1} R^\top)^\top`. Shared only:
+    ``centre`` (the mean of the class means), ``means`` :math:`m_c = L^{-1}(\mu_c -
+    \text{centre})` (C, F) and ``means_sq`` :math:`\|m_c\|^2` (C,).
+    """
+
+    loc: np.ndarray
+    inv_t: np.ndarray
+    centre: np.ndarray
+    means: np.ndarray
+    means_t: np.ndarray
+    means_sq: np.ndarray
+
+
+def _host_whitening(tril, loc):
+    def make():
+        from scipy.linalg import solve_triangular as solve
+
+        L = np.asarray(tril, dtype=np.float64)
+        mu = np.asarray(loc, dtype=np.float64)
+        eye = np.eye(L.shape[-1])
+        # L^-1 by a triangular solve against the identity: backward stable like the solve
+        # of every row, and applied to the rows as one BLAS product per block.
+        mats = L.reshape((-1,) + L.shape[-2:])
+        inv_t = np.stack([solve(m, eye, lower=True, check_finite=False).T.copy() for m in mats]).reshape(L.shape)
+        if L.ndim == 2:
+            centre = mu.mean(axis=0)
+            means = (mu - centre) @ inv_t
+            return _Whitening(mu, inv_t, centre, means, means.T.copy(), np.einsum("cf,cf->c", means, means))
+        return _Whitening(mu, inv_t, None, None, None, None)
+
+    return _HOST.get((tril, loc), "gaussian_mv-whitening", make)
+
+
+def _mahalanobis_host(tril, loc, X, scale=1.0, offset=0.0, finish=None):
+    r""":math:`a_c \|L_c^{-1}(x_i - \mu_c)\|^2 + b_c` of concrete inputs, (n_samples, n_classes),
+    in NumPy/BLAS on the host; ``scale`` :math:`a` and ``offset`` :math:`b` are scalars
+    or (C,), and ``finish`` (if given) is applied in place to each block of the result.
+
+    The affine map and ``finish`` run on each block while it is in cache (a density is
+    one pass over the output, not four). Blocks of rows run on
+    :func:`~bayesnb.core.kernels.map_threads` (BLAS releases the GIL); every row is
+    computed the same way whichever thread runs it.
+    """
+    w = _host_whitening(tril, loc)
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    n_classes, n_features = w.loc.shape
+    scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (n_classes,))
+    offset = np.broadcast_to(np.asarray(offset, dtype=np.float64), (n_classes,))
+    out = np.empty((n, n_classes))
+    block = max(_HOST_MIN_BLOCK, _HOST_BLOCK_ENTRIES // max(1, n_features))
+    kernel = _shared_block if w.inv_t.ndim == 2 else _full_block
+
+    def run(bounds):
+        for start in range(bounds[0], bounds[1], block):
+            stop = min(start + block, bounds[1])
+            part = out[start:stop]
+            kernel(w, X[start:stop], scale, offset, part)
+            if finish is not None:
+                finish(part)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        map_threads(run, row_ranges(n, block))
+    return out
+
+
+def _gemm(a, b):
+    """``a @ b`` in pieces of rows that BLAS runs single-threaded (``_HOST_GEMM_MULADDS``)."""
+    out = np.empty((a.shape[0], b.shape[1]))
+    step = max(_HOST_MIN_BLOCK, _HOST_GEMM_MULADDS // max(1, b.shape[0] * b.shape[1]))
+    for start in range(0, a.shape[0], step):
+        np.matmul(a[start : start + step], b, out=out[start : start + step])
+    return out
+
+
+def _shared_block(w, rows, scale, offset, out):
+    r"""``out`` :math:`= a_c \|z - m_c\|^2 + b_c` under one covariance, by the expansion
+    :math:`\|z - m_c\|^2 = \|z\|^2 - 2 z^\top m_c + \|m_c\|^2`, :math:`z = L^{-1}(x - \text{centre})`.
+
+    One whitening of the rows serves every class. The expansion is trusted where its
+    terms :math:`\|z\|^2 + \|m_c\|^2` (which bound the cancelling ones) are at most
+    ``_CANCELLATION_LIMIT`` times the result plus F (the scale of the log density's
+    other terms): its rounding error is then within ~1e-13 of that. Every row with
+    :math:`\|z\|^2 + \max_c \|m_c\|^2 \le` ``_CANCELLATION_LIMIT`` F passes at once (the
+    norms are >= 0); the others are checked class by class, and the untrusted ones
+    (far from the centre relative to their distance to some class mean, or
+    overflowing) recomputed by the direct form :math:`\|L^{-1}(x - \mu_c)\|^2`
+    (centred at each mean before whitening: exact where the classes are far apart).
+    """
+    z = _gemm(rows - w.centre, w.inv_t)
+    z_sq = np.einsum("nf,nf->n", z, z)
+    np.matmul(z, w.means_t * (-2.0 * scale), out=out)
+    out += z_sq[:, None] * scale
+    out += w.means_sq * scale + offset
+    limit = _CANCELLATION_LIMIT * rows.shape[1]
+    check = np.flatnonzero(~(z_sq + w.means_sq.max(initial=0.0) <= limit))
+    if check.size:
+        terms = z_sq[check, None] + w.means_sq
+        maha = terms - 2.0 * (z[check] @ w.means_t)
+        trusted = terms <= _CANCELLATION_LIMIT * (maha + rows.shape[1])
+        redo = check[~trusted.all(axis=1)]
+        if redo.size:
+            d = _direct(w, rows[redo])
+            out[redo] = np.einsum("ncf,ncf->nc", d, d) * scale + offset
+
+
+def _full_block(w, rows, scale, offset, out):
+    r"""``out`` :math:`= a_c \|L_c^{-1}(x - \mu_c)\|^2 + b_c` per class: the rows are
+    centred at each class mean (no cancellation beyond that of the data), then whitened
+    by BLAS."""
+    for c in range(w.loc.shape[0]):
+        z = _gemm(rows - w.loc[c], w.inv_t[c])
+        maha = np.einsum("nf,nf->n", z, z)
+        maha *= scale[c]
+        maha += offset[c]
+        out[:, c] = maha
+
+
+def _direct(w, rows):
+    """Whitened differences :math:`L_c^{-1}(x - \\mu_c)` of a few rows, (rows, C, F)."""
+    n_classes, n_features = w.loc.shape
+    d = rows[:, None, :] - w.loc[None, :, :]
+    with np.errstate(over="ignore", invalid="ignore"):
+        if w.inv_t.ndim == 2:
+            return _gemm(d.reshape(-1, n_features), w.inv_t).reshape(d.shape)
+        return np.stack([d[:, c] @ w.inv_t[c] for c in range(n_classes)], axis=1)
+
+
+def _log_mahalanobis_rows(w, rows):
+    r"""Logarithms of the squared norms of ``rows`` by the direct form, scaled so that
+    they stay finite where the norms overflow: :math:`\|z\|^2 = s^2\|z/s\|^2`,
+    :math:`s = \max_j |z_j|`."""
+    z = _direct(w, rows)
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        s = np.abs(z).max(axis=-1)
+        unit = np.sum((z / np.where(s > 0, s, 1.0)[..., None]) ** 2, axis=-1)
+        return 2.0 * np.log(s) + np.log(unit)
+
+
 def _log_diag_sum(tril):
     """:math:`\\sum_j \\log L_{jj}`, i.e. half the log determinant, over the last two axes."""
-    return host(jnp.sum(jnp.log(jnp.diagonal(jnp.asarray(tril), axis1=-2, axis2=-1)), axis=-1))
+    if is_traced(tril):
+        return _log_diag_sum_traced(tril)
+    return np.log(np.diagonal(np.asarray(tril, dtype=np.float64), axis1=-2, axis2=-1)).sum(axis=-1)
+
+
+@x64
+def _log_diag_sum_traced(tril):
+    return jnp.sum(jnp.log(jnp.diagonal(jnp.asarray(tril), axis1=-2, axis2=-1)), axis=-1)
 
 
 def log_likelihood(params, X):
@@ -523,9 +703,14 @@ def log_likelihood(params, X):
     loc = xp.asarray(params.loc, dtype=np.float64)
     tril = xp.asarray(params.scale_tril, dtype=np.float64)
     n_features = loc.shape[-1]
-    maha = _mahalanobis(tril, loc, X)
     half_logdet = xp.broadcast_to(_log_diag_sum(tril), (loc.shape[0],))
-    return -0.5 * (n_features * np.log(2 * np.pi) + maha) - half_logdet
+    const = -0.5 * n_features * np.log(2 * np.pi) - half_logdet
+    if xp is np:
+        # The affine map is applied on the host kernel's blocks (while in cache); the
+        # expansion's round-off at a mean (a norm of -1e-16) cannot lift a value above
+        # its maximum by more than that.
+        return _mahalanobis_host(tril, loc, X, -0.5, const, lambda part: np.minimum(part, const, out=part))
+    return -0.5 * _mahalanobis(tril, loc, X) + const
 
 
 def log_predictive(post, X):
@@ -560,10 +745,12 @@ def log_predictive(post, X):
     kappa = xp.asarray(post.kappa, dtype=np.float64)
     n_classes, n_features = loc.shape
     df = xp.broadcast_to(xp.asarray(post.df, dtype=np.float64), (n_classes,))
-    tril = _cholesky(post.scale)
-    log_maha = _mahalanobis(tril, loc, X, log=True)
     d = df - n_features + 1
     shape_factor = (kappa + 1) / (kappa * d)
+    if xp is np:
+        return _log_predictive_host(post, X, loc, kappa, d, shape_factor)
+    tril = _cholesky(post.scale)
+    log_maha = _mahalanobis(tril, loc, X, log=True)
     half_logdet = xp.broadcast_to(_log_diag_sum(tril), (n_classes,)) + 0.5 * n_features * xp.log(shape_factor)
     const = _t_const(d, n_features) - half_logdet
     # log1p(q) as logaddexp(0, log q): exact for small q, finite for rows so far out
@@ -571,6 +758,34 @@ def log_predictive(post, X):
     with np.errstate(divide="ignore"):
         log_q = log_maha + xp.log(kappa / (kappa + 1))
     return const - 0.5 * (d + n_features) * xp.logaddexp(0.0, log_q)
+
+
+def _log_predictive_host(post, X, loc, kappa, d, shape_factor):
+    """:func:`log_predictive` of concrete inputs: the plug-in's host kernel with the
+    posterior's factor, then ``log1p`` of the scaled norms (the log form only for rows
+    whose norm overflows)."""
+    n_classes, n_features = loc.shape
+    scale = np.asarray(post.scale, dtype=np.float64)
+    tril = _HOST.get((scale,), "gaussian_mv-cholesky", lambda: _cholesky(scale))
+    half_logdet = np.broadcast_to(_log_diag_sum(tril), (n_classes,)) + 0.5 * n_features * np.log(shape_factor)
+    const = log_rising_factorial_np(0.5 * d, 0.5 * n_features) - 0.5 * n_features * np.log(d * np.pi) - half_logdet
+    ratio = kappa / (kappa + 1)
+    power = -0.5 * (d + n_features)
+
+    def finish(q):
+        np.maximum(q, 0.0, out=q)  # the expansion's round-off at a mean
+        np.log1p(q, out=q)
+        q *= power
+        q += const
+
+    out = _mahalanobis_host(tril, loc, X, ratio, 0.0, finish)
+    # Rows whose norm overflowed (-inf here): the t density decays only polynomially,
+    # so their log density is finite, log1p(q) = logaddexp(0, log q).
+    if not np.isfinite(out).all():
+        over = np.flatnonzero(~np.isfinite(out).all(axis=1))
+        log_q = _log_mahalanobis_rows(_host_whitening(tril, loc), np.asarray(X, dtype=np.float64)[over]) + np.log(ratio)
+        out[over] = power * np.logaddexp(0.0, log_q) + const
+    return out
 
 
 @x64
