@@ -294,7 +294,7 @@ def relevance_log_bayes_factor(prior, stats):
 
 def sample(key, post, n):
     """``n`` iid posterior draws, as CategoricalParams with leading axis ``n``."""
-    log_probs = jnp.asarray(_dirichlet.sample_log(key, post.concentration, n, post.mask))
+    log_probs = _dirichlet.sample_log(key, post.concentration, n, post.mask)
     xp = namespace(post)
     zero = xp.zeros_like(xp.asarray(post.concentration))
     new = _new_category_share(_mean, post, zero)
