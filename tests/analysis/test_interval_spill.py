@@ -19,7 +19,6 @@ from __future__ import annotations
 import shutil
 import tempfile
 
-import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
 from test_uncertainty import _zipf_counts

@@ -10,7 +10,6 @@ validation, the posterior mode and mean of :math:`\log\lambda` and exact draws o
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
