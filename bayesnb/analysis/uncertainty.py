@@ -78,6 +78,16 @@ _METHODS = ("equal-tailed", "hdi")
 #: one block of rows with the scratch of their quantiles, all together.
 CHUNK_ENTRIES = 1 << 22
 
+#: Most bytes that :func:`proba_interval` writes to its temporary file of draws
+#: (n_draws x n_rows x n_classes float64; 4 GiB). Beyond it, or beyond
+#: :data:`SPILL_FREE_FRACTION` of the free space of the temporary directory
+#: (``shutil.disk_usage(tempfile.gettempdir())``), no file is written and the parameters
+#: are drawn again for each block of rows instead (the same values, more time).
+SPILL_MAX_BYTES = 1 << 32
+
+#: Share of the temporary directory's free space that the file of draws may take.
+SPILL_FREE_FRACTION = 0.5
+
 
 def check_interval_args(level, method):
     """Validate a credible ``level`` in (0, 1) and an interval ``method``.
@@ -441,8 +451,11 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     of every row fit in one block, each parameter block is drawn once and scored on all
     rows. Otherwise the draws are computed once, draws outermost, into a temporary file
     and read back block of rows by block (disk: n_draws x n_rows x n_classes float64 for
-    the call); if no temporary file can be written, the parameters are drawn again for
-    each block of rows (same values, more time).
+    the call, deleted at its end). The file is written only if it takes at most
+    :data:`SPILL_MAX_BYTES` (4 GiB) and :data:`SPILL_FREE_FRACTION` (half) of the free
+    space of the temporary directory; otherwise, or if writing or reading it back raises
+    ``OSError``, the parameters are drawn again for each block of rows not yet done (same
+    values, more time).
 
     Parameters
     ----------
@@ -475,21 +488,41 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
                 del p
             lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
         return lower, upper
-    try:
+    done = 0  # rows whose intervals are computed
+    if _spill_fits(n_draws * source.n_rows * n_classes * 8):
         blocks = _spill_by_rows(source, chunk, row_blocks, rows_chunk)
-        first = next(blocks)
-    except OSError:
-        # No room for the temporary file: draw the parameters again for each block of
-        # rows (the bound holds; only the time grows with the number of blocks).
-        blocks, first = _iter_by_rows(source, chunk, row_blocks, rows_chunk), None
-    if first is not None:
-        r0, r1, out = first
-        lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
-        del first, out
-    for r0, r1, out in blocks:
+        try:
+            for r0, r1, out in blocks:
+                lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+                done = r1
+                del out
+        except OSError:
+            # The temporary file could not be written or read back (no space, an I/O
+            # error): the rows not yet done are computed by drawing again below.
+            pass
+        finally:
+            blocks.close()  # closes (and so deletes) the temporary file now
+    # No room for the temporary file (or it failed): draw the parameters again for each
+    # block of rows (the memory bound holds; only the time grows with the blocks).
+    rest = [(r0, r1) for r0, r1 in row_blocks if r0 >= done]
+    for r0, r1, out in _iter_by_rows(source, chunk, rest, rows_chunk):
         lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
         del out
     return lower, upper
+
+
+def _spill_fits(nbytes):
+    """Whether a temporary file of ``nbytes`` is within :data:`SPILL_MAX_BYTES` and the free space share."""
+    import shutil
+    import tempfile
+
+    if nbytes > SPILL_MAX_BYTES:
+        return False
+    try:
+        free = shutil.disk_usage(tempfile.gettempdir()).free
+    except OSError:
+        return False
+    return nbytes <= SPILL_FREE_FRACTION * free
 
 
 # ----------------------------------------------------------------- entropy decomposition

@@ -251,9 +251,18 @@ def simulate(key, estimator, params, y_index):
 
 
 def take_rows(estimator, X, start, stop):
-    """Rows ``start:stop`` of validated input (a masked or block-split input slices itself)."""
+    """Rows ``start:stop`` of validated input (a masked or block-split input slices itself).
+
+    All the rows are ``X`` itself: slicing a CSR matrix copies it, and the draw engine
+    asks for every row once per block of draws (1000 copies of the matrix for 1000
+    draws of a long posterior otherwise).
+    """
     rows = getattr(X, "rows", None)
-    return rows(start, stop) if rows is not None else X[start:stop]
+    if rows is not None:
+        return rows(start, stop)
+    if start <= 0 and stop >= X.shape[0]:
+        return X
+    return X[start:stop]
 
 
 def log_likelihood_draws(estimator, params, X):

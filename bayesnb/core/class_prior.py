@@ -8,7 +8,6 @@ mean. (It does not factor over classes: the Dirichlet lives on the simplex.)
 
 from __future__ import annotations
 
-import jax.numpy as jnp
 import numpy as np
 
 from bayesnb.core.families import _dirichlet
@@ -68,7 +67,7 @@ def log_evidence(prior, class_count):
 
 def sample_log(key, post, n):
     """``n`` iid draws of :math:`\\log\\pi` from the posterior, shape (n, n_classes)."""
-    return jnp.asarray(_dirichlet.sample_log(key, post.concentration, n))
+    return _dirichlet.sample_log(key, post.concentration, n)
 
 
 def sample_labels(key, log_probs, n):

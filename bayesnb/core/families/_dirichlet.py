@@ -19,6 +19,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.special import logsumexp
 
+from bayesnb.core import _sampling
 from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._x64 import x64
 from bayesnb.core.kernels import is_traced
@@ -351,16 +352,16 @@ def _mode_log_traced(concentration, mask=None):
     return jnp.where(undefined, jnp.nan, mle_log(a - 1.0, mask))
 
 
-@x64
-@partial(jax.jit, static_argnames="n")
 def sample_log(key, concentration, n, mask=None):
     r"""Exact iid draws from :math:`\mathrm{Dir}(a)`, returned as log probabilities.
 
-    Sampled in log space (normalised log-Gamma variates) so that small concentrations
-    do not underflow to exact zeros (``jax.random.loggamma``, which draws small shapes
-    in log space). Traceable: under ``jax.jit`` the draws are those of the eager call
-    with the same key. The callers draw in blocks of a fixed size
-    (:func:`bayesnb.core._fitted.draw_block`), so a new number of draws compiles nothing.
+    Sampled in log space (normalised log-Gamma variates, :func:`bayesnb.core._sampling.log_gamma`)
+    so that small concentrations do not underflow to exact zeros. On concrete inputs the
+    variates are NumPy's, seeded from ``key``; under a trace (``jax.jit``, ``vmap``,
+    ``grad``) they are ``jax.random.loggamma``'s with the same key: both are exact draws
+    from the same Dirichlet, not the same numbers. The callers draw in blocks of a fixed
+    size (:func:`bayesnb.core._fitted.draw_block`), so a new number of draws compiles
+    nothing on the traced path.
 
     Parameters
     ----------
@@ -372,12 +373,28 @@ def sample_log(key, concentration, n, mask=None):
 
     Returns
     -------
-    float64 jax array of shape (n, ..., K)
-        Log probabilities; masked coordinates are ``-inf``.
+    float64 array of shape (n, ..., K)
+        Log probabilities; masked coordinates are ``-inf``. A NumPy array on the host, a
+        jax array under a trace.
     """
+    if is_traced(key, concentration, mask):
+        return _sample_log_traced(key, concentration, n, mask)
+    a = np.asarray(concentration, dtype=np.float64)
+    if mask is not None:
+        mask = np.asarray(mask, dtype=bool)
+        a = np.where(mask, a, 1.0)
+    g = _sampling.log_gamma(key, a, (int(n),) + a.shape)
+    if mask is not None:
+        g = np.where(mask, g, -np.inf)
+    return _sampling.log_normalize(g)
+
+
+@x64
+@partial(jax.jit, static_argnames="n")
+def _sample_log_traced(key, concentration, n, mask=None):
     a = jnp.asarray(concentration, dtype=jnp.float64)
     a = _masked(a, mask, 1.0)
-    g = jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64)
+    g = _sampling.log_gamma(key, a, (n,) + a.shape)
     g = _masked(g, mask, -jnp.inf)
     return g - logsumexp(g, axis=-1, keepdims=True)
 

@@ -10,10 +10,10 @@ validation, the posterior mode and mean of :math:`\log\lambda` and exact draws o
 
 from __future__ import annotations
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesnb.core import _sampling
 from bayesnb.core._x64 import x64
 from bayesnb.core.kernels import is_traced
 from bayesnb.core.priors import Gamma, positive_array
@@ -116,16 +116,25 @@ def log_mean(dist):
     return np.log(np.asarray(dist.concentration, dtype=np.float64)) - np.log(np.asarray(dist.rate, dtype=np.float64))
 
 
-@x64
 def sample_log_rate(key, dist, n):
     r"""``n`` iid draws of :math:`\log\lambda`, shape (n,) + the shape of ``dist``.
 
     :math:`\log\lambda = \log G - \log b` with :math:`G \sim \mathrm{Gamma}(a, 1)` drawn
-    in log space (``jax.random.loggamma``, float64), so small shapes do not underflow.
+    in log space (:func:`bayesnb.core._sampling.log_gamma`: NumPy on concrete inputs,
+    ``jax.random.loggamma`` under a trace; float64), so small shapes do not underflow.
     """
+    if is_traced(key, dist):
+        return _sample_log_rate_traced(key, dist, n)
+    a = np.asarray(dist.concentration, dtype=np.float64)
+    b = np.asarray(dist.rate, dtype=np.float64)
+    return _sampling.log_gamma(key, a, (int(n),) + a.shape) - np.log(b)
+
+
+@x64
+def _sample_log_rate_traced(key, dist, n):
     a = jnp.asarray(dist.concentration, dtype=jnp.float64)
     b = jnp.asarray(dist.rate, dtype=jnp.float64)
-    return jax.random.loggamma(key, a, shape=(n,) + a.shape, dtype=jnp.float64) - jnp.log(b)
+    return _sampling.log_gamma(key, a, (n,) + a.shape) - jnp.log(b)
 
 
 def expected_log_rate(dist):

@@ -189,7 +189,7 @@ def relevance_log_bayes_factor(prior, stats):
 
 def sample(key, post, n):
     """``n`` iid posterior draws, as BernoulliParams of shape (n, C, F, 2)."""
-    return BernoulliParams(jnp.asarray(_dirichlet.sample_log(key, _concentration(post, namespace(post)), n)))
+    return BernoulliParams(_dirichlet.sample_log(key, _concentration(post, namespace(post)), n))
 
 
 def simulate(key, params, y_index):

@@ -294,11 +294,13 @@ def relevance_log_bayes_factor(prior, stats):
 
 def sample(key, post, n):
     """``n`` iid posterior draws, as CategoricalParams with leading axis ``n``."""
-    log_probs = jnp.asarray(_dirichlet.sample_log(key, post.concentration, n, post.mask))
+    log_probs = _dirichlet.sample_log(key, post.concentration, n, post.mask)
     xp = namespace(post)
     zero = xp.zeros_like(xp.asarray(post.concentration))
     new = _new_category_share(_mean, post, zero)
-    return CategoricalParams(log_probs, jnp.broadcast_to(new, (n,) + new.shape))
+    # xp, not jnp: on the host jnp.broadcast_to would make the float64 share a float32
+    # jax array outside the library's float64 scope.
+    return CategoricalParams(log_probs, xp.broadcast_to(new, (n,) + new.shape))
 
 
 def simulate(key, params, y_index):

@@ -45,6 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 from scipy.special import gammaln
 
+from bayesnb.core import _sampling
 from bayesnb.core._x64 import enable_x64, x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.protocol import Family, register
@@ -868,9 +869,9 @@ _MIN_DRAW_BUCKET = 1 << 12
 def _nig_draws(key, params, size):
     a, b, k, m = params
     key_var, key_loc = jax.random.split(key)
-    log_precision_unit = jax.random.loggamma(key_var, a, shape=(size,), dtype=jnp.float64)
+    log_precision_unit = _sampling.log_gamma(key_var, a, (size,))
     log_var = jnp.log(b) - log_precision_unit
-    z = jax.random.normal(key_loc, shape=(size,), dtype=jnp.float64)
+    z = _sampling.normal(key_loc, (size,))
     return m + jnp.exp(0.5 * (log_var - jnp.log(k))) * z, jnp.exp(log_var)
 
 
@@ -881,7 +882,9 @@ def sample(key, post, n):
     :math:`1/\sigma^2 \sim \mathrm{Gamma}(a_n, \text{rate}=b_n)` (drawn as a log-Gamma
     variate, so tiny shapes do not underflow to zero), then
     :math:`\mu \mid \sigma^2 \sim \mathcal N(m_n, \sigma^2/\kappa_n)`. The key is split
-    into one key for the variances and one for the means.
+    into one key for the variances and one for the means. On concrete inputs the
+    variates are NumPy's (:mod:`bayesnb.core._sampling`); under a trace, ``jax.random``'s
+    with the same keys (the same distribution, not the same numbers).
 
     Parameters
     ----------
@@ -894,8 +897,18 @@ def sample(key, post, n):
     GaussianParams
         Arrays of shape (n, n_classes, n_features).
     """
-    # jax.numpy where the posterior is traced: the same padded vectors, so the same draws.
-    xp = namespace(post)
+    if not is_traced(key, post):
+        shape = (int(n),) + np.shape(post.concentration)
+        a, b, k, m = (
+            np.broadcast_to(np.asarray(f, dtype=np.float64), shape)
+            for f in (post.concentration, post.rate, post.kappa, post.loc)
+        )
+        key_var, key_loc = jax.random.split(key)
+        log_var = np.log(b) - _sampling.log_gamma(key_var, a, shape)
+        z = _sampling.normal(key_loc, shape)
+        return GaussianParams(m + np.exp(0.5 * (log_var - np.log(k))) * z, np.exp(log_var))
+    # Traced: the padded vectors of one size class (one compilation of the rejection loop).
+    xp = jnp
     a = xp.asarray(post.concentration, dtype=np.float64)
     shape = (int(n),) + a.shape
     total = int(np.prod(shape))

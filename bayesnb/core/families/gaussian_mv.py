@@ -53,6 +53,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.scipy.linalg import cho_solve, solve_triangular
 
+from bayesnb.core import _sampling
 from bayesnb.core._special import log_rising_factorial, log_rising_factorial_np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _mask, _rows
@@ -872,10 +873,10 @@ def _log_evidence_jit(prior, stats):
 # ----------------------------------------------------------------------------- sampling
 
 
-# Standard variates are drawn by kernels of one fixed size, and posterior draws are
-# assembled in blocks of a fixed number of draws: jax.random.gamma's rejection sampler
-# takes seconds to compile on CPU, and eager calls would recompile it for every new
-# request shape. Blocks use keys ``fold_in(key, block_index)``.
+# Under a trace, standard variates are drawn by kernels of one fixed size (blocks with
+# keys ``fold_in(key, block_index)``): jax.random.gamma's rejection sampler takes seconds
+# to compile on CPU. On the host they are NumPy's (bayesnb.core._sampling), and the
+# draws are assembled in blocks of a fixed number of draws for the triangular solves.
 _VARIATE_BLOCK = 1 << 14
 _DRAW_BLOCK = 256
 
@@ -899,14 +900,8 @@ def _standard_gamma(key, concentration):
             for i, part in enumerate(flat[start : start + _VARIATE_BLOCK] for start in range(0, flat.size, _VARIATE_BLOCK))
         ]
         return jnp.concatenate(pieces).reshape(jnp.shape(concentration))
-    flat = np.asarray(concentration, dtype=np.float64).ravel()
-    out = np.empty(flat.size)
-    for i, start in enumerate(range(0, flat.size, _VARIATE_BLOCK)):
-        part = flat[start : start + _VARIATE_BLOCK]
-        padded = np.ones(_VARIATE_BLOCK)
-        padded[: part.size] = part
-        out[start : start + part.size] = np.asarray(_gamma_kernel(jax.random.fold_in(key, i), jnp.asarray(padded)))[: part.size]
-    return out.reshape(np.shape(concentration))
+    # On the host: NumPy's Gamma sampler seeded from the key (bayesnb.core._sampling).
+    return _sampling.gamma(key, concentration)
 
 
 def _standard_normal(key, shape):
@@ -914,11 +909,7 @@ def _standard_normal(key, shape):
     if is_traced(key):
         pieces = [_normal_kernel(jax.random.fold_in(key, i))[: min(_VARIATE_BLOCK, size - start)] for i, start in enumerate(range(0, size, _VARIATE_BLOCK))]
         return jnp.concatenate(pieces).reshape(shape)
-    out = np.empty(size)
-    for i, start in enumerate(range(0, size, _VARIATE_BLOCK)):
-        m = min(_VARIATE_BLOCK, size - start)
-        out[start : start + m] = np.asarray(_normal_kernel(jax.random.fold_in(key, i)))[:m]
-    return out.reshape(shape)
+    return _sampling.normal(key, shape)
 
 
 @jax.jit
@@ -950,8 +941,9 @@ def _draw_kernel(bartlett, z, scale_tril, loc, kappa):
 
 @x64
 def _sample_traced(key, loc, kappa, df, scale, n):
-    """:func:`_sample` under ``jax.jit``: the same variates (same keys, same blocks of
-    standard variates), assembled in ``jax.numpy`` in one call of the draw kernel."""
+    """:func:`_sample` under ``jax.jit``: ``jax.random`` variates (blocks of standard
+    variates from ``fold_in`` keys), assembled in ``jax.numpy`` in one call of the draw
+    kernel. The same distribution as the host path's NumPy variates, not the same numbers."""
     loc, kappa, scale = (jnp.asarray(v, dtype=jnp.float64) for v in (loc, kappa, scale))
     n_classes, F = loc.shape
     batch = scale.shape[:-2]

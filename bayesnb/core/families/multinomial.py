@@ -442,7 +442,7 @@ def relevance_log_bayes_factor(prior, stats):
 
 def sample(key, post, n):
     """``n`` iid posterior draws of :math:`\\log\\theta`, as MultinomialParams of shape (n, C, F)."""
-    return MultinomialParams(jnp.asarray(_dirichlet.sample_log(key, post.concentration, n)))
+    return MultinomialParams(_dirichlet.sample_log(key, post.concentration, n))
 
 
 def simulate(key, params, y_index, n_tokens):

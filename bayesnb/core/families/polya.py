@@ -337,7 +337,7 @@ def precision_objective(u, data, layout):
 
 def sample(key, dist, n):
     r"""``n`` draws of a new document's :math:`\theta_c \sim \mathrm{Dir}(\alpha_c)`, as :class:`MultinomialParams`."""
-    return multinomial.MultinomialParams(jnp.asarray(_dirichlet.sample_log(key, dist.concentration, n)))
+    return multinomial.MultinomialParams(_dirichlet.sample_log(key, dist.concentration, n))
 
 
 def local_draws(key, dist, y_index):

@@ -147,7 +147,10 @@ Inside the library's float64 scope (:func:`bayesnb.core._x64.enable_x64`), ``pos
 ``tests/core/test_family_jit.py`` checks every registered family). Concrete inputs keep
 the CPU path (NumPy/SciPy, sparse CSR, threads); a call whose arguments are traced, or
 that runs inside a JAX trace, takes a ``jax.numpy`` path with the same formulas
-(:func:`bayesnb.core.kernels.is_traced`), equal to the CPU path to rounding. Traced,
+(:func:`bayesnb.core.kernels.is_traced`), equal to the CPU path to rounding. The
+exception is ``sample``: eager, its variates are NumPy's, seeded from the key; traced,
+``jax.random``'s with the same key (:mod:`bayesnb.core._sampling`), so a jitted call
+gives exact draws of the same distribution, not the eager call's numbers. Traced,
 values are unknown when the function runs, so an estimate that is undefined for the
 data (a ``"map"`` without a mode, a ``"mean"`` that is infinite, an ``"mle"`` of an
 empty class) is NaN where the eager call raises ``ValueError``. Masks (unobserved
