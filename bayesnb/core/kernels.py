@@ -41,7 +41,7 @@ try:  # SciPy's private CSR x dense kernel, for slices of rows (see csr_rows_pro
 except ImportError:  # pragma: no cover - every SciPy in the supported range has it
     _csr_matvecs = None
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "csr_rows_product", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "csr_rows_product", "gemm", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -167,6 +167,27 @@ def row_ranges(n, block):
     parts = min(num_threads(), max(1, n // _PARALLEL_MIN_ROWS))
     cuts = [min(n, -(-(n * k // parts) // block) * block) for k in range(parts + 1)]
     return [(a, b) for a, b in zip(cuts[:-1], cuts[1:]) if b > a]
+
+
+# Dense products go to BLAS in pieces of at most this many multiply-adds: OpenBLAS runs
+# a product of m x n x k <= 2^18 in the calling thread (interface/gemm.c:
+# SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD), while larger ones wake its own thread
+# pool, which on a loaded machine stalls a call for tens of milliseconds at random
+# (measured on a 2-core machine at load 6: 200,000 x 20 rows in blocks of 2^17 entries
+# took 0.3-2 s, in single-threaded pieces 0.03-0.05 s).
+GEMM_MULADDS = 1 << 18
+_GEMM_MIN_ROWS = 16
+
+
+def gemm(a, b):
+    """``a @ b`` (2-d float64 NumPy arrays) in pieces of rows that BLAS runs on the
+    calling thread (see ``GEMM_MULADDS``); the callers thread over blocks of rows
+    themselves (:func:`map_threads`)."""
+    out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a.dtype, b.dtype, np.float64))
+    step = max(_GEMM_MIN_ROWS, GEMM_MULADDS // max(1, b.shape[0] * b.shape[1]))
+    for start in range(0, a.shape[0], step):
+        np.matmul(a[start : start + step], b, out=out[start : start + step])
+    return out
 
 
 def csr_rows_product(indptr, indices, data, W, out):

@@ -148,7 +148,8 @@ def test_blocks_and_threads_do_not_change_the_result(monkeypatch, shared):
     whole = g.log_likelihood(params, X), g.log_predictive(post, X)
     # Blocks of 16 rows (1001 is no multiple) and BLAS pieces of a few rows, on 2 threads.
     monkeypatch.setattr(g, "_HOST_BLOCK_ENTRIES", 16 * 7)
-    monkeypatch.setattr(g, "_HOST_GEMM_MULADDS", 5 * 7 * 7)
+    monkeypatch.setattr(kernels, "GEMM_MULADDS", 5 * 7 * 7)
+    monkeypatch.setattr(kernels, "_GEMM_MIN_ROWS", 1)
     monkeypatch.setattr(g, "_HOST_MIN_BLOCK", 1)
     monkeypatch.setattr(kernels, "_PARALLEL_MIN_ROWS", 100)
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "2")

@@ -59,7 +59,7 @@ from bayesnb.core._x64 import x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.gaussian import _CANCELLATION_LIMIT
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import ParamCache, dense_jax, host, is_traced, map_threads, namespace, row_ranges
+from bayesnb.core.kernels import ParamCache, dense_jax, gemm, host, is_traced, map_threads, namespace, row_ranges
 from bayesnb.core.priors import NormalInverseWishart, real_array
 from bayesnb.core.stats import dense_mask, scatter_stats
 
@@ -515,13 +515,8 @@ def _mahalanobis(tril, loc, X, log=False):
 # Rows per block of the host kernels: about this many (rows x F) entries, so that a
 # block's temporaries stay in cache; blocks run on map_threads.
 _HOST_BLOCK_ENTRIES = 1 << 15
-# Within a block, the products with the factors go to BLAS in pieces of at most this
-# many multiply-adds: OpenBLAS runs a product of m x n x k <= 2^18 in the calling thread
-# (interface/gemm.c: SMP_THRESHOLD_MIN * GEMM_MULTITHREAD_THRESHOLD), while larger ones
-# wake its own thread pool, which on a loaded machine stalls a call for tens of
-# milliseconds at random (measured on a 2-core machine at load 6: 200,000 x 20 rows in
-# blocks of 2^17 entries took 0.3-2 s, in single-threaded pieces 0.03-0.05 s).
-_HOST_GEMM_MULADDS = 1 << 18
+# Within a block, the products with the factors go to BLAS in single-threaded pieces
+# (kernels.gemm).
 _HOST_MIN_BLOCK = 16
 
 _HOST = ParamCache(size=4)
@@ -597,15 +592,6 @@ def _mahalanobis_host(tril, loc, X, scale=1.0, offset=0.0, finish=None):
     return out
 
 
-def _gemm(a, b):
-    """``a @ b`` in pieces of rows that BLAS runs single-threaded (``_HOST_GEMM_MULADDS``)."""
-    out = np.empty((a.shape[0], b.shape[1]))
-    step = max(_HOST_MIN_BLOCK, _HOST_GEMM_MULADDS // max(1, b.shape[0] * b.shape[1]))
-    for start in range(0, a.shape[0], step):
-        np.matmul(a[start : start + step], b, out=out[start : start + step])
-    return out
-
-
 def _shared_block(w, rows, scale, offset, out):
     r"""``out`` :math:`= a_c \|z - m_c\|^2 + b_c` under one covariance, by the expansion
     :math:`\|z - m_c\|^2 = \|z\|^2 - 2 z^\top m_c + \|m_c\|^2`, :math:`z = L^{-1}(x - \text{centre})`.
@@ -620,7 +606,7 @@ def _shared_block(w, rows, scale, offset, out):
     overflowing) recomputed by the direct form :math:`\|L^{-1}(x - \mu_c)\|^2`
     (centred at each mean before whitening: exact where the classes are far apart).
     """
-    z = _gemm(rows - w.centre, w.inv_t)
+    z = gemm(rows - w.centre, w.inv_t)
     z_sq = np.einsum("nf,nf->n", z, z)
     np.matmul(z, w.means_t * (-2.0 * scale), out=out)
     out += z_sq[:, None] * scale
@@ -642,7 +628,7 @@ def _full_block(w, rows, scale, offset, out):
     centred at each class mean (no cancellation beyond that of the data), then whitened
     by BLAS."""
     for c in range(w.loc.shape[0]):
-        z = _gemm(rows - w.loc[c], w.inv_t[c])
+        z = gemm(rows - w.loc[c], w.inv_t[c])
         maha = np.einsum("nf,nf->n", z, z)
         maha *= scale[c]
         maha += offset[c]
@@ -655,7 +641,7 @@ def _direct(w, rows):
     d = rows[:, None, :] - w.loc[None, :, :]
     with np.errstate(over="ignore", invalid="ignore"):
         if w.inv_t.ndim == 2:
-            return _gemm(d.reshape(-1, n_features), w.inv_t).reshape(d.shape)
+            return gemm(d.reshape(-1, n_features), w.inv_t).reshape(d.shape)
         return np.stack([d[:, c] @ w.inv_t[c] for c in range(n_classes)], axis=1)
 
 
