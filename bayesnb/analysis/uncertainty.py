@@ -80,7 +80,7 @@ CHUNK_ENTRIES = 1 << 22
 
 #: Most bytes that :func:`proba_interval` writes to its temporary file of draws
 #: (n_draws x n_rows x n_classes float64; 4 GiB). Beyond it, or beyond
-#: :data:`SPILL_FREE_FRACTION` of the free space of the temporary directory
+#: ``SPILL_FREE_FRACTION`` of the free space of the temporary directory
 #: (``shutil.disk_usage(tempfile.gettempdir())``), no file is written and the parameters
 #: are drawn again for each block of rows instead (the same values, more time).
 SPILL_MAX_BYTES = 1 << 32
@@ -452,7 +452,7 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     rows. Otherwise the draws are computed once, draws outermost, into a temporary file
     and read back block of rows by block (disk: n_draws x n_rows x n_classes float64 for
     the call, deleted at its end). The file is written only if it takes at most
-    :data:`SPILL_MAX_BYTES` (4 GiB) and :data:`SPILL_FREE_FRACTION` (half) of the free
+    ``SPILL_MAX_BYTES`` (4 GiB) and ``SPILL_FREE_FRACTION`` (half) of the free
     space of the temporary directory; otherwise, or if writing or reading it back raises
     ``OSError``, the parameters are drawn again for each block of rows not yet done (same
     values, more time).
@@ -512,7 +512,7 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
 
 
 def _spill_fits(nbytes):
-    """Whether a temporary file of ``nbytes`` is within :data:`SPILL_MAX_BYTES` and the free space share."""
+    """Whether a temporary file of ``nbytes`` is within ``SPILL_MAX_BYTES`` and the free space share."""
     import shutil
     import tempfile
 
