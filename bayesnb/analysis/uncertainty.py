@@ -28,6 +28,12 @@ posterior draws:
   (:func:`feature_log_odds_draws`, :func:`top_features`), e.g. the words whose presence
   most raises p(spam), with credible intervals.
 
+An estimator whose hyperparameters were given as distributions (integrated by NUTS at
+``fit``) has as posterior the mixture of the conditional posteriors at the
+hyperparameters' draws; :func:`draw_source` then returns a :class:`MixtureSource`, and
+every function here draws from that mixture (each draw from the conditional posterior at
+a hyperparameter draw picked at random), with the same memory bound.
+
 Note that :math:`\bar p` averages over :math:`p(\theta \mid D)`; ``predict_proba`` with
 ``estimate="predictive"`` is the exact generative predictive
 :math:`p(y \mid x, D) \propto p(x, y \mid D)`, which also lets the row :math:`x` itself
@@ -49,6 +55,7 @@ from bayesnb.core._validation import check_level, check_n_draws
 __all__ = [
     "CHUNK_ENTRIES",
     "DrawSource",
+    "MixtureSource",
     "EpistemicRanking",
     "FeatureLogOdds",
     "UncertaintyDecomposition",
@@ -238,18 +245,31 @@ def draw_source(estimator, X, n_draws, random_state):
 
     Returns
     -------
-    DrawSource
+    DrawSource, or MixtureSource
+        A :class:`MixtureSource` for an estimator fitted with hyperpriors (its
+        ``hyper_posterior_`` holds draws): the mixture of the conditional posteriors at
+        those draws, the draws of ``estimator.predict_proba_draws`` with the same
+        ``random_state``.
     """
     from sklearn.utils.validation import check_is_fitted
 
-    from bayesnb.core import _fitted
     from bayesnb.core._random import key_from_random_state
 
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
     # The estimator's own validation (its missing-value policy, binarisation, column blocks).
     X = estimator.validate_input(X)
-    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    key = key_from_random_state(random_state)
+    if getattr(estimator, "hyper_posterior_", None):
+        return _mixture_source(estimator, X, n_draws, key)
+    return _plain_source(estimator, X, n_draws, key)
+
+
+def _plain_source(estimator, X, n_draws, key):
+    """:func:`draw_source` of an estimator without hyperpriors, from validated ``X``."""
+    from bayesnb.core import _fitted
+
+    key_class, key_feat = jax.random.split(key)
     return DrawSource(
         X=X,
         n_rows=X.shape[0],
@@ -262,6 +282,76 @@ def draw_source(estimator, X, n_draws, random_state):
         take_rows=lambda rows, start, stop: _fitted.take_rows(estimator, rows, start, stop),
         draw_size=draw_size(estimator.posterior_),
     )
+
+
+class MixtureSource(NamedTuple):
+    """Draws of an equal-weight mixture of posteriors, each component's from its own :class:`DrawSource`.
+
+    The components are made when needed and not kept (a component holds a refitted
+    estimator, whose parameters may be large): the engine makes one at a time, draws its
+    blocks, and lets it go.
+
+    Attributes
+    ----------
+    n_rows : int
+    n_draws : int
+    n_classes : int
+    parts : tuple of (int ndarray, callable)
+        ``(positions, make)`` per component: ``make()`` returns the component's
+        :class:`DrawSource` of ``positions.size`` draws, which are the draws
+        ``positions`` (indices in ``range(n_draws)``) of the mixture.
+    """
+
+    n_rows: int
+    n_draws: int
+    n_classes: int
+    parts: tuple
+
+
+def _mixture_source(estimator, X, n_draws, key):
+    """:func:`draw_source` of an estimator fitted with hyperpriors, from validated ``X``.
+
+    The key is split as the estimator's own mixture draws split it: (which
+    hyperparameter draw each draw takes, the draws of group ``g`` from ``fold_in(key, g)``).
+    """
+    from functools import partial
+
+    from bayesnb.core import _fitted
+
+    key_groups, key_draws = jax.random.split(key)
+    total = next(iter(estimator.hyper_posterior_.values())).shape[0]
+    groups = _fitted.mixture_groups(key_groups, n_draws, total)
+    parts = tuple(
+        (positions, partial(_component_source, estimator, m, X, positions.size, jax.random.fold_in(key_draws, g)))
+        for g, (m, positions) in enumerate(groups)
+    )
+    return MixtureSource(n_rows=X.shape[0], n_draws=n_draws, n_classes=len(estimator.classes_), parts=parts)
+
+
+def _component_source(estimator, m, X, n, key):
+    conditional = estimator.hyper_conditional(m)
+    return _plain_source(conditional, conditional.validate_input(X), n, key)
+
+
+def _shape(source):
+    """``(n_draws, n_classes)`` of a :class:`DrawSource` or :class:`MixtureSource`."""
+    if isinstance(source, MixtureSource):
+        return source.n_draws, source.n_classes
+    return source.log_class.shape
+
+
+def _components(source):
+    """``(positions, DrawSource)`` per component, each made when reached (``positions`` None: all draws, in order)."""
+    if not isinstance(source, MixtureSource):
+        yield None, source
+        return
+    for positions, make in source.parts:
+        yield positions, make()
+
+
+def _at(positions, d0, d1):
+    """Index of the mixture's draws ``d0:d1`` of a component: a slice when they are in order."""
+    return slice(d0, d1) if positions is None else positions[d0:d1]
 
 
 def _chunk(chunk_entries):
@@ -351,22 +441,35 @@ def _iter_by_draws(source, chunk, rows_chunk=None):
 def _iter_by_rows(source, chunk, row_blocks, rows_chunk):
     """Blocks ``(r0, r1, proba)`` holding every draw of a block of rows, shape (n_draws, rows, C).
 
-    Every parameter block is drawn again for each block of rows: bounded memory at the
-    price of repeated sampling (the fallback of :func:`proba_interval` when no temporary
-    file can take the draws).
+    Every parameter block (of every component of a mixture) is drawn again for each
+    block of rows: bounded memory at the price of repeated sampling (the fallback of
+    :func:`proba_interval` when no temporary file can take the draws).
     """
-    blocks = _ParamBlocks(source, chunk)
-    n_draws, n_classes = source.log_class.shape
+    n_draws, n_classes = _shape(source)
     for r0, r1 in row_blocks:
         out = np.empty((n_draws, r1 - r0, n_classes))
-        for b in range(blocks.count):
-            d0, d1 = blocks.bounds(b)
-            params = blocks.get(b)
-            for s0, s1 in _row_bounds(r1 - r0, blocks.size * n_classes, rows_chunk):
-                out[d0:d1, s0:s1] = _proba_block(source, params, d0, d1, r0 + s0, r0 + s1)
+        for positions, component in _components(source):
+            blocks = _ParamBlocks(component, chunk)
+            for b in range(blocks.count):
+                d0, d1 = blocks.bounds(b)
+                params = blocks.get(b)
+                for s0, s1 in _row_bounds(r1 - r0, blocks.size * n_classes, rows_chunk):
+                    out[_at(positions, d0, d1), s0:s1] = _proba_block(component, params, d0, d1, r0 + s0, r0 + s1)
+            del component
         yield r0, r1, out
         # Let the block go before the next is allocated: one block of rows at a time.
         del out
+
+
+def _iter_all(source, chunk, rows_chunk=None):
+    """Blocks ``(draws, r0, r1, proba)`` of every component, as :func:`_iter_by_draws`.
+
+    ``draws`` indexes the mixture's draw axis (a slice, or the component's positions).
+    """
+    for positions, component in _components(source):
+        for d0, d1, r0, r1, p in _iter_by_draws(component, chunk, rows_chunk):
+            yield _at(positions, d0, d1), r0, r1, p
+        del component
 
 
 def _write_all(f, offset, array):
@@ -398,18 +501,19 @@ def _spill_by_rows(source, chunk, row_blocks, rows_chunk):
     """
     import tempfile
 
-    n_draws, n_classes = source.log_class.shape
+    n_draws, n_classes = _shape(source)
     item = n_classes * 8  # bytes of one row under one draw
     with tempfile.TemporaryFile(buffering=0) as f:
-        for d0, d1, r0, r1, p in _iter_by_draws(source, chunk, rows_chunk):
+        for draws, r0, r1, p in _iter_all(source, chunk, rows_chunk):
+            index = np.arange(n_draws)[draws]
             for a, b in row_blocks:
                 lo, hi = max(a, r0), min(b, r1)
                 if lo >= hi:
                     continue
                 # Block of rows a:b starts at byte n_draws * a * item; in it, draw d holds
                 # rows a:b contiguously.
-                for d in range(d0, d1):
-                    _write_all(f, (n_draws * a + d * (b - a) + lo - a) * item, p[d - d0, lo - r0 : hi - r0])
+                for i, d in enumerate(index):
+                    _write_all(f, (n_draws * a + int(d) * (b - a) + lo - a) * item, p[i, lo - r0 : hi - r0])
             del p
         for a, b in row_blocks:
             out = np.empty((n_draws, b - a, n_classes))
@@ -423,7 +527,7 @@ def proba_draws(source, *, chunk_entries=None):
 
     Parameters
     ----------
-    source : DrawSource
+    source : DrawSource or MixtureSource
         From a fitted estimator (see :func:`draw_source`).
     chunk_entries : int, optional
         Bound, in float64 entries, of every temporary (default :data:`CHUNK_ENTRIES`).
@@ -433,10 +537,10 @@ def proba_draws(source, *, chunk_entries=None):
     ndarray of shape (n_draws, n_samples, n_classes)
     """
     chunk = _chunk(chunk_entries)
-    n_draws, n_classes = source.log_class.shape
+    n_draws, n_classes = _shape(source)
     out = np.empty((n_draws, source.n_rows, n_classes))
-    for d0, d1, r0, r1, p in _iter_by_draws(source, chunk):
-        out[d0:d1, r0:r1] = p
+    for draws, r0, r1, p in _iter_all(source, chunk):
+        out[draws, r0:r1] = p
     return out
 
 
@@ -459,7 +563,7 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
 
     Parameters
     ----------
-    source : DrawSource
+    source : DrawSource or MixtureSource
         From a fitted estimator (see :func:`draw_source`).
     level : float in (0, 1)
     method : {"equal-tailed", "hdi"}
@@ -475,7 +579,7 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     check_interval_args(level, method)
     level = float(level)
     chunk = _chunk(chunk_entries)
-    n_draws, n_classes = source.log_class.shape
+    n_draws, n_classes = _shape(source)
     lower = np.empty((source.n_rows, n_classes))
     upper = np.empty((source.n_rows, n_classes))
     row_blocks = _row_bounds(source.n_rows, n_draws * n_classes, max(1, chunk // 2))
@@ -483,8 +587,8 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     if len(row_blocks) <= 1:
         for r0, r1 in row_blocks:
             out = np.empty((n_draws, r1 - r0, n_classes))
-            for d0, d1, s0, s1, p in _iter_by_draws(source, chunk, rows_chunk):
-                out[d0:d1, s0:s1] = p
+            for draws, s0, s1, p in _iter_all(source, chunk, rows_chunk):
+                out[draws, s0:s1] = p
                 del p
             lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
         return lower, upper
@@ -691,10 +795,10 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     """
     source = draw_source(estimator, X, n_draws, random_state)
     chunk = _chunk(chunk_entries)
-    n_draws, n_classes = source.log_class.shape
+    n_draws, n_classes = _shape(source)
     sum_p = np.zeros((source.n_rows, n_classes))
     sum_h = np.zeros(source.n_rows)
-    for _, _, r0, r1, p in _iter_by_draws(source, chunk):
+    for _, r0, r1, p in _iter_all(source, chunk):
         sum_p[r0:r1] += p.sum(axis=0)
         sum_h[r0:r1] += _entropy(p).sum(axis=0)
     return _decomposition(sum_p / n_draws, sum_h / n_draws)

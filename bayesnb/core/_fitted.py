@@ -25,6 +25,7 @@ with the same block.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any, NamedTuple
 
 import jax
@@ -44,6 +45,8 @@ __all__ = [
     "draws",
     "feature_draws",
     "is_mixed",
+    "mixture_draws",
+    "mixture_groups",
     "log_likelihood_draws",
     "simulate",
     "stacked_log_likelihood",
@@ -139,6 +142,33 @@ def block_key(key, b):
     return key if b == 0 else jax.random.fold_in(key, b)
 
 
+def mixture_groups(key, n, total):
+    """Assign ``n`` draws of an equal-weight mixture of ``total`` components to components.
+
+    Each draw picks a component uniformly at random (``jax.random.randint``); the draws
+    that picked the same component are one group. Used for the hyperparameters' draws:
+    a draw of the integrated posterior is a draw of the conditional posterior at a
+    hyperparameter draw picked at random.
+
+    Parameters
+    ----------
+    key : jax.random key
+    n : int
+        Draws.
+    total : int
+        Components.
+
+    Returns
+    -------
+    list of (int, int ndarray)
+        ``(m, positions)`` for every component ``m`` picked at least once, in increasing
+        ``m``: ``positions`` are the indices (in ``range(n)``, increasing) of the draws
+        that picked it.
+    """
+    pick = np.asarray(jax.random.randint(key, (int(n),), 0, int(total)))
+    return [(int(m), np.flatnonzero(pick == m)) for m in np.unique(pick)]
+
+
 def in_blocks(sample, key, n, block):
     """``n`` draws as ``sample(block_key(key, b), block)`` for the blocks needed, concatenated and cut.
 
@@ -228,14 +258,66 @@ def draws(estimator, n, random_state, *, prior=False):
     The key of ``random_state`` is split into a class key and a feature key, as
     ``estimator.sample_posterior`` splits it.
 
+    An estimator fitted with hyperpriors (``hyper_posterior_`` holds draws) has as
+    posterior the equal-weight mixture of the conditional posteriors at those draws
+    (``estimator.hyper_conditional(m)``): each draw is made from the conditional at a
+    draw picked at random (:func:`mixture_groups`, from the first half of the key; the
+    draws of group ``g`` from ``fold_in`` of the second half by ``g``), in the order of
+    the picks. Its prior (``prior=True``) has the hyperpriors themselves, which the
+    estimator evaluates: ``estimator.hyper_prior_draws``.
+
     Returns
     -------
     log_class : ndarray of shape (n, n_classes)
     params : the family's parameter pytree with leading axis ``n`` (dict by block for a mixed model)
     """
-    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    key = key_from_random_state(random_state)
+    hyper = getattr(estimator, "hyper_posterior_", None)
+    if hyper:
+        if prior:
+            return estimator.hyper_prior_draws(n, key)
+        return _mixture_draws(estimator, n, key, next(iter(hyper.values())).shape[0])
+    key_class, key_feat = jax.random.split(key)
     params = feature_draws(key_feat, estimator, n, prior=prior)
     return class_log_draws(key_class, estimator, n, prior=prior), jax.tree.map(np.asarray, params)
+
+
+def _mixture_draws(estimator, n, key, total):
+    """:func:`draws` of the mixture over ``total`` hyperparameter draws (see :func:`draws`)."""
+    key_groups, key_draws = jax.random.split(key)
+    components = [
+        (partial(estimator.hyper_conditional, m), positions) for m, positions in mixture_groups(key_groups, n, total)
+    ]
+    return mixture_draws(components, n, key_draws)
+
+
+def mixture_draws(components, n, key, *, prior=False):
+    """``n`` draws of a mixture, each component's made by :func:`draws` and put back at its positions.
+
+    Parameters
+    ----------
+    components : iterable of (callable, int ndarray)
+        ``(make, positions)``: ``make()`` returns the component's (plain) fitted
+        estimator, made when reached and let go after its draws; ``positions`` are the
+        indices in ``range(n)`` of its draws. Every index is some component's.
+    n : int
+    key : jax.random key
+        Component ``g`` (in the iteration's order) draws from ``fold_in(key, g)``.
+    prior : bool
+        Draw from each component's prior instead of its posterior.
+
+    Returns
+    -------
+    log_class : ndarray of shape (n, n_classes)
+    params : the family's parameter pytree with leading axis ``n``
+    """
+    out = None
+    for g, (make, positions) in enumerate(components):
+        part = draws(make(), positions.size, jax.random.fold_in(key, g), prior=prior)
+        if out is None:
+            out = jax.tree.map(lambda leaf: np.empty((n,) + np.shape(leaf)[1:], np.asarray(leaf).dtype), part)
+        jax.tree.map(lambda dst, src: dst.__setitem__(positions, np.asarray(src)), out, part)
+    return out
 
 
 def simulate(key, estimator, params, y_index):

@@ -900,8 +900,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         From the posterior, or from the prior with ``prior=True`` (used to generate
         data from the prior predictive and for simulation-based calibration).
         """
-        if self._hyper_fitted():
-            return self._hyper_draw(n, random_state, prior=prior)
+        # With hyperpriors: the mixture over their posterior draws, or their prior.
         return _fitted.draws(self, n, random_state, prior=prior)
 
     def _log_likelihood_draws(self, params, X):
@@ -961,8 +960,6 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
-        if self._hyper_fitted():
-            return self._hyper_proba_draws(X, n_draws, random_state)
         return _uncertainty.proba_draws(self._draw_source(X, n_draws, random_state))
 
     def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
@@ -986,8 +983,6 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         lower, upper : ndarrays of shape (n_samples, n_classes)
         """
         check_interval_args(level, method)
-        if self._hyper_fitted():
-            return self._hyper_proba_interval(X, level, n_draws, method, random_state)
         return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)
 
     # ------------------------------------------- generative model and arviz export

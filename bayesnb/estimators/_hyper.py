@@ -54,14 +54,14 @@ from __future__ import annotations
 
 import copy
 import numbers
+from functools import partial
 
 import jax
 import numpy as np
-from scipy.special import logsumexp
 from sklearn.utils.validation import check_is_fitted
 
+from bayesnb.core import _fitted
 from bayesnb.core._random import key_from_random_state
-from bayesnb.core._validation import check_n_draws
 from bayesnb.ppl import collapsed as _collapsed
 
 __all__ = ["HyperpriorMixin"]
@@ -300,48 +300,36 @@ class HyperpriorMixin:
         return np.stack([self._at_draw(int(m))._joint(Xv, "predictive") for m in self.hyper_predict_index_])
 
     # -------------------------------------------------------------- draws
-    def _hyper_groups(self, key, n, prior):
-        """Assign ``n`` draws to hyperparameter values: ``(values, positions)`` per distinct value.
+    def hyper_prior_draws(self, n, random_state=None):
+        r"""Draws of the parameters from the prior, hyperpriors included.
 
-        From the posterior: each draw picks one of ``hyper_posterior_``'s draws at random;
-        from the prior: each draw has its own value drawn from the hyperpriors.
+        Each draw has its own hyperparameter values :math:`a \sim p(a)`, drawn from the
+        hyperpriors (from the first half of the key), then :math:`(\pi, \theta)` from
+        the plain prior at :math:`a` (from ``fold_in`` of the second half by the draw's
+        index). The draws of ``sample_prior``, of ``to_inference_data``'s prior group and
+        of the prior-predictive checks.
+
+        Parameters
+        ----------
+        n : int
+        random_state : int, RandomState, Generator, jax key or None
+
+        Returns
+        -------
+        log_class : ndarray of shape (n, n_classes)
+        params : the family's parameter pytree with leading axis ``n``
         """
+        check_is_fitted(self, "hyper_posterior_")
+        n = _check_count(n, "n", 1)
+        key_values, key_draws = jax.random.split(key_from_random_state(random_state))
         hypers = self.__dict__[_STATE][0]
-        if prior:
-            keys = jax.random.split(key, len(hypers))
-            values = {h.name: np.asarray(h.distribution.sample(k, (n,)), dtype=np.float64) for h, k in zip(hypers, keys)}
-            return [({name: v[i] for name, v in values.items()}, np.array([i])) for i in range(n)]
-        total = next(iter(self.hyper_posterior_.values())).shape[0]
-        pick = np.asarray(jax.random.randint(key, (n,), 0, total))
-        return [(self._hyper_draw_values(int(m)), np.flatnonzero(pick == m)) for m in np.unique(pick)]
-
-    def _hyper_mixture(self, n, random_state, prior, each):
-        """Draws from the mixture over hyperparameters: ``each(work, count, key)`` per group, put back in order."""
-        key_groups, key_draws = jax.random.split(key_from_random_state(random_state))
-        hypers = self.__dict__[_STATE][0]
-        out = None
-        for g, (values, positions) in enumerate(self._hyper_groups(key_groups, n, prior)):
-            part = each(self._at_values(hypers, values), positions.size, jax.random.fold_in(key_draws, g))
-            if out is None:
-                out = jax.tree.map(lambda leaf: np.empty((n,) + np.shape(leaf)[1:], np.asarray(leaf).dtype), part)
-            jax.tree.map(lambda dst, src: dst.__setitem__(positions, np.asarray(src)), out, part)
-        return out
-
-    def _hyper_draw(self, n, random_state, *, prior=False):
-        return self._hyper_mixture(n, random_state, prior, lambda work, k, key: work._draw(k, key, prior=prior))
-
-    def _hyper_proba_draws(self, X, n_draws, random_state):
-        check_is_fitted(self, "stats_")
-        n_draws = check_n_draws(n_draws)
-        self.validate_input(X)  # errors name the problem before any draw is made
-        return self._hyper_mixture(
-            n_draws, random_state, False, lambda work, k, key: work.predict_proba_draws(X, k, key)
+        keys = jax.random.split(key_values, len(hypers))
+        values = {h.name: np.asarray(h.distribution.sample(k, (n,)), dtype=np.float64) for h, k in zip(hypers, keys)}
+        components = (
+            (partial(self._at_values, hypers, {name: v[i] for name, v in values.items()}), np.array([i]))
+            for i in range(n)
         )
-
-    def _hyper_proba_interval(self, X, level, n_draws, method, random_state):
-        from bayesnb.analysis.uncertainty import credible_interval
-
-        return credible_interval(self._hyper_proba_draws(X, n_draws, random_state), level, method)
+        return _fitted.mixture_draws(components, n, key_draws, prior=True)
 
     # ------------------------------------------------------------ export
     def _hyper_inference_data(self, X_new, X, y, feature_names, random_state):
@@ -354,7 +342,7 @@ class HyperpriorMixin:
         key = key_from_random_state(random_state)
         key_post, key_prior, key_rest = jax.random.split(key, 3)
         draws = self.hyper_conditional_draws(1, key_post)
-        prior_draws = self._hyper_draw(total, key_prior, prior=True)
+        prior_draws = self.hyper_prior_draws(total, key_prior)
         idata = to_inference_data(
             self, per_chain, key_rest, X_new, X=X, y=y, n_chains=chains, feature_names=feature_names,
             draws=draws, prior_draws=prior_draws,

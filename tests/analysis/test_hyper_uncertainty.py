@@ -1,0 +1,105 @@
+"""Issue 19: the uncertainty engine on an estimator fitted with hyperpriors.
+
+Its posterior is the mixture of the conditional posteriors at the hyperparameters' NUTS
+draws (``estimator.hyper_conditional(m)``). Before, ``predict_proba_interval`` held all
+n_draws x n_rows x n_classes draws in memory, and ``decompose_uncertainty`` and
+``feature_log_odds_draws`` silently drew from the plain posterior at the hyperparameters'
+mode instead of the mixture. Oracles here: the estimator's own
+``predict_proba_draws`` / ``sample_posterior`` (whose mixture draws are tested against
+the closed-form conditional means in ``tests/estimators/test_hyperprior.py``), with
+:func:`~bayesnb.analysis.uncertainty.credible_interval` and
+:func:`~bayesnb.analysis.uncertainty.entropy_decomposition` on them; the plain posterior
+at the mode is the planted error that each check must tell apart.
+"""
+
+from __future__ import annotations
+
+import tracemalloc
+
+import numpy as np
+import numpyro.distributions as dist
+import pytest
+from numpy.testing import assert_allclose, assert_array_equal
+
+from bayesnb import MultinomialNB
+from bayesnb.analysis import uncertainty as U
+
+N_DRAWS = 240
+
+
+@pytest.fixture(scope="module")
+def fitted():
+    rng = np.random.default_rng(0)
+    y = np.arange(60) % 3
+    X = rng.poisson(rng.gamma(1.0, 2.0, (3, 8))[y])
+    est = MultinomialNB(
+        alpha=dist.Gamma(2.0, 1.0), class_alpha=dist.Exponential(1.0), random_state=0,
+        hyper_warmup=150, hyper_draws=150, hyper_chains=2,
+    ).fit(X, y)
+    # The planted error: the plain posterior at the hyperparameters' mode.
+    mode = MultinomialNB(alpha=float(est.hyper_mode_["alpha"]), class_alpha=float(est.hyper_mode_["class_alpha"])).fit(X, y)
+    return est, mode, X
+
+
+def test_the_draw_source_is_the_mixture(fitted):
+    est, mode, X = fitted
+    source = U.draw_source(est, X, N_DRAWS, 3)
+    assert isinstance(source, U.MixtureSource)
+    assert sorted(np.concatenate([p for p, _ in source.parts]).tolist()) == list(range(N_DRAWS))
+    assert len(source.parts) > 10  # many hyperparameter draws are picked
+    assert isinstance(U.draw_source(mode, X, N_DRAWS, 3), U.DrawSource)
+    assert_array_equal(U.proba_draws(source, chunk_entries=500), est.predict_proba_draws(X, N_DRAWS, 3))
+
+
+def test_decomposition_is_that_of_the_mixture_draws(fitted):
+    est, mode, X = fitted
+    got = U.decompose_uncertainty(est, X, n_draws=N_DRAWS, random_state=5)
+    want = U.entropy_decomposition(est.predict_proba_draws(X, N_DRAWS, 5))
+    for name in ("total", "aleatoric", "epistemic"):
+        assert_allclose(getattr(got, name), getattr(want, name), rtol=1e-12, atol=1e-14)
+    planted = U.decompose_uncertainty(mode, X, n_draws=N_DRAWS, random_state=5)
+    assert np.abs(planted.epistemic - want.epistemic).max() > 1e-3
+
+
+def test_feature_log_odds_are_those_of_the_mixture_draws(fitted):
+    est, mode, X = fitted
+    odds = U.feature_log_odds_draws(est, 0, versus=1, n_draws=N_DRAWS, random_state=7)
+    theta = est.sample_posterior(N_DRAWS, random_state=7)["feature_probs"]
+    assert_allclose(odds.draws, np.log(theta[:, 0]) - np.log(theta[:, 1]), rtol=1e-12, atol=1e-12)
+    planted = U.feature_log_odds_draws(mode, 0, versus=1, n_draws=N_DRAWS, random_state=7)
+    assert np.abs(planted.draws.std(0) - odds.draws.std(0)).max() > 1e-3
+
+
+@pytest.mark.parametrize("method", ["equal-tailed", "hdi"])
+@pytest.mark.parametrize("path", ["one block", "file", "drawn again"])
+def test_interval_is_that_of_the_mixture_draws_on_every_path(fitted, method, path, monkeypatch):
+    est, mode, X = fitted
+    X = np.repeat(X, 5, axis=0)
+    reference = U.credible_interval(est.predict_proba_draws(X, N_DRAWS, 9), 0.8, method)
+    chunk = None if path == "one block" else 2 * N_DRAWS * 3 * 50  # blocks of 50 rows
+    if path == "drawn again":
+        monkeypatch.setattr(U, "_spill_fits", lambda nbytes: False)
+    got = U.predict_proba_interval(est, X, 0.8, n_draws=N_DRAWS, method=method, random_state=9, chunk_entries=chunk)
+    assert_array_equal(got[0], reference[0])
+    assert_array_equal(got[1], reference[1])
+    lower, upper = est.predict_proba_interval(X, 0.8, n_draws=N_DRAWS, method=method, random_state=9)
+    assert_array_equal(lower, reference[0])
+    planted = U.credible_interval(mode.predict_proba_draws(X, N_DRAWS, 9), 0.8, method)
+    assert np.abs(planted[1] - planted[0] - (upper - lower)).max() > 1e-3
+
+
+def test_interval_memory_is_bounded_by_the_chunk(fitted):
+    est, _, X = fitted
+    X = np.repeat(X, 100, axis=0)  # 6,000 rows: all draws are 240 x 6,000 x 3 float64 = 33 MiB
+    chunk = 1 << 15  # 256 KiB
+    U.predict_proba_interval(est, X[:60], 0.9, n_draws=N_DRAWS, random_state=1, chunk_entries=chunk)  # warm caches
+    tracemalloc.start()
+    try:
+        lower, _ = U.predict_proba_interval(est, X, 0.9, n_draws=N_DRAWS, random_state=1, chunk_entries=chunk)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    result = 2 * lower.nbytes
+    all_draws = N_DRAWS * X.shape[0] * 3 * 8
+    # The result, the input's validated copy and the refitted components; never the draws.
+    assert peak - result < all_draws / 8, (peak, result, all_draws)
