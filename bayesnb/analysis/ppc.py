@@ -260,10 +260,14 @@ def _replicates(key, estimator, y_index, n_draws, shape, unobserved):
     keys = []
     for k in jax.random.split(key, len(parts)):
         keys.append(tuple(jax.random.split(k)))  # (parameter draws, rows)
-    drawn = [
-        None if block.family.local_draws is not None else _fitted.block_draws(k_draw, block, n_draws)
-        for block, (k_draw, _) in zip(parts, keys)
-    ]
+    if getattr(estimator, "hyper_posterior_", None):
+        # Fitted with hyperpriors: the posterior is the mixture over the hyperparameters'
+        # draws, each draw of every block's parameters from one conditional posterior.
+        _, mixture = _fitted.draws(estimator, n_draws, keys[0][0])
+        shared = [mixture[block.name] if _fitted.is_mixed(estimator) else mixture for block in parts]
+    else:
+        shared = [_fitted.block_draws(k_draw, block, n_draws) for block, (k_draw, _) in zip(parts, keys)]
+    drawn = [None if block.family.local_draws is not None else d for block, d in zip(parts, shared)]
     # One split per block rather than a fold_in per replicate: JAX dispatch dominates small data.
     row_keys = [jax.random.split(k_rows, n_draws) for _, k_rows in keys]
     draw_keys = [jax.random.split(k_draw, n_draws) if dr is None else None for (k_draw, _), dr in zip(keys, drawn)]

@@ -1,10 +1,10 @@
-"""Issue 19: the uncertainty engine on an estimator fitted with hyperpriors.
+"""Issue 19: the uncertainty engine and the predictive checks on an estimator fitted with hyperpriors.
 
 Its posterior is the mixture of the conditional posteriors at the hyperparameters' NUTS
 draws (``estimator.hyper_conditional(m)``). Before, ``predict_proba_interval`` held all
-n_draws x n_rows x n_classes draws in memory, and ``decompose_uncertainty`` and
-``feature_log_odds_draws`` silently drew from the plain posterior at the hyperparameters'
-mode instead of the mixture. Oracles here: the estimator's own
+n_draws x n_rows x n_classes draws in memory, and ``decompose_uncertainty``,
+``feature_log_odds_draws`` and the replicates of ``ppc`` silently drew from the plain
+posterior at the hyperparameters' mode instead of the mixture. Oracles here: the estimator's own
 ``predict_proba_draws`` / ``sample_posterior`` (whose mixture draws are tested against
 the closed-form conditional means in ``tests/estimators/test_hyperprior.py``), with
 :func:`~bayesnb.analysis.uncertainty.credible_interval` and
@@ -103,3 +103,33 @@ def test_interval_memory_is_bounded_by_the_chunk(fitted):
     all_draws = N_DRAWS * X.shape[0] * 3 * 8
     # The result, the input's validated copy and the refitted components; never the draws.
     assert peak - result < all_draws / 8, (peak, result, all_draws)
+
+
+@pytest.fixture(scope="module")
+def wide():
+    """Little data and a wide hyperprior: the mixture and the posterior at the mode differ in mean."""
+    rng = np.random.default_rng(0)
+    y = np.arange(12) % 2
+    X = rng.poisson(0.6, (12, 10))
+    X[:, 0] += 3 * (y == 0)
+    est = MultinomialNB(alpha=dist.Gamma(1.0, 0.2), random_state=0, hyper_warmup=200, hyper_draws=300).fit(X, y)
+    return est, X, y
+
+
+def test_ppc_replicates_come_from_the_mixture(wide):
+    from bayesnb.analysis.ppc import ppc
+
+    est, X, y = wide
+    T, L = est.feature_count_, np.array([X[y == c].sum() for c in (0, 1)])
+    a = est.hyper_posterior_["alpha"][:, None, None]
+    # E[theta | D] of the mixture: the closed-form conditional means averaged over the draws of alpha.
+    mixture = ((a + T) / (T.shape[1] * a + T.sum(1)[:, None])).mean(0)
+    a_mode = float(est.hyper_mode_["alpha"])
+    at_mode = (a_mode + T) / (T.shape[1] * a_mode + T.sum(1)[:, None])
+    for seed in range(3):
+        Xr = ppc(est, X, y, n_draws=6000, random_state=seed, keep_replicates=True).X_replicated
+        totals = np.stack([Xr[:, y == c].sum(1) for c in (0, 1)], 1)  # (draws, classes, features)
+        mean, se = totals.mean(0), totals.std(0) / np.sqrt(len(totals))
+        assert np.abs((mean - L[:, None] * mixture) / se).max() < 4.5
+        # The planted error: replicates from the posterior at the mode (what ppc did before).
+        assert np.abs((mean - L[:, None] * at_mode) / se).max() > 8
