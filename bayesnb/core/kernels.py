@@ -510,7 +510,7 @@ def sum_log_rising_jax(a, X):
 
     The traced (``jax.jit`` / ``jax.grad``) path of the Dirichlet-multinomial and
     negative-binomial predictives, over dense ``X`` (a (rows, classes, features) sum;
-    the CPU path, ``multinomial._sum_log_rising``, works on the non-zeros of sparse data).
+    the CPU path, ``_rising.sum_log_rising``, works on the non-zeros of sparse data).
 
     Parameters
     ----------

@@ -13,7 +13,7 @@ from sklearn.preprocessing import binarize
 import bayesnb
 from bayesnb.core import kernels as _linear
 from bayesnb.core import stats
-from bayesnb.core.families import multinomial
+from bayesnb.core.families import _rising, multinomial
 from bayesnb.core.priors import Dirichlet
 
 
@@ -50,9 +50,9 @@ def _exact_dm(a, X):
 def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, block, chunk, threads):
     # The blocks of rows run on threads: neither their size nor the number of threads
     # may change a value.
-    monkeypatch.setattr(multinomial, "_BLOCK", block)
-    monkeypatch.setattr(multinomial, "_MIN_BLOCK", 1)
-    monkeypatch.setattr(multinomial, "_DIRECT_CHUNK", chunk)
+    monkeypatch.setattr(_rising, "_BLOCK", block)
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_DIRECT_CHUNK", chunk)
     monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
     rng = np.random.default_rng(0)
     X = _counts(rng, n=12)
@@ -209,11 +209,11 @@ def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
     X.data[::11] += 0.5  # fractional values take the direct path
     a = rng.random((3, 40)) * 5 + 0.05
     whole = multinomial.log_predictive(Dirichlet(a), X)
-    monkeypatch.setattr(multinomial, "_MIN_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     for block, threads in [(1 << 22, "1"), (50, "2"), (17, "3"), (1, "2")]:
-        monkeypatch.setattr(multinomial, "_BLOCK", block)
+        monkeypatch.setattr(_rising, "_BLOCK", block)
         monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
-        multinomial._TABLES._entries.clear()
+        _rising._TABLES._entries.clear()
         np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), whole)
 
 
@@ -244,8 +244,8 @@ def test_negative_binomial_predictive_in_one_product_matches_scipy(monkeypatch, 
     from bayesnb.core.families import poisson
     from bayesnb.core.priors import Gamma
 
-    monkeypatch.setattr(multinomial, "_BLOCK", 13)
-    monkeypatch.setattr(multinomial, "_MIN_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_BLOCK", 13)
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
     rng = np.random.default_rng(8)
     X = sp.random(40, 15, density=0.5, random_state=9, format="csr", data_rvs=lambda k: rng.integers(1, 400, k).astype(float))

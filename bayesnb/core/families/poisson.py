@@ -60,7 +60,7 @@ import scipy.sparse as sp
 from bayesnb.core._special import log_factorial_np, log_rising_factorial
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _gamma, _mask, _rows
-from bayesnb.core.families.multinomial import _sum_log_rising
+from bayesnb.core.families._rising import sum_log_rising
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import (
     ParamCache,
@@ -225,7 +225,7 @@ def log_predictive(post, X):
     a = np.asarray(post.concentration, dtype=np.float64)
     b = np.asarray(post.rate, dtype=np.float64)
     # The rising factorials and the x log1p(b) terms in one sparse product.
-    out = _sum_log_rising(a, X, rate=b)
+    out = sum_log_rising(a, X, rate=b)
     out += _BIAS.get((a, b), "negative-binomial bias", lambda: -(a * np.log1p(1.0 / b)).sum(axis=1))
     out -= _row_log_factorial(X)[:, None]
     return out
