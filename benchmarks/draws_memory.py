@@ -4,7 +4,8 @@ Issue 19 measured ``predict_proba_draws(n_draws=1000)`` on a 20,000 x 50,000 CSR
 (1,000,000 stored counts, 2 classes) at 47 s and +1.5 GB of RSS beyond its 305 MiB
 result, and ``predict_proba_interval`` at 515 s and +1.36 GB for a 1 MiB result, while
 the README promises temporaries bounded by 32 MiB (``CHUNK_ENTRIES``). This script (and
-the ``draws_memory`` section of ``run_all.py``) measures, on that shape:
+the ``draws_memory`` section of ``run_all.py``) measures, on that shape (and for the
+interval also with a hyperprior on ``alpha``, whose posterior is a mixture):
 
 * time: the median of the repeats, and its ratio to one scikit-learn ``predict_proba``
   call on the same matrix measured in the same run, interleaved (``sk/bn`` as in the
@@ -90,6 +91,20 @@ def measure(ctx):
             2 * n_docs * 2 * 8 / 2**20,
         ),
     )
+    # A hyperprior on alpha: the posterior is the mixture over its NUTS draws, each
+    # component refitted and drawn in turn (the engine holds one at a time).
+    hyper = None
+    if not getattr(ctx, "only", None) or any("Gamma" in o for o in ctx.only):
+        import numpyro.distributions as dist
+
+        hyper = bayesnb.MultinomialNB(alpha=dist.Gamma(2.0, 1.0), hyper_warmup=200, hyper_draws=200, random_state=0).fit(X, y)
+        cases += (
+            (
+                f"predict_proba_interval(0.9, {n_draws}), alpha ~ Gamma(2, 1)",
+                lambda: hyper.predict_proba_interval(X, 0.9, n_draws=n_draws, random_state=0),
+                2 * n_docs * 2 * 8 / 2**20,
+            ),
+        )
     for operation, fn, result_mib in cases:
         only = getattr(ctx, "only", None)  # set by main's --only; run_all runs both
         if only and not any(o in operation for o in only):
@@ -129,14 +144,14 @@ def main(argv=None):
     parser.add_argument(
         "--only",
         default=None,
-        help="comma-separated cases to run: draws, interval (default both)",
+        help="comma-separated cases to run: draws, interval, hyper (default all)",
     )
     args = parser.parse_args(argv)
     repeat = args.repeat if args.repeat is not None else (1 if args.quick else 3)
     ctx = suite.Context(quick=args.quick, repeat=repeat)
     ctx.only = None
     if args.only:
-        names = {"draws": "predict_proba_draws", "interval": "predict_proba_interval"}
+        names = {"draws": "predict_proba_draws", "interval": "predict_proba_interval(0.9", "hyper": "Gamma"}
         ctx.only = [names[o.strip()] for o in args.only.split(",")]
     rows = measure(ctx)
     print()
