@@ -568,8 +568,12 @@ def _as_rows(X):
 def log_likelihood(params, X):
     r"""Plug-in log-likelihood :math:`\sum_j \log\mathcal N(x_j; \mu_{cj}, \sigma^2_{cj})`.
 
-    Evaluated as matrix products, after centring every feature at
-    :math:`g_j = (\max_c \mu_{cj} + \min_c \mu_{cj})/2` (which changes nothing exactly):
+    Evaluated as matrix products, after centring every feature at the precision-weighted
+    mean of the class means (which changes nothing exactly),
+
+    .. math:: g_j = \frac{\sum_c \mu_{cj} / \sigma^2_{cj}}{\sum_c 1 / \sigma^2_{cj}},
+
+    the centre that minimises :math:`\sum_c (\mu_{cj} - g_j)^2 / \sigma^2_{cj}`:
 
     .. math::
 
@@ -582,7 +586,10 @@ def log_likelihood(params, X):
     of size :math:`|L|`; its rounding error is about :math:`\epsilon T`. Without
     centring, :math:`T` grows with the squared offset of the data (features with
     :math:`|\text{mean}|/\text{sd} \sim 10^4` lose eight digits); after it, only class
-    means far apart compared with the class spread remain. The (row, class) pairs with
+    means far apart compared with the class spread remain. Weighting by the precisions
+    puts the centre at the mean of a class whose variance is far below the others' (a
+    feature nearly constant within a class, common in posterior draws: the midpoint of
+    the class means left such a class with huge terms for its own rows). The (row, class) pairs with
     :math:`T > 256 (|L| + F)` or a non-finite result are recomputed with
     the direct form :math:`(x - \mu)^2/\sigma^2`, so the result is accurate to about
     :math:`10^{-13}(|L| + F)` everywhere.
@@ -603,7 +610,7 @@ def log_likelihood(params, X):
     loc = np.asarray(params.loc, dtype=np.float64)
     var = np.asarray(params.var, dtype=np.float64)
     n_classes, n_features = loc.shape
-    centre = 0.5 * (loc.max(axis=0) + loc.min(axis=0))
+    centre = _centre(loc, var)
     inv_var = 1.0 / var
     shift = loc - centre
     log_norm = -0.5 * np.log(2.0 * np.pi * var).sum(axis=1)
@@ -621,6 +628,20 @@ def log_likelihood(params, X):
     if redo.any():
         _direct_redo(out, redo, X, loc, inv_var, log_norm)
     return out
+
+
+def _centre(loc, var):
+    """Precision-weighted mean of the class means per feature (see :func:`log_likelihood`).
+
+    The weights are the precisions over the largest precision of the feature, in (0, 1],
+    so that no sum overflows; a feature where that fails (an infinite or zero variance)
+    is centred at the midpoint of its class means.
+    """
+    with np.errstate(all="ignore"):
+        weight = var.min(axis=0) / var
+        centre = (weight * loc).sum(axis=0) / weight.sum(axis=0)
+    mid = 0.5 * (loc.max(axis=0) + loc.min(axis=0))
+    return np.where(np.isfinite(centre), centre, mid)
 
 
 def _direct_redo(out, redo, X, loc, inv_var, log_norm):
