@@ -41,6 +41,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import numpy as np
+from scipy import special
 
 from bayesnb.core._fitted import stacked_log_likelihood
 from bayesnb.core._normalize import log_normalize
@@ -316,11 +317,12 @@ def _row_bounds(n_rows, per_row, chunk):
     return [(r0, min(r0 + step, n_rows)) for r0 in range(0, n_rows, step)]
 
 
-def _proba_block(source, params, d0, d1, r0, r1):
+def _proba_block(source, params, d0, d1, r0, r1, out=None):
     """Class probabilities of rows r0:r1 under draws d0:d1, shape (d1 - d0, r1 - r0, C).
 
     ``params`` may hold more draws than d1 - d0 (a last block drawn at full size): all
-    are scored, so the likelihood sees one shape, and the first d1 - d0 kept.
+    are scored, so the likelihood sees one shape, and the first d1 - d0 kept. Written
+    into ``out`` (of that shape) when given, instead of a new array.
     """
     rows = source.take_rows(source.X, r0, r1)
     log_class = source.log_class[d0:d1, None, :]
@@ -328,15 +330,17 @@ def _proba_block(source, params, d0, d1, r0, r1):
     # A row impossible under every class for one draw (a zero probability in that draw)
     # gets that draw's class proportions, as predict_proba does.
     log_p, _ = log_normalize(joint, log_class)
-    return np.exp(log_p, out=log_p)
+    return np.exp(log_p, out=log_p if out is None else out)
 
 
-def _iter_by_draws(source, chunk, rows_chunk=None):
+def _iter_by_draws(source, chunk, rows_chunk=None, out=None):
     """Blocks ``(d0, d1, r0, r1, proba)``, draws outermost (each parameter block drawn once).
 
     ``chunk`` sizes the parameter blocks (and with them the draws: see
     :class:`_ParamBlocks`); ``rows_chunk`` (default ``chunk``) bounds each block of
-    probabilities, which changes how the rows are cut, never a value.
+    probabilities, which changes how the rows are cut, never a value. With ``out`` of
+    shape (n_draws, n_rows, n_classes), each block is written in place there (``proba``
+    is then the view ``out[d0:d1, r0:r1]``): no copy of every draw from a temporary.
     """
     blocks = _ParamBlocks(source, chunk)
     n_classes = source.log_class.shape[1]
@@ -345,7 +349,8 @@ def _iter_by_draws(source, chunk, rows_chunk=None):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
         for r0, r1 in _row_bounds(source.n_rows, blocks.size * n_classes, rows_chunk):
-            yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1)
+            into = None if out is None else out[d0:d1, r0:r1]
+            yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1, into)
 
 
 def _iter_by_rows(source, chunk, row_blocks, rows_chunk):
@@ -435,8 +440,8 @@ def proba_draws(source, *, chunk_entries=None):
     chunk = _chunk(chunk_entries)
     n_draws, n_classes = source.log_class.shape
     out = np.empty((n_draws, source.n_rows, n_classes))
-    for d0, d1, r0, r1, p in _iter_by_draws(source, chunk):
-        out[d0:d1, r0:r1] = p
+    for _ in _iter_by_draws(source, chunk, out=out):
+        pass
     return out
 
 
@@ -483,9 +488,8 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     if len(row_blocks) <= 1:
         for r0, r1 in row_blocks:
             out = np.empty((n_draws, r1 - r0, n_classes))
-            for d0, d1, s0, s1, p in _iter_by_draws(source, chunk, rows_chunk):
-                out[d0:d1, s0:s1] = p
-                del p
+            for _ in _iter_by_draws(source, chunk, rows_chunk, out=out):
+                pass
             lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
         return lower, upper
     done = 0  # rows whose intervals are computed
@@ -529,10 +533,9 @@ def _spill_fits(nbytes):
 
 
 def _entropy(p, axis=-1):
-    # 0 log 0 = 0; probabilities are exact zeros only where a class is impossible.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    return terms.sum(axis=axis)
+    # scipy's entr: -p log p in one pass, with 0 log 0 = 0 (probabilities are exact
+    # zeros only where a class is impossible).
+    return special.entr(p).sum(axis=axis)
 
 
 def _check_draws(draws):
@@ -696,7 +699,9 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     sum_h = np.zeros(source.n_rows)
     for _, _, r0, r1, p in _iter_by_draws(source, chunk):
         sum_p[r0:r1] += p.sum(axis=0)
-        sum_h[r0:r1] += _entropy(p).sum(axis=0)
+        # Summed over the draws first: the short class axis is then reduced once per row,
+        # not once per (draw, row).
+        sum_h[r0:r1] += special.entr(p).sum(axis=0).sum(axis=-1)
     return _decomposition(sum_p / n_draws, sum_h / n_draws)
 
 
