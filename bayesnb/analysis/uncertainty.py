@@ -243,14 +243,14 @@ def draw_source(estimator, X, n_draws, random_state):
     """
     from sklearn.utils.validation import check_is_fitted
 
-    from bayesnb.core import _fitted
+    from bayesnb.core import _fitted, _sampling
     from bayesnb.core._random import key_from_random_state
 
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
     # The estimator's own validation (its missing-value policy, binarisation, column blocks).
     X = estimator.validate_input(X)
-    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    key_class, key_feat = _sampling.split(key_from_random_state(random_state))
     return DrawSource(
         X=X,
         n_rows=X.shape[0],

@@ -30,6 +30,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from bayesnb.core import _sampling
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
@@ -136,7 +137,7 @@ def draw_block(n, size):
 
 def block_key(key, b):
     """Key of block ``b`` of draws: the key itself for the first, ``fold_in(key, b)`` after."""
-    return key if b == 0 else jax.random.fold_in(key, b)
+    return key if b == 0 else _sampling.fold_in(key, b)
 
 
 def in_blocks(sample, key, n, block):
@@ -233,7 +234,7 @@ def draws(estimator, n, random_state, *, prior=False):
     log_class : ndarray of shape (n, n_classes)
     params : the family's parameter pytree with leading axis ``n`` (dict by block for a mixed model)
     """
-    key_class, key_feat = jax.random.split(key_from_random_state(random_state))
+    key_class, key_feat = _sampling.split(key_from_random_state(random_state))
     params = feature_draws(key_feat, estimator, n, prior=prior)
     return class_log_draws(key_class, estimator, n, prior=prior), jax.tree.map(np.asarray, params)
 

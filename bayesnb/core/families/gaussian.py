@@ -959,7 +959,7 @@ def sample(key, post, n):
             np.broadcast_to(np.asarray(f, dtype=np.float64), shape)
             for f in (post.concentration, post.rate, post.kappa, post.loc)
         )
-        key_var, key_loc = jax.random.split(key)
+        key_var, key_loc = _sampling.split(key)
         log_var = np.log(b) - _sampling.log_gamma(key_var, a, shape)
         z = _sampling.normal(key_loc, shape)
         return GaussianParams(m + np.exp(0.5 * (log_var - np.log(k))) * z, np.exp(log_var))
