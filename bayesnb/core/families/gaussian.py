@@ -589,10 +589,10 @@ def log_likelihood(params, X):
     means far apart compared with the class spread remain. Weighting by the precisions
     puts the centre at the mean of a class whose variance is far below the others' (a
     feature nearly constant within a class, common in posterior draws: the midpoint of
-    the class means left such a class with huge terms for its own rows). The (row, class) pairs with
-    :math:`T > 256 (|L| + F)` or a non-finite result are recomputed with
-    the direct form :math:`(x - \mu)^2/\sigma^2`, so the result is accurate to about
-    :math:`10^{-13}(|L| + F)` everywhere.
+    the class means left such a class with huge terms for its own rows). The
+    (row, class) pairs with :math:`T > 256 (|L| + F)` or a non-finite result are
+    recomputed with the direct form :math:`(x - \mu)^2/\sigma^2`, so the result is
+    accurate to about :math:`10^{-13}(|L| + F)` everywhere.
 
     Parameters
     ----------
