@@ -149,3 +149,18 @@ def test_a_planted_error_in_the_pairs_is_caught(stacked_draws, monkeypatch):
 
     monkeypatch.setattr(gaussian, "_direct_redo", shifted)
     assert not _close(gaussian.log_likelihood(stacked_draws, ROWS), reference, n_features)
+
+
+def test_expansion_kernel_numpy_and_compiled_forms_agree(stacked_draws):
+    """The in-place NumPy end of the expansion kernel and its jax.numpy form (compiled for
+    large data) flag the same pairs and give the same values."""
+    from bayesnb.core._x64 import enable_x64
+
+    args = _expansion_args(stacked_draws)
+    host = gaussian._expansion_kernel(ROWS, *args, np)
+    with enable_x64():
+        compiled = np.asarray(gaussian._compiled(gaussian._expansion_kernel)(ROWS, *args))
+    assert np.isnan(host).any()  # the planted draw-classes are flagged
+    assert np.array_equal(np.isnan(host), np.isnan(compiled))
+    ok = ~np.isnan(host)
+    assert np.all(np.abs(host[ok] - compiled[ok]) <= 1e-12 * (np.abs(compiled[ok]) + ROWS.shape[1]))

@@ -546,11 +546,36 @@ def _expansion_kernel(X, centre, inv_var_t, lin_t, const, centred_norm, xp):
     """
     z = X - centre
     quad = _dot(z * z, inv_var_t, xp)
+    if xp is np:
+        return _expansion_check_inplace(quad, _dot(z, lin_t, xp), const, centred_norm, X.shape[1])
     value = -0.5 * quad + _dot(z, lin_t, xp) + const
     # quad + |centre-to-mean|^2 bounds the magnitude of the cancelling terms.
     limit = _CANCELLATION_LIMIT * (xp.abs(value) + X.shape[1])
     untrusted = ~xp.isfinite(value) | (quad + centred_norm > limit)
     return xp.where(untrusted, xp.nan, value)
+
+
+def _expansion_check_inplace(quad, lin, const, centred_norm, n_features):
+    """The NumPy end of :func:`_expansion_kernel`, in place in ``quad`` and ``lin``.
+
+    The same operations on the same values (the same bits) as the ``jax.numpy`` form,
+    with two float temporaries instead of seven: under posterior draws stacked as
+    classes these (rows, classes) arrays are the largest of the call, and their
+    allocations cost about as much as the arithmetic.
+    """
+    value = lin
+    scratch = np.multiply(quad, 0.5)
+    value -= scratch
+    value += const
+    np.abs(value, out=scratch)
+    scratch += n_features
+    scratch *= _CANCELLATION_LIMIT
+    quad += centred_norm
+    untrusted = np.greater(quad, scratch)
+    finite = np.isfinite(value)
+    untrusted |= np.logical_not(finite, out=finite)
+    np.copyto(value, np.nan, where=untrusted)
+    return value
 
 
 def _direct_kernel(X, loc, inv_var, const, xp):
