@@ -47,6 +47,7 @@ from typing import Any, Callable, NamedTuple
 
 import jax
 import numpy as np
+from scipy import special
 
 from bayesnb.core._fitted import stacked_log_likelihood
 from bayesnb.core._normalize import log_normalize
@@ -164,8 +165,7 @@ def _interval_inplace(draws, level, method):
     if draws.size and np.isnan(draws.min()):
         raise ValueError("credible_interval: the draws contain NaN")
     if method == "equal-tailed":
-        lower, upper = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0, overwrite_input=True)
-        return lower, upper
+        return _equal_tailed_inplace(draws, level)
     # "hdi"
     n = draws.shape[0]
     k = max(1, int(np.ceil(level * n)))
@@ -190,6 +190,33 @@ def _interval_inplace(draws, level, method):
 
 
 # ----------------------------------------------------------------------------- the engine
+
+
+def _equal_tailed_inplace(draws, level):
+    """The ``(1 - level)/2`` and ``(1 + level)/2`` quantiles over axis 0, partitioning ``draws`` in place.
+
+    The values of ``np.quantile(draws, q, axis=0, overwrite_input=True)`` (its default
+    "linear" method, with the same interpolation arithmetic), from a partition at only
+    the four order statistics they need: ``np.quantile`` also selects the minimum and
+    the maximum (the latter to look for NaN, which the caller has ruled out), two
+    more passes over every lane of the block.
+    """
+    n = draws.shape[0]
+    virtual = (n - 1) * np.array([(1 - level) / 2, (1 + level) / 2])
+    below = np.floor(virtual)
+    prev = below.astype(np.intp)
+    nxt = prev + 1
+    # As np.quantile: at or past the last index both neighbours are the last draw.
+    top = virtual >= n - 1
+    prev[top] = nxt[top] = n - 1
+    draws.partition(np.unique(np.concatenate([prev, nxt])), axis=0)
+    result = []
+    for v, t, i, j in zip(virtual, virtual - below, prev, nxt):
+        a, b = draws[i], draws[j]
+        # numpy's _lerp: a + (b - a) t, or b - (b - a)(1 - t) where t >= 0.5.
+        diff = b - a
+        result.append(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
+    return result[0], result[1]
 
 
 class DrawSource(NamedTuple):
@@ -267,9 +294,9 @@ def draw_source(estimator, X, n_draws, random_state):
 
 def _plain_source(estimator, X, n_draws, key):
     """:func:`draw_source` of an estimator without hyperpriors, from validated ``X``."""
-    from bayesnb.core import _fitted
+    from bayesnb.core import _fitted, _sampling
 
-    key_class, key_feat = jax.random.split(key)
+    key_class, key_feat = _sampling.split(key)
     return DrawSource(
         X=X,
         n_rows=X.shape[0],
@@ -316,13 +343,13 @@ def _mixture_source(estimator, X, n_draws, key):
     """
     from functools import partial
 
-    from bayesnb.core import _fitted
+    from bayesnb.core import _fitted, _sampling
 
-    key_groups, key_draws = jax.random.split(key)
+    key_groups, key_draws = _sampling.split(key)
     total = next(iter(estimator.hyper_posterior_.values())).shape[0]
     groups = _fitted.mixture_groups(key_groups, n_draws, total)
     parts = tuple(
-        (positions, partial(_component_source, estimator, m, X, positions.size, jax.random.fold_in(key_draws, g)))
+        (positions, partial(_component_source, estimator, m, X, positions.size, _sampling.fold_in(key_draws, g)))
         for g, (m, positions) in enumerate(groups)
     )
     return MixtureSource(n_rows=X.shape[0], n_draws=n_draws, n_classes=len(estimator.classes_), parts=parts)
@@ -406,11 +433,12 @@ def _row_bounds(n_rows, per_row, chunk):
     return [(r0, min(r0 + step, n_rows)) for r0 in range(0, n_rows, step)]
 
 
-def _proba_block(source, params, d0, d1, r0, r1):
+def _proba_block(source, params, d0, d1, r0, r1, out=None):
     """Class probabilities of rows r0:r1 under draws d0:d1, shape (d1 - d0, r1 - r0, C).
 
     ``params`` may hold more draws than d1 - d0 (a last block drawn at full size): all
-    are scored, so the likelihood sees one shape, and the first d1 - d0 kept.
+    are scored, so the likelihood sees one shape, and the first d1 - d0 kept. Written
+    into ``out`` (of that shape) when given, instead of a new array.
     """
     rows = source.take_rows(source.X, r0, r1)
     log_class = source.log_class[d0:d1, None, :]
@@ -418,15 +446,17 @@ def _proba_block(source, params, d0, d1, r0, r1):
     # A row impossible under every class for one draw (a zero probability in that draw)
     # gets that draw's class proportions, as predict_proba does.
     log_p, _ = log_normalize(joint, log_class)
-    return np.exp(log_p, out=log_p)
+    return np.exp(log_p, out=log_p if out is None else out)
 
 
-def _iter_by_draws(source, chunk, rows_chunk=None):
+def _iter_by_draws(source, chunk, rows_chunk=None, out=None):
     """Blocks ``(d0, d1, r0, r1, proba)``, draws outermost (each parameter block drawn once).
 
     ``chunk`` sizes the parameter blocks (and with them the draws: see
     :class:`_ParamBlocks`); ``rows_chunk`` (default ``chunk``) bounds each block of
-    probabilities, which changes how the rows are cut, never a value.
+    probabilities, which changes how the rows are cut, never a value. With ``out`` of
+    shape (n_draws, n_rows, n_classes), each block is written in place there (``proba``
+    is then the view ``out[d0:d1, r0:r1]``): no copy of every draw from a temporary.
     """
     blocks = _ParamBlocks(source, chunk)
     n_classes = source.log_class.shape[1]
@@ -435,7 +465,8 @@ def _iter_by_draws(source, chunk, rows_chunk=None):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
         for r0, r1 in _row_bounds(source.n_rows, blocks.size * n_classes, rows_chunk):
-            yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1)
+            into = None if out is None else out[d0:d1, r0:r1]
+            yield d0, d1, r0, r1, _proba_block(source, params, d0, d1, r0, r1, into)
 
 
 def _iter_by_rows(source, chunk, row_blocks, rows_chunk):
@@ -461,14 +492,20 @@ def _iter_by_rows(source, chunk, row_blocks, rows_chunk):
         del out
 
 
-def _iter_all(source, chunk, rows_chunk=None):
+def _iter_all(source, chunk, rows_chunk=None, out=None):
     """Blocks ``(draws, r0, r1, proba)`` of every component, as :func:`_iter_by_draws`.
 
     ``draws`` indexes the mixture's draw axis (a slice, or the component's positions).
+    With ``out`` of shape (n_draws, n_rows, n_classes), every block is also in ``out``:
+    written in place for draws in order, assigned at their positions for a mixture's.
     """
     for positions, component in _components(source):
-        for d0, d1, r0, r1, p in _iter_by_draws(component, chunk, rows_chunk):
-            yield _at(positions, d0, d1), r0, r1, p
+        into = out if positions is None else None
+        for d0, d1, r0, r1, p in _iter_by_draws(component, chunk, rows_chunk, out=into):
+            draws = _at(positions, d0, d1)
+            if out is not None and into is None:
+                out[draws, r0:r1] = p
+            yield draws, r0, r1, p
         del component
 
 
@@ -539,8 +576,8 @@ def proba_draws(source, *, chunk_entries=None):
     chunk = _chunk(chunk_entries)
     n_draws, n_classes = _shape(source)
     out = np.empty((n_draws, source.n_rows, n_classes))
-    for draws, r0, r1, p in _iter_all(source, chunk):
-        out[draws, r0:r1] = p
+    for _ in _iter_all(source, chunk, out=out):
+        pass
     return out
 
 
@@ -587,9 +624,8 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     if len(row_blocks) <= 1:
         for r0, r1 in row_blocks:
             out = np.empty((n_draws, r1 - r0, n_classes))
-            for draws, s0, s1, p in _iter_all(source, chunk, rows_chunk):
-                out[draws, s0:s1] = p
-                del p
+            for _ in _iter_all(source, chunk, rows_chunk, out=out):
+                pass
             lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
         return lower, upper
     done = 0  # rows whose intervals are computed
@@ -633,10 +669,9 @@ def _spill_fits(nbytes):
 
 
 def _entropy(p, axis=-1):
-    # 0 log 0 = 0; probabilities are exact zeros only where a class is impossible.
-    with np.errstate(divide="ignore", invalid="ignore"):
-        terms = np.where(p > 0, -p * np.log(np.where(p > 0, p, 1.0)), 0.0)
-    return terms.sum(axis=axis)
+    # scipy's entr: -p log p in one pass, with 0 log 0 = 0 (probabilities are exact
+    # zeros only where a class is impossible).
+    return special.entr(p).sum(axis=axis)
 
 
 def _check_draws(draws):
@@ -800,7 +835,9 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     sum_h = np.zeros(source.n_rows)
     for _, r0, r1, p in _iter_all(source, chunk):
         sum_p[r0:r1] += p.sum(axis=0)
-        sum_h[r0:r1] += _entropy(p).sum(axis=0)
+        # Summed over the draws first: the short class axis is then reduced once per row,
+        # not once per (draw, row).
+        sum_h[r0:r1] += special.entr(p).sum(axis=0).sum(axis=-1)
     return _decomposition(sum_p / n_draws, sum_h / n_draws)
 
 

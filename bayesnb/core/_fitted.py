@@ -31,6 +31,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
+from bayesnb.core import _sampling
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
@@ -139,7 +140,7 @@ def draw_block(n, size):
 
 def block_key(key, b):
     """Key of block ``b`` of draws: the key itself for the first, ``fold_in(key, b)`` after."""
-    return key if b == 0 else jax.random.fold_in(key, b)
+    return key if b == 0 else _sampling.fold_in(key, b)
 
 
 def mixture_groups(key, n, total):
@@ -277,14 +278,14 @@ def draws(estimator, n, random_state, *, prior=False):
         if prior:
             return estimator.hyper_prior_draws(n, key)
         return _mixture_draws(estimator, n, key, next(iter(hyper.values())).shape[0])
-    key_class, key_feat = jax.random.split(key)
+    key_class, key_feat = _sampling.split(key)
     params = feature_draws(key_feat, estimator, n, prior=prior)
     return class_log_draws(key_class, estimator, n, prior=prior), jax.tree.map(np.asarray, params)
 
 
 def _mixture_draws(estimator, n, key, total):
     """:func:`draws` of the mixture over ``total`` hyperparameter draws (see :func:`draws`)."""
-    key_groups, key_draws = jax.random.split(key)
+    key_groups, key_draws = _sampling.split(key)
     components = [
         (partial(estimator.hyper_conditional, m), positions) for m, positions in mixture_groups(key_groups, n, total)
     ]
@@ -313,7 +314,7 @@ def mixture_draws(components, n, key, *, prior=False):
     """
     out = None
     for g, (make, positions) in enumerate(components):
-        part = draws(make(), positions.size, jax.random.fold_in(key, g), prior=prior)
+        part = draws(make(), positions.size, _sampling.fold_in(key, g), prior=prior)
         if out is None:
             out = jax.tree.map(lambda leaf: np.empty((n,) + np.shape(leaf)[1:], np.asarray(leaf).dtype), part)
         jax.tree.map(lambda dst, src: dst.__setitem__(positions, np.asarray(src)), out, part)

@@ -30,8 +30,20 @@ def log_normalize(joint, fallback):
         Rows that received the fallback.
     """
     joint = np.asarray(joint, dtype=np.float64)
+    fallback = np.asarray(fallback, dtype=np.float64)
     if joint.ndim == 2 and joint.shape[0] and joint.shape[1]:
-        return _log_normalize_rows(joint, np.asarray(fallback, dtype=np.float64))
+        return _log_normalize_rows(joint, fallback)
+    if joint.ndim > 2 and joint.size and fallback.ndim >= 2 and fallback.shape[-2] == 1:
+        # Draws of class probabilities, (n_draws, n_samples, n_classes): one 2-d pass over
+        # all the rows (no reduction along the short class axis), then the rows dead in
+        # some draw get that draw's fallback, normalised as the 2-d path does it.
+        lead, (n, n_classes) = joint.shape[:-2], joint.shape[-2:]
+        out, dead = _log_normalize_rows(joint.reshape(-1, n_classes), np.zeros(n_classes))
+        if dead.any():
+            per = np.broadcast_to(fallback, lead + (1, n_classes)).reshape(-1, n_classes)
+            which = np.flatnonzero(dead)
+            out[which] = _log_normalize_rows(per[which // n], np.zeros(n_classes))[0]
+        return out.reshape(joint.shape), dead.reshape(joint.shape[:-1])
     top = joint.max(axis=-1)
     dead = np.isneginf(top)
     if dead.any():

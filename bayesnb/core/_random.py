@@ -6,6 +6,8 @@ import jax
 import numpy as np
 from sklearn.utils import check_random_state
 
+from bayesnb.core import _sampling
+
 __all__ = ["key_from_random_state"]
 
 
@@ -20,4 +22,6 @@ def key_from_random_state(random_state):
         seed = int(random_state.integers(2**31 - 1))
     else:
         seed = int(check_random_state(random_state).randint(2**31 - 1))
-    return jax.random.key(seed)
+    # Outside the scoped float64, as every host key operation (bayesnb.core._sampling.split).
+    with _sampling._key_scope():
+        return jax.random.key(seed)

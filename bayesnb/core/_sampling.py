@@ -27,7 +27,7 @@ import numpy as np
 
 from bayesnb.core.kernels import is_traced
 
-__all__ = ["on_host", "generator", "log_gamma", "gamma", "normal", "log_normalize"]
+__all__ = ["on_host", "generator", "split", "fold_in", "log_gamma", "gamma", "normal", "log_normalize"]
 
 # SeedSequence spawn key of the parameter-draw streams ("PD"): distinct from the plain
 # SeedSequence(key bits) of _rows.generator.
@@ -37,6 +37,61 @@ _SPAWN_KEY = (0x5044,)
 def on_host(*values):
     """Whether draws for these inputs take the NumPy path: no JAX trace is active."""
     return not is_traced(*values)
+
+
+def _key_scope():
+    # JAX caches a compiled function per float64 setting, and the library's code runs
+    # both inside its scoped float64 (bayesnb.core._x64) and outside it: a key operation
+    # reached from both would be compiled twice in a process (two of the few hundred
+    # milliseconds of a first call). Key bits are uint32 either way, so the host key
+    # operations all run with float64 off: one compilation each.
+    state = getattr(jax, "enable_x64", None)
+    if state is not None and hasattr(state, "__call__"):
+        try:
+            return state(False)
+        except TypeError:  # pragma: no cover - older JAX with a different signature
+            pass
+    from jax.experimental import disable_x64  # pragma: no cover
+
+    return disable_x64()  # pragma: no cover
+
+
+def split(key, num=2):
+    """``jax.random.split(key, num)``; on a concrete key, compiled once per process (see ``_key_scope``).
+
+    Parameters
+    ----------
+    key : jax.random key
+    num : int, default=2
+
+    Returns
+    -------
+    tuple of ``num`` jax.random keys
+        Unpacked inside the scope too (unpacking a key array is itself a compiled
+        ``unstack``).
+    """
+    if is_traced(key):
+        return tuple(jax.random.split(key, num))
+    with _key_scope():
+        return tuple(jax.random.split(key, num))
+
+
+def fold_in(key, data):
+    """``jax.random.fold_in(key, data)``; on a concrete key, compiled once per process (see ``_key_scope``).
+
+    Parameters
+    ----------
+    key : jax.random key
+    data : int
+
+    Returns
+    -------
+    jax.random key
+    """
+    if is_traced(key, data):
+        return jax.random.fold_in(key, data)
+    with _key_scope():
+        return jax.random.fold_in(key, data)
 
 
 def generator(key):

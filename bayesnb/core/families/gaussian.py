@@ -107,9 +107,12 @@ _MIN_CHUNK = 64
 _COMPILE_MIN_CHUNKS = 8
 
 # The quadratic expansion is trusted where the magnitude of its terms is at most this
-# multiple of the result's: its rounding error is then within ~1e-13 (|L| + F). Rows
-# where some class exceeds it are recomputed by the direct (x - mu)^2 form.
+# multiple of the result's: its rounding error is then within ~1e-13 (|L| + F). The
+# (row, class) pairs that exceed it are recomputed by the direct (x - mu)^2 form.
 _CANCELLATION_LIMIT = 256.0
+# Flagged (row, class) pairs are recomputed one by one while they are at most
+# 1/_PAIRWISE_REDO_SHARE of their rows' (row, class) pairs; beyond it, whole rows.
+_PAIRWISE_REDO_SHARE = 4
 
 
 class GaussianParams(NamedTuple):
@@ -534,17 +537,45 @@ def _dot(a, b, xp):
 
 
 def _expansion_kernel(X, centre, inv_var_t, lin_t, const, centred_norm, xp):
-    """Plug-in log-likelihood by the quadratic expansion, plus a per-row flag (last column).
+    """Plug-in log-likelihood by the quadratic expansion, NaN where it cannot be trusted.
 
-    The flag is 1 where the expansion cannot be trusted (see :func:`log_likelihood`).
+    A (row, class) whose result is not finite, or whose cancelling terms are too large
+    for it (see :func:`log_likelihood`), is NaN: the caller recomputes exactly those
+    pairs, not whole rows (under stacked posterior draws a flagged row has a few flagged
+    draw-classes among hundreds).
     """
     z = X - centre
     quad = _dot(z * z, inv_var_t, xp)
+    if xp is np:
+        return _expansion_check_inplace(quad, _dot(z, lin_t, xp), const, centred_norm, X.shape[1])
     value = -0.5 * quad + _dot(z, lin_t, xp) + const
     # quad + |centre-to-mean|^2 bounds the magnitude of the cancelling terms.
     limit = _CANCELLATION_LIMIT * (xp.abs(value) + X.shape[1])
     untrusted = ~xp.isfinite(value) | (quad + centred_norm > limit)
-    return xp.concatenate([value, xp.any(untrusted, axis=1, keepdims=True).astype(value.dtype)], axis=1)
+    return xp.where(untrusted, xp.nan, value)
+
+
+def _expansion_check_inplace(quad, lin, const, centred_norm, n_features):
+    """The NumPy end of :func:`_expansion_kernel`, in place in ``quad`` and ``lin``.
+
+    The same operations on the same values (the same bits) as the ``jax.numpy`` form,
+    with two float temporaries instead of seven: under posterior draws stacked as
+    classes these (rows, classes) arrays are the largest of the call, and their
+    allocations cost about as much as the arithmetic.
+    """
+    value = lin
+    scratch = np.multiply(quad, 0.5)
+    value -= scratch
+    value += const
+    np.abs(value, out=scratch)
+    scratch += n_features
+    scratch *= _CANCELLATION_LIMIT
+    quad += centred_norm
+    untrusted = np.greater(quad, scratch)
+    finite = np.isfinite(value)
+    untrusted |= np.logical_not(finite, out=finite)
+    np.copyto(value, np.nan, where=untrusted)
+    return value
 
 
 def _direct_kernel(X, loc, inv_var, const, xp):
@@ -562,8 +593,12 @@ def _as_rows(X):
 def log_likelihood(params, X):
     r"""Plug-in log-likelihood :math:`\sum_j \log\mathcal N(x_j; \mu_{cj}, \sigma^2_{cj})`.
 
-    Evaluated as matrix products, after centring every feature at
-    :math:`g_j = (\max_c \mu_{cj} + \min_c \mu_{cj})/2` (which changes nothing exactly):
+    Evaluated as matrix products, after centring every feature at the precision-weighted
+    mean of the class means (which changes nothing exactly),
+
+    .. math:: g_j = \frac{\sum_c \mu_{cj} / \sigma^2_{cj}}{\sum_c 1 / \sigma^2_{cj}},
+
+    the centre that minimises :math:`\sum_c (\mu_{cj} - g_j)^2 / \sigma^2_{cj}`:
 
     .. math::
 
@@ -576,10 +611,13 @@ def log_likelihood(params, X):
     of size :math:`|L|`; its rounding error is about :math:`\epsilon T`. Without
     centring, :math:`T` grows with the squared offset of the data (features with
     :math:`|\text{mean}|/\text{sd} \sim 10^4` lose eight digits); after it, only class
-    means far apart compared with the class spread remain. Rows where some class has
-    :math:`T > 256 (|L| + F)`, and rows with a non-finite result, are recomputed with
-    the direct form :math:`(x - \mu)^2/\sigma^2`, so the result is accurate to about
-    :math:`10^{-13}(|L| + F)` everywhere.
+    means far apart compared with the class spread remain. Weighting by the precisions
+    puts the centre at the mean of a class whose variance is far below the others' (a
+    feature nearly constant within a class, common in posterior draws: the midpoint of
+    the class means left such a class with huge terms for its own rows). The
+    (row, class) pairs with :math:`T > 256 (|L| + F)` or a non-finite result are
+    recomputed with the direct form :math:`(x - \mu)^2/\sigma^2`, so the result is
+    accurate to about :math:`10^{-13}(|L| + F)` everywhere.
 
     Parameters
     ----------
@@ -597,26 +635,67 @@ def log_likelihood(params, X):
     loc = np.asarray(params.loc, dtype=np.float64)
     var = np.asarray(params.var, dtype=np.float64)
     n_classes, n_features = loc.shape
-    centre = 0.5 * (loc.max(axis=0) + loc.min(axis=0))
+    centre = _centre(loc, var)
     inv_var = 1.0 / var
     shift = loc - centre
     log_norm = -0.5 * np.log(2.0 * np.pi * var).sum(axis=1)
     centred_norm = (shift * shift * inv_var).sum(axis=1)
     const = log_norm - 0.5 * centred_norm
-    both = _map_rows(
+    out = _map_rows(
         _expansion_kernel,
         X,
-        n_classes + 1,
+        n_classes,
         (centre, inv_var.T, (shift * inv_var).T, const, centred_norm),
         n_features,
         _PLUGIN_CHUNK_ENTRIES,
     )
-    out, redo = both[:, :n_classes], both[:, n_classes] > 0
+    redo = np.isnan(out)
     if redo.any():
-        out[redo] = _map_rows(
-            _direct_kernel, X[redo], n_classes, (loc, inv_var, log_norm), n_classes * n_features, _T_CHUNK_ENTRIES
-        )
+        _direct_redo(out, redo, X, loc, inv_var, log_norm)
     return out
+
+
+def _centre(loc, var):
+    """Precision-weighted mean of the class means per feature (see :func:`log_likelihood`).
+
+    The weights are the precisions over the largest precision of the feature, in (0, 1],
+    so that no sum overflows; a feature where that fails (an infinite or zero variance)
+    is centred at the midpoint of its class means.
+    """
+    with np.errstate(all="ignore"):
+        weight = var.min(axis=0) / var
+        centre = (weight * loc).sum(axis=0) / weight.sum(axis=0)
+    mid = 0.5 * (loc.max(axis=0) + loc.min(axis=0))
+    return np.where(np.isfinite(centre), centre, mid)
+
+
+def _direct_redo(out, redo, X, loc, inv_var, log_norm):
+    """Overwrite the pairs ``redo`` (rows x classes, bool) of ``out`` with the direct form.
+
+    Where the flagged pairs are a small share of their rows' classes (posterior draws
+    stacked as classes: a row is flagged for the few draws of a class whose sampled
+    variance is tiny), only those pairs are computed, in NumPy: gathering one
+    (row, class) pair costs about three times the features, against all the row's
+    classes for the row kernel. Otherwise whole rows go to the row kernel (compiled for
+    large data, see :func:`_map_rows`).
+    """
+    n_classes, n_features = loc.shape
+    rows = np.flatnonzero(redo.any(axis=1))
+    pair_i, pair_c = np.nonzero(redo)
+    if pair_i.size * _PAIRWISE_REDO_SHARE > rows.size * n_classes:
+        out[rows] = _map_rows(
+            _direct_kernel, X[rows], n_classes, (loc, inv_var, log_norm), n_classes * n_features, _T_CHUNK_ENTRIES
+        )
+        return
+    # Pairs in pieces of at most _T_CHUNK_ENTRIES gathered entries.
+    step = max(1, _T_CHUNK_ENTRIES // max(1, n_features))
+    with np.errstate(all="ignore"):
+        for start in range(0, pair_i.size, step):
+            i, c = pair_i[start : start + step], pair_c[start : start + step]
+            dev = X[i] - loc[c]
+            dev *= dev
+            dev *= inv_var[c]
+            out[i, c] = -0.5 * dev.sum(axis=1) + log_norm[c]
 
 
 @x64
@@ -905,7 +984,7 @@ def sample(key, post, n):
             np.broadcast_to(np.asarray(f, dtype=np.float64), shape)
             for f in (post.concentration, post.rate, post.kappa, post.loc)
         )
-        key_var, key_loc = jax.random.split(key)
+        key_var, key_loc = _sampling.split(key)
         log_var = np.log(b) - _sampling.log_gamma(key_var, a, shape)
         z = _sampling.normal(key_loc, shape)
         return GaussianParams(m + np.exp(0.5 * (log_var - np.log(k))) * z, np.exp(log_var))

@@ -953,7 +953,7 @@ def _sample(key, loc, kappa, df, scale, n):
     n_classes, F = loc.shape
     batch = scale.shape[:-2]
     df = np.broadcast_to(np.asarray(df, dtype=np.float64), batch)
-    key_chi2, key_upper, key_loc = jax.random.split(key, 3)
+    key_chi2, key_upper, key_loc = _sampling.split(key, 3)
     # Bartlett factors: chi-square diagonal (2 Gamma(k/2)), normal strictly upper part.
     shape = (n,) + batch + (F,)
     chi2 = 2.0 * _standard_gamma(key_chi2, np.broadcast_to(0.5 * (df[..., None] - F + 1 + np.arange(F)), shape))

@@ -1,0 +1,31 @@
+"""The equal-tailed interval partitions only at the four order statistics it needs, and
+gives exactly the values of ``np.quantile`` (its default "linear" method)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from bayesnb.analysis.uncertainty import credible_interval
+
+
+@pytest.mark.parametrize("shape", [(1, 3), (2, 4), (7, 5), (300, 40, 10), (417, 11, 3), (1000, 9)])
+@pytest.mark.parametrize("level", [0.01, 0.5, 0.9, 0.95, 0.999, 1.0 - 2.0**-53])
+def test_equal_tailed_is_np_quantile_bit_for_bit(shape, level):
+    rng = np.random.default_rng(sum(shape))
+    draws = rng.normal(size=shape) ** 3  # heavy tails: interpolation between distant values
+    draws[0] = draws[-1]  # ties
+    want = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2], axis=0)
+    lower, upper = credible_interval(draws, level)
+    assert np.array_equal(lower, want[0]) and np.array_equal(upper, want[1])
+
+
+def test_the_comparison_sees_an_interpolation_error():
+    """Planted: the lower neighbour alone (no interpolation) is told apart from np.quantile."""
+    rng = np.random.default_rng(1)
+    draws = rng.normal(size=(300, 50))
+    want = np.quantile(draws, (1 - 0.9) / 2, axis=0)
+    lower, _ = credible_interval(draws, 0.9)
+    nearest_below = np.sort(draws, axis=0)[int(np.floor(299 * (1 - 0.9) / 2))]
+    assert np.array_equal(lower, want)
+    assert not np.array_equal(nearest_below, want)
