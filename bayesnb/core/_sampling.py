@@ -14,9 +14,10 @@ are those of ``jax.random`` (``loggamma``, ``gamma``, ``normal``) with the same 
 two paths draw from the same distributions but not the same numbers: a jitted call's
 draws are valid draws, not the eager call's draws.
 
-The host streams are separated from :func:`bayesnb.core.families._rows.generator` (which
-simulates data from a key) by a spawn key, so a key used for both gives unrelated
-streams.
+There is one key-to-``Generator`` mechanism, :func:`generator`; its ``stream`` tag (a
+``SeedSequence`` spawn key) separates the parameter draws made here (:data:`PARAMETERS`)
+from the data that :func:`bayesnb.core.families._rows.generator` simulates from a key
+(:data:`ROWS`), so a key used for both gives unrelated streams.
 """
 
 from __future__ import annotations
@@ -27,11 +28,17 @@ import numpy as np
 
 from bayesnb.core.kernels import is_traced
 
-__all__ = ["on_host", "generator", "split", "fold_in", "log_gamma", "gamma", "normal", "log_normalize"]
+__all__ = [
+    "on_host", "generator", "PARAMETERS", "ROWS", "split", "fold_in", "log_gamma", "gamma", "normal", "log_normalize",
+]
 
-# SeedSequence spawn key of the parameter-draw streams ("PD"): distinct from the plain
-# SeedSequence(key bits) of _rows.generator.
-_SPAWN_KEY = (0x5044,)
+# SeedSequence spawn keys, one per stream. Parameter draws ("PD") and simulated rows must
+# not share variates when a caller reuses a key for both. ROWS is the empty spawn key: it
+# is the plain SeedSequence(key bits) that data simulation used before the two mechanisms
+# were one, so every key still simulates the same data (saved replicates, SBC ranks and
+# seeded tests stay reproducible across this change).
+PARAMETERS = (0x5044,)
+ROWS = ()
 
 
 def on_host(*values):
@@ -94,14 +101,27 @@ def fold_in(key, data):
         return jax.random.fold_in(key, data)
 
 
-def generator(key):
-    """A ``numpy.random.Generator`` (PCG64) determined by the JAX key ``key``.
+def generator(key, stream=PARAMETERS):
+    """A ``numpy.random.Generator`` (PCG64) determined by the JAX key ``key`` and a stream tag.
 
-    Seeded by ``SeedSequence(key bits, spawn_key=...)``; accepts typed keys
-    (``jax.random.key``) and raw ``uint32`` keys (``jax.random.PRNGKey``).
+    Seeded by ``SeedSequence(key bits, spawn_key=stream)``: the same (key, stream) gives
+    the same variates; different streams of one key are independent.
+
+    Parameters
+    ----------
+    key : jax.random key
+        A typed key (``jax.random.key``) or a raw ``uint32`` key (``jax.random.PRNGKey``),
+        concrete.
+    stream : tuple of int, optional
+        The spawn key of the stream: :data:`PARAMETERS` (default; posterior and prior
+        draws) or :data:`ROWS` (simulated data, :func:`bayesnb.core.families._rows.generator`).
+
+    Returns
+    -------
+    numpy.random.Generator
     """
     bits = np.asarray(jax.random.key_data(key), dtype=np.uint32).ravel()
-    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(b) for b in bits], spawn_key=_SPAWN_KEY)))
+    return np.random.Generator(np.random.PCG64(np.random.SeedSequence([int(b) for b in bits], spawn_key=tuple(stream))))
 
 
 def _shape(a, shape):

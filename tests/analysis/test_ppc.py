@@ -7,7 +7,9 @@ by hand from the replicates, data simulated from the model with known parameters
 p-values must not fall below 0.05 more often than 5%: Meng 1994), and planted misfits
 of three kinds (Dirichlet-multinomial counts under the multinomial, class variances a
 shared covariance cannot produce, a variance pinned by a strong prior), plus the real
-SMS corpus.
+SMS corpus. The Pólya family's per-row draws (``local_draws``) are checked against the
+exact Dirichlet moments in units of their Monte Carlo standard error, on several keys,
+with planted errors of mean and of spread that the same check must reject.
 """
 
 import numpy as np
@@ -207,18 +209,116 @@ def test_overdispersed_counts_fail_the_multinomial_and_not_the_polya():
     assert np.all(ok.p_value["count_dispersion"] > 0.05)
 
 
-def test_polya_local_draws_have_the_dirichlet_moments():
+# Pólya local draws: each row's own theta_d ~ Dir(alpha_{y_d}). The marginals of a
+# Dirichlet are Beta(a_j, A - a_j), whose mean, variance and kurtosis scipy gives exactly,
+# so the sample mean and variance of the draws are judged in units of their own Monte
+# Carlo standard error, not by a relative tolerance that holds for most keys only.
+LOCAL_CONC = np.array([[0.05, 0.3, 2.0], [4.0, 1.0, 0.01]])  # tiny to large concentrations
+LOCAL_N = 100_000  # rows per class
+LOCAL_Z = 5.0  # a false alarm is a 5-sigma event: 12 z-scores a key, ~1e-5 per key
+LOCAL_KEYS = range(5)
+
+
+def _local_draws(seed, conc):
+    """theta of shape (2 * LOCAL_N, 2, 3) drawn by ``polya.local_draws`` for LOCAL_N rows of each class."""
+    import jax
+
     from bayesnb.core.families import polya
 
-    conc = np.array([[0.05, 0.3, 2.0], [4.0, 1.0, 0.01]])
-    y = np.repeat([0, 1], 100000)
-    theta = np.exp(np.asarray(polya.local_draws(__import__("jax").random.key(0), polya.Polya(conc), y).log_probs))
-    assert theta.shape == (200000, 2, 3)
-    for c in (0, 1):
+    y = np.repeat([0, 1], LOCAL_N)
+    log_probs = polya.local_draws(jax.random.key(seed), polya.Polya(conc), y).log_probs
+    assert log_probs.shape == (y.size, 2, 3)
+    return y, np.exp(np.asarray(log_probs))
+
+
+def _dirichlet_z(y, theta):
+    r"""z-scores of each row's own-class draw against the exact moments of Dir(LOCAL_CONC).
+
+    Returns
+    -------
+    z_mean, z_var : ndarray of shape (n_classes, n_features)
+        :math:`(\bar\theta - m)/\sqrt{\sigma^2/n}` and
+        :math:`(s^2 - \sigma^2)/\sqrt{(\mu_4 - \sigma^4)/n}`, with
+        :math:`\mu_4 = (\kappa + 3)\sigma^4` from the Beta marginal's excess kurtosis
+        :math:`\kappa` (the large-n variance of the sample variance).
+    """
+    import scipy.stats as st
+
+    z_mean, z_var = [], []
+    for c, a in enumerate(LOCAL_CONC):
         t = theta[y == c, c]
-        m = conc[c] / conc[c].sum()
-        assert np.all(np.abs(t.mean(0) - m) < 5 * np.sqrt(m * (1 - m) / (conc[c].sum() + 1) / 100000))
-        np.testing.assert_allclose(t.var(0), m * (1 - m) / (conc[c].sum() + 1), rtol=0.06)
+        mean, var, kurt = (np.asarray(v) for v in st.beta.stats(a, a.sum() - a, moments="mvk"))
+        n = t.shape[0]
+        z_mean.append((t.mean(axis=0) - mean) / np.sqrt(var / n))
+        z_var.append((t.var(axis=0, ddof=1) - var) / np.sqrt((kurt + 2.0) * var**2 / n))
+    return np.array(z_mean), np.array(z_var)
+
+
+@pytest.mark.parametrize("seed", LOCAL_KEYS)
+def test_polya_local_draws_have_the_dirichlet_moments(seed):
+    # Every key must pass (over 200 other keys the largest |z| was 3.7). Power: the
+    # planted errors below are rejected at |z| >= 40 on every one of 20 keys.
+    y, theta = _local_draws(seed, LOCAL_CONC)
+    np.testing.assert_allclose(theta.sum(axis=-1), 1.0, rtol=1e-12)
+    z_mean, z_var = _dirichlet_z(y, theta)
+    assert np.all(np.abs(z_mean) < LOCAL_Z), z_mean
+    assert np.all(np.abs(z_var) < LOCAL_Z), z_var
+
+
+def test_polya_local_draws_are_the_shared_sampler_on_host_and_under_jit():
+    # No sampler of its own: on concrete input the draws are _dirichlet.sample_log's
+    # (NumPy, seeded from the key), under jax.jit jax.random.loggamma's with the same key.
+    import jax
+    from jax.scipy.special import logsumexp
+
+    from bayesnb.core._x64 import enable_x64
+    from bayesnb.core.families import _dirichlet, polya
+
+    key, y = jax.random.key(3), np.array([0, 1, 1, 0, 1])
+    a = LOCAL_CONC[y]
+    host = polya.local_draws(key, polya.Polya(LOCAL_CONC), y).log_probs
+    assert isinstance(host, np.ndarray) and host.shape == (5, 2, 3)
+    np.testing.assert_array_equal(host[:, 0], _dirichlet.sample_log(key, a, 1)[0])
+    np.testing.assert_array_equal(host[:, 0], host[:, 1])  # every class index reads the row's theta
+    with enable_x64():
+        traced = jax.jit(lambda k, c, y: polya.local_draws(k, polya.Polya(c), y).log_probs)(key, LOCAL_CONC, y)
+        g = jax.random.loggamma(key, a, (1, 5, 3), dtype=np.float64)[0]
+        np.testing.assert_allclose(traced[:, 0], g - logsumexp(g, axis=-1, keepdims=True), rtol=1e-12)
+    assert traced.shape == (5, 2, 3)
+
+
+def _shared_theta_per_class(seed, conc):
+    # One theta per class for all its rows (a population draw where each row needs its
+    # own): the right mean, no spread across rows.
+    import jax
+
+    from bayesnb.core.families import polya
+
+    y = np.repeat([0, 1], LOCAL_N)
+    theta = np.exp(np.asarray(polya.sample(jax.random.key(seed), polya.Polya(conc), 1).log_probs))
+    return y, np.broadcast_to(theta, (y.size, 2, 3))
+
+
+# (which moment must flag it, draws): a shifted mean is caught by the means, a wrong
+# spread around the right mean by the variances.
+_PLANTED = {
+    "another class's alpha": ("mean", lambda seed: _local_draws(seed, LOCAL_CONC[::-1])),
+    "alpha x1.25 on one entry": (
+        "mean",
+        lambda seed: _local_draws(seed, LOCAL_CONC * np.array([[1.0, 1.0, 1.25], [1.0, 1.0, 1.0]])),
+    ),
+    "concentration x2": ("var", lambda seed: _local_draws(seed, 2.0 * LOCAL_CONC)),
+    "concentration x0.5": ("var", lambda seed: _local_draws(seed, 0.5 * LOCAL_CONC)),
+    "one theta per class": ("var", lambda seed: _shared_theta_per_class(seed, LOCAL_CONC)),
+}
+
+
+@pytest.mark.parametrize("planted", list(_PLANTED))
+@pytest.mark.parametrize("seed", LOCAL_KEYS[:2])
+def test_polya_local_draws_moment_check_rejects_planted_errors(planted, seed):
+    moment, draw = _PLANTED[planted]
+    z_mean, z_var = _dirichlet_z(*draw(seed))
+    assert np.max(np.abs(z_mean if moment == "mean" else z_var)) >= LOCAL_Z
 
 
 def test_a_spread_the_model_cannot_produce_is_flagged():

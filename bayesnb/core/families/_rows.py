@@ -6,20 +6,34 @@ Simulating row ``i`` needs the parameters of its class ``y_i`` only.
 
 Data are simulated with numpy's generator, seeded from the JAX key: numpy's Poisson,
 multinomial and normal samplers are many times faster on CPU than ``jax.random``'s and
-compile nothing for each new shape. The key still decides every draw.
+compile nothing for each new shape. The key still decides every draw: the generator is
+:func:`bayesnb.core._sampling.generator`'s, on its own stream (``_sampling.ROWS``), so
+the rows simulated from a key are independent of the parameters drawn from it.
 """
 
 from __future__ import annotations
 
-import jax
 import numpy as np
+
+from bayesnb.core import _sampling
 
 __all__ = ["of_class", "generator"]
 
 
 def generator(key):
-    """A ``numpy.random.Generator`` determined by the JAX key ``key``."""
-    return np.random.default_rng(np.asarray(jax.random.key_data(key), dtype=np.uint32).ravel())
+    """A ``numpy.random.Generator`` determined by the JAX key ``key``, on the simulation stream.
+
+    Parameters
+    ----------
+    key : jax.random key
+        Concrete (typed or raw ``uint32``).
+
+    Returns
+    -------
+    numpy.random.Generator
+        ``_sampling.generator(key, _sampling.ROWS)``.
+    """
+    return _sampling.generator(key, _sampling.ROWS)
 
 
 def of_class(values, y_index, event_ndim):

@@ -41,9 +41,9 @@ import scipy.sparse as sp
 
 from bayesnb.core._special import log_rising_factorial, log_rising_factorial_np
 from bayesnb.core._x64 import x64
-from bayesnb.core.families import _dirichlet, _mask, _rows, multinomial
+from bayesnb.core.families import _dirichlet, _mask, multinomial
 from bayesnb.core.families.protocol import Family, register
-from bayesnb.core.kernels import host, summed
+from bayesnb.core.kernels import host, is_traced, summed
 from bayesnb.core.stats import count_stats
 
 __all__ = [
@@ -343,16 +343,23 @@ def sample(key, dist, n):
 def local_draws(key, dist, y_index):
     r"""Each row's own :math:`\theta_d \sim \mathrm{Dir}(\alpha_{y_d})`, as :class:`MultinomialParams`.
 
-    Drawn with numpy's Gamma sampler (many times faster than ``sample``'s JAX one for a
-    corpus of documents): :math:`\log G_j = \log G'_j + \log(U_j)/\alpha_j`, with
-    :math:`G'_j \sim \mathrm{Gamma}(\alpha_j + 1)` and :math:`U_j` uniform, is
-    :math:`\log` of a :math:`\mathrm{Gamma}(\alpha_j)` draw that stays finite for the
-    small concentrations of rare words, normalised with ``logsumexp``.
+    One draw of the batch of Dirichlets :math:`\mathrm{Dir}(\alpha_{y_d})`, one per row,
+    through :func:`bayesnb.core.families._dirichlet.sample_log`: the shared parameter-draw
+    sampler (:mod:`bayesnb.core._sampling`) that every other posterior draw goes through,
+    so NumPy's log-Gamma variates on concrete input (finite for the tiny concentrations
+    of rare words) and ``jax.random.loggamma`` under a trace, from the stream
+    ``_sampling.PARAMETERS`` of ``key``.
+
+    .. math::
+
+        \log\theta_{dj} = \log G_{dj} - \log\sum_k G_{dk},
+        \quad G_{dj} \sim \mathrm{Gamma}(\alpha_{y_d j}, 1).
 
     Parameters
     ----------
     key : jax.random key
     dist : Polya
+        Concentrations of shape (n_classes, n_features).
     y_index : int array of shape (n_rows,)
 
     Returns
@@ -360,17 +367,17 @@ def local_draws(key, dist, y_index):
     MultinomialParams
         ``log_probs`` of shape (n_rows, n_classes, n_features): row ``d``'s
         :math:`\log\theta_d` under every class index (a broadcast view; only the
-        row's own class is read by ``simulate``).
+        row's own class is read by ``simulate``). A NumPy array on concrete input, a jax
+        array under a trace.
     """
-    from scipy.special import logsumexp
-
-    conc = np.asarray(dist.concentration, dtype=np.float64)
-    alpha = conc[np.asarray(y_index, dtype=np.intp)]
-    rng = _rows.generator(key)
-    with np.errstate(divide="ignore"):
-        log_g = np.log(rng.gamma(alpha + 1.0)) + np.log(rng.random(alpha.shape)) / alpha
-    log_p = log_g - logsumexp(log_g, axis=1, keepdims=True)
-    return multinomial.MultinomialParams(np.broadcast_to(log_p[:, None, :], (alpha.shape[0],) + conc.shape))
+    if is_traced(key, dist.concentration, y_index):
+        xp, conc, rows = jnp, jnp.asarray(dist.concentration), jnp.asarray(y_index)
+    else:
+        xp, conc, rows = np, np.asarray(dist.concentration, dtype=np.float64), np.asarray(y_index, dtype=np.intp)
+    # A batch of n_rows Dirichlets drawn once, not n_rows draws of each class's: every
+    # row needs only its own class's theta, so this draws n_classes times fewer variates.
+    log_p = _dirichlet.sample_log(key, conc[rows], 1)[0]
+    return multinomial.MultinomialParams(xp.broadcast_to(log_p[:, None, :], (log_p.shape[0],) + conc.shape))
 
 
 def _simulate(key, params, y_index, stats):
