@@ -93,6 +93,7 @@ _PARALLEL_MIN_NNZ = 1 << 20
 _SLICES_PER_THREAD = 4
 _POOL = None
 _POOL_LOCK = threading.Lock()
+_POOL_PREFIX = "bayesnb"
 
 
 def num_threads():
@@ -134,7 +135,7 @@ def _pool(workers):
         if _POOL is None or _POOL._max_workers < workers:
             from concurrent.futures import ThreadPoolExecutor
 
-            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="bayesnb")
+            _POOL = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=_POOL_PREFIX)
         return _POOL
 
 
@@ -151,7 +152,9 @@ def map_threads(fn, items, x64=False):
         from bayesnb.core._x64 import x64 as _scoped
 
         fn = _scoped(fn)
-    workers = min(num_threads(), len(items))
+    # Called from one of the pool's own threads (a kernel inside a block that is already
+    # on a thread): run here, as the pool's threads waiting on their own tasks would deadlock.
+    workers = 1 if threading.current_thread().name.startswith(_POOL_PREFIX) else min(num_threads(), len(items))
     if workers <= 1:
         return [fn(item) for item in items]
     return list(_pool(workers).map(fn, items))

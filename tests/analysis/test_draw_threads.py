@@ -1,0 +1,59 @@
+"""The draw engine's blocks of draws on threads: the same values whatever the number of threads.
+
+``proba_draws`` (and the one-block interval) compute their parameter blocks on threads,
+each written in place into the result; ``decompose_uncertainty`` sums a wave of blocks
+on threads and adds the sums in block order. Every block is computed alone from its own
+key, and a block's sums do not depend on how its rows are cut, so one thread and several
+must give the same bits. The oracle is the single-threaded run; a planted engine whose
+threads draw from one shared key (the same parameters in every block) must differ.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from numpy.testing import assert_array_equal
+from sklearn.datasets import load_digits
+
+from bayesnb import GaussianNB, MultinomialNB
+from bayesnb.analysis import uncertainty as U
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return load_digits(return_X_y=True)
+
+
+def _run(est, X, threads, monkeypatch, chunk=None):
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", str(threads))
+    draws = U.predict_proba_draws(est, X, n_draws=150, random_state=3, chunk_entries=chunk)
+    lower, upper = U.predict_proba_interval(est, X, 0.8, n_draws=150, random_state=3, chunk_entries=chunk)
+    dec = U.decompose_uncertainty(est, X, n_draws=150, random_state=3, chunk_entries=chunk)
+    return draws, lower, upper, dec.total, dec.aleatoric, dec.epistemic
+
+
+@pytest.mark.parametrize("cls", [GaussianNB, MultinomialNB])
+@pytest.mark.parametrize("chunk", [None, 20_000])  # default bound; small blocks, rows cut finely
+def test_threads_do_not_change_a_value(digits, cls, chunk, monkeypatch):
+    X, y = digits
+    est = cls().fit(X, y)
+    X = X[:400]
+    one = _run(est, X, 1, monkeypatch, chunk)
+    for threads in (2, 3, 5):
+        for a, b in zip(one, _run(est, X, threads, monkeypatch, chunk)):
+            assert_array_equal(a, b)
+    # Decomposition from the draws themselves (same draws): the engine's sums are theirs.
+    want = U.entropy_decomposition(one[0])
+    np.testing.assert_allclose(one[5], want.epistemic, rtol=1e-10, atol=1e-13)
+
+
+def test_a_planted_shared_key_is_told_apart(digits, monkeypatch):
+    X, y = digits
+    est = GaussianNB().fit(X, y)
+    X = X[:300]
+    reference = _run(est, X, 2, monkeypatch, 20_000)
+    real = U._ParamBlocks.get
+    monkeypatch.setattr(U._ParamBlocks, "get", lambda self, b: real(self, 0))
+    planted = _run(est, X, 2, monkeypatch, 20_000)
+    assert not np.array_equal(reference[0], planted[0])
+    assert not np.array_equal(reference[5], planted[5])
