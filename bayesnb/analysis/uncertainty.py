@@ -383,6 +383,8 @@ def _at(positions, d0, d1):
 
 # Most threads on which the blocks of draws run (each a share of the memory bound).
 _DRAW_THREADS = 4
+# Most draws scored together by one likelihood call (see _ParamBlocks).
+_MAX_SCORED = 64
 
 
 def _chunk(chunk_entries):
@@ -409,6 +411,16 @@ class _ParamBlocks:
     Blocks are drawn when asked for and not kept: the callers ask for each block once
     (:func:`_iter_by_draws`), or on purpose again for each block of rows
     (:func:`_iter_by_rows`, whose draws of every row would not fit the bound).
+
+    What the callers see as one block (``size``, ``count``, ``get``, ``bounds``) is a
+    *group* of consecutive sampled blocks, scored together: a large posterior is sampled
+    a draw or two at a time (the sampler's bound), and one data product per draw would
+    read the data once per draw. A group holds at most ``_MAX_SCORED`` draws and an
+    eighth of the bound in parameters, a power of two of sampled blocks (a handful of
+    shapes per posterior, as for the blocks themselves); the last group is completed by
+    repeating its last sampled block (scored, then cut like the last block's extra
+    draws), so it has the shape of the others and costs no extra sampling. The draws
+    are those of the sampled blocks, whatever the grouping.
     """
 
     def __init__(self, source, chunk):
@@ -420,16 +432,29 @@ class _ParamBlocks:
         size = _fitted.draw_block(n, source.draw_size)
         if size * source.draw_size > chunk:
             size = max(1, chunk // max(1, source.draw_size))
-        self.size = size
+        self.sampled = size
+        self.n_sampled = -(-n // size)
+        self.keys = [_fitted.block_key(source.key, b) for b in range(self.n_sampled)]
+        cap = max(1, min(_MAX_SCORED // size, (chunk // 8) // max(1, size * source.draw_size)))
+        cap = 1 << (cap.bit_length() - 1)
+        self.group = min(cap, 1 << max(0, (self.n_sampled - 1).bit_length()))
+        self.size = self.group * size
         self.count = -(-n // self.size)
-        self.keys = [_fitted.block_key(source.key, b) for b in range(self.count)]
 
     def bounds(self, b):
         return b * self.size, min((b + 1) * self.size, self.n_draws)
 
     def get(self, b):
-        """Block ``b`` of parameter draws, ``size`` draws (the last block too: see bounds)."""
-        return jax.tree.map(np.asarray, self.source.sample(self.keys[b], self.size))
+        """Group ``b`` of parameter draws, ``size`` draws (the last group too: see bounds)."""
+        first = b * self.group
+        parts = [
+            jax.tree.map(np.asarray, self.source.sample(self.keys[k], self.sampled))
+            for k in range(first, min(first + self.group, self.n_sampled))
+        ]
+        if len(parts) == 1 and self.group == 1:
+            return parts[0]
+        parts += [parts[-1]] * (self.group - len(parts))
+        return jax.tree.map(lambda *leaves: np.concatenate(leaves, axis=0), *parts)
 
 
 def _row_bounds(n_rows, per_row, chunk):
@@ -462,7 +487,7 @@ def _iter_by_draws(source, chunk, rows_chunk=None, out=None):
     shape (n_draws, n_rows, n_classes), each block is written in place there (``proba``
     is then the view ``out[d0:d1, r0:r1]``): no copy of every draw from a temporary.
     The parameter blocks are then computed on up to ``_DRAW_THREADS`` threads
-    (:func:`~bayesnb.core.kernels.map_threads`: sampling, BLAS and NumPy's ufuncs release
+    (``kernels.map_threads``: sampling, BLAS and NumPy's ufuncs release
     the GIL), the rows cut ``_DRAW_THREADS`` times finer so that the temporaries together
     keep the bound. Every block is computed alone from its own key and the cuts do not
     depend on the number of threads, so neither do the values.

@@ -1,15 +1,18 @@
-"""The draw engine's blocks of draws on threads: the same values whatever the number of threads.
+"""The draw engine's blocks of draws on threads and in groups: the same values whatever the scheduling.
 
 ``proba_draws`` (and the one-block interval) compute their parameter blocks on threads,
 each written in place into the result; ``decompose_uncertainty`` sums a wave of blocks
 on threads and adds the sums in block order. Every block is computed alone from its own
 key, and a block's sums do not depend on how its rows are cut, so one thread and several
 must give the same bits. The oracle is the single-threaded run; a planted engine whose
-threads draw from one shared key (the same parameters in every block) must differ.
+threads draw from one shared key (the same parameters in every block) must differ. A
+large posterior's sampled blocks are scored in groups: on sparse counts the grouped and
+ungrouped scoring give the same bits, and a group that repeats a block is told apart.
 """
 
 from __future__ import annotations
 
+import jax
 import numpy as np
 import pytest
 from numpy.testing import assert_array_equal
@@ -57,3 +60,31 @@ def test_a_planted_shared_key_is_told_apart(digits, monkeypatch):
     planted = _run(est, X, 2, monkeypatch, 20_000)
     assert not np.array_equal(reference[0], planted[0])
     assert not np.array_equal(reference[5], planted[5])
+
+
+def test_groups_of_sampled_blocks_score_the_same_draws(monkeypatch):
+    # A large posterior is sampled one draw per block (its draws exceed the sampler's
+    # bound) and scored a group of blocks per product. On sparse counts the product of
+    # each column is computed alone (SciPy's CSR kernel), so grouped and ungrouped scoring
+    # give the same bits; the draws are the sampled blocks' (those of sample_posterior).
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    X = sp.random(300, 40_000, density=0.002, random_state=1, format="csr", data_rvs=lambda k: rng.integers(1, 4, k))
+    y = np.arange(300) % 2
+    est = MultinomialNB().fit(X, y)
+    source = U.draw_source(est, X[:50], 13, 5)
+    blocks = U._ParamBlocks(source, U.CHUNK_ENTRIES)
+    assert blocks.sampled == 1 and blocks.group > 1  # the case this test is about
+    grouped = U.proba_draws(source)
+    monkeypatch.setattr(U, "_MAX_SCORED", 1)
+    assert U._ParamBlocks(source, U.CHUNK_ENTRIES).group == 1
+    assert_array_equal(U.proba_draws(source), grouped)
+    theta = est.sample_posterior(13, random_state=5)["feature_probs"]
+    np.testing.assert_allclose(np.exp(blocks.get(0).log_probs[: blocks.group]), theta[: blocks.group], rtol=1e-12)
+    # Planted: a group that repeats its first sampled block instead of drawing the next.
+    real = U._ParamBlocks.get
+    monkeypatch.setattr(U, "_MAX_SCORED", 64)
+    monkeypatch.setattr(U._ParamBlocks, "get", lambda self, b: jax.tree.map(
+        lambda a: np.repeat(a[:1], len(a), axis=0), real(self, b)))
+    assert not np.array_equal(U.proba_draws(source), grouped)
