@@ -509,8 +509,12 @@ def _iter_by_draws(source, chunk, rows_chunk=None, out=None):
                 _proba_block(source, params, d0, d1, r0, r1, out[d0:d1, r0:r1])
             return [(d0, d1, r0, r1) for r0, r1 in cuts]
 
-        done_blocks = map_threads(fill, range(blocks.count)) if threads > 1 else map(fill, range(blocks.count))
-        for done in done_blocks:
+        # The first block in this thread: a family's compiled sampler or likelihood is
+        # compiled here, once, not by several threads at the same time (concurrent first
+        # compilations of one JAX function have deadlocked); the others then reuse it.
+        first = fill(0)
+        rest = range(1, blocks.count)
+        for done in [first, *(map_threads(fill, rest) if threads > 1 else map(fill, rest))]:
             for d0, d1, r0, r1 in done:
                 yield d0, d1, r0, r1, out[d0:d1, r0:r1]
         return
@@ -924,7 +928,9 @@ def _block_sums(source, chunk):
             special.entr(p, out=p).sum(axis=0).sum(axis=-1, out=part_h[r0:r1])
         return part_p, part_h
 
-    for w0 in range(0, blocks.count, threads):
+    # The first block in this thread (see _iter_by_draws: compilations happen once, here).
+    yield sums(0)
+    for w0 in range(1, blocks.count, threads):
         yield from map_threads(sums, range(w0, min(w0 + threads, blocks.count)))
 
 
