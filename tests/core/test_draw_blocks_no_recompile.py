@@ -14,6 +14,7 @@ import pytest
 from numpy.testing import assert_array_equal
 from scipy import stats
 
+from _compiles import count_compiles
 from bayesnb import BernoulliNB, GaussianNB, MultinomialNB
 from bayesnb.core import _fitted
 from bayesnb.core.families import _dirichlet
@@ -95,21 +96,6 @@ def test_dirichlet_draws_respect_the_mask():
     assert_array_equal(np.asarray(_dirichlet.sample_log(jax.random.PRNGKey(0), a, 3000, mask)), log_theta)
 
 
-def _count_compiles(fn):
-    events = []
-
-    def listen(name, duration, **kwargs):
-        if name.endswith("backend_compile_duration"):
-            events.append(name)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        fn()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
-    return len(events)
-
-
 @pytest.mark.parametrize("name, cls, kind", CASES, ids=[c[0] for c in CASES])
 def test_a_new_n_draws_or_row_count_compiles_nothing(name, cls, kind):
     X, y = _small(kind, n=90)
@@ -117,11 +103,11 @@ def test_a_new_n_draws_or_row_count_compiles_nothing(name, cls, kind):
     clf.predict_proba_draws(X, n_draws=200, random_state=0)
     clf.sample_posterior(200, random_state=0)
     # The compile counter sees compilations (else this test could not fail).
-    assert _count_compiles(lambda: jax.jit(lambda v: v * 3.0 + 1.0)(np.arange(7.0))) >= 1
+    assert count_compiles(lambda: jax.jit(lambda v: v * 3.0 + 1.0)(np.arange(7.0))) >= 1
 
     def more():
         clf.predict_proba_draws(X, n_draws=300, random_state=1)
         clf.predict_proba_draws(X[:37], n_draws=237, random_state=2)
         clf.sample_posterior(333, random_state=3)
 
-    assert _count_compiles(more) == 0
+    assert count_compiles(more) == 0

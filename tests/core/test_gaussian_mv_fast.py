@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from _compiles import count_compiles
 from bayesnb.core import kernels
 from bayesnb.core._x64 import enable_x64
 from bayesnb.core.families import gaussian_mv as g
@@ -195,21 +196,6 @@ def test_missing_values_marginalise_on_the_host_path(shared):
             assert abs(lp[i, c] - ref) <= 1e-10 * max(1.0, abs(ref))
 
 
-def _count_compiles(fn):
-    events = []
-
-    def listen(name, duration, **kwargs):
-        if name.endswith("backend_compile_duration"):
-            events.append(name)
-
-    jax.monitoring.register_event_duration_secs_listener(listen)
-    try:
-        fn()
-    finally:
-        jax.monitoring.unregister_event_duration_listener(listen)
-    return len(events)
-
-
 @pytest.mark.parametrize("covariance", ["shared", "full"])
 def test_a_first_prediction_compiles_nothing(covariance):
     from bayesnb import GaussianBayesClassifier
@@ -220,7 +206,7 @@ def test_a_first_prediction_compiles_nothing(covariance):
     X = rng.normal(size=(400, 13)) + np.repeat(np.arange(7), 58)[:400, None] * 0.5
     y = np.repeat(np.arange(7), 58)[:400]
     # The counter sees compilations (else this test could not fail).
-    assert _count_compiles(lambda: jax.jit(lambda v: v * 5.0 - 2.0)(np.arange(11.0))) >= 1
+    assert count_compiles(lambda: jax.jit(lambda v: v * 5.0 - 2.0)(np.arange(11.0))) >= 1
 
     def first():
         for estimate in ("predictive", "mle", "map", "mean"):
@@ -228,7 +214,7 @@ def test_a_first_prediction_compiles_nothing(covariance):
             clf.predict_proba(X)
             clf.predict_proba(X[:5])
 
-    assert _count_compiles(first) == 0
+    assert count_compiles(first) == 0
 
 
 def test_the_traced_path_keeps_the_compiled_kernel():
