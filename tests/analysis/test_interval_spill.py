@@ -52,13 +52,8 @@ def _counting(source):
     return source._replace(sample=sample), sampled
 
 
-def _assert_reference(result, reference):
-    assert_array_equal(result[0], reference[0])
-    assert_array_equal(result[1], reference[1])
-
-
-def test_the_reference_goes_through_the_file_once(setting, monkeypatch):
-    source, chunk, n_param_blocks, reference = setting
+def _track_files(monkeypatch):
+    """Record every temporary file the interval opens (the list is filled as they open)."""
     opened = []
     real = tempfile.TemporaryFile
 
@@ -68,6 +63,17 @@ def test_the_reference_goes_through_the_file_once(setting, monkeypatch):
         return f
 
     monkeypatch.setattr(tempfile, "TemporaryFile", tracked)
+    return opened
+
+
+def _assert_reference(result, reference):
+    assert_array_equal(result[0], reference[0])
+    assert_array_equal(result[1], reference[1])
+
+
+def test_the_reference_goes_through_the_file_once(setting, monkeypatch):
+    source, chunk, n_param_blocks, reference = setting
+    opened = _track_files(monkeypatch)
     counting, sampled = _counting(source)
     _assert_reference(U.proba_interval(counting, LEVEL, chunk_entries=chunk), reference)
     assert len(opened) == 1 and opened[0].closed
@@ -123,14 +129,7 @@ def test_an_error_while_writing_falls_back_to_drawing_again(setting, monkeypatch
 
 def test_an_error_while_reading_back_keeps_the_rows_done(setting, monkeypatch):
     source, chunk, n_param_blocks, reference = setting
-    opened = []
-    real_file = tempfile.TemporaryFile
-
-    def tracked(*args, **kwargs):
-        f = real_file(*args, **kwargs)
-        opened.append(f)
-        return f
-
+    opened = _track_files(monkeypatch)
     reads = []
     real = U._read_all
 
@@ -140,7 +139,6 @@ def test_an_error_while_reading_back_keeps_the_rows_done(setting, monkeypatch):
             raise OSError(5, "Input/output error")
         real(f, offset, out)
 
-    monkeypatch.setattr(tempfile, "TemporaryFile", tracked)
     monkeypatch.setattr(U, "_read_all", failing)
     counting, sampled = _counting(source)
     _assert_reference(U.proba_interval(counting, LEVEL, chunk_entries=chunk), reference)
