@@ -381,8 +381,6 @@ def _at(positions, d0, d1):
     return slice(d0, d1) if positions is None else positions[d0:d1]
 
 
-# Most threads on which the blocks of draws run (each a share of the memory bound).
-_DRAW_THREADS = 4
 # Most draws scored together by one likelihood call (see _ParamBlocks).
 _MAX_SCORED = 64
 
@@ -486,38 +484,15 @@ def _iter_by_draws(source, chunk, rows_chunk=None, out=None):
     probabilities, which changes how the rows are cut, never a value. With ``out`` of
     shape (n_draws, n_rows, n_classes), each block is written in place there (``proba``
     is then the view ``out[d0:d1, r0:r1]``): no copy of every draw from a temporary.
-    The parameter blocks are then computed on up to ``_DRAW_THREADS`` threads
-    (``kernels.map_threads``: sampling, BLAS and NumPy's ufuncs release
-    the GIL), the rows cut ``_DRAW_THREADS`` times finer so that the temporaries together
-    keep the bound. Every block is computed alone from its own key and the cuts do not
-    depend on the number of threads, so neither do the values.
-    """
-    from bayesnb.core.kernels import map_threads, num_threads
 
+    The blocks run one after the other in the calling thread. Running them on threads
+    was tried: 1.3-1.4x faster on two cores, but a family's compiled JAX sampler called
+    from two threads deadlocked the documentation build (twice, in-process, after many
+    other pages had run), also when the first block ran alone first.
+    """
     blocks = _ParamBlocks(source, chunk)
     n_classes = source.log_class.shape[1]
     rows_chunk = chunk if rows_chunk is None else rows_chunk
-    if out is not None:
-        rows_chunk = max(1, rows_chunk // _DRAW_THREADS)
-        threads = min(num_threads(), blocks.count, _DRAW_THREADS)
-
-        def fill(b):
-            params = blocks.get(b)
-            d0, d1 = blocks.bounds(b)
-            cuts = _row_bounds(source.n_rows, blocks.size * n_classes, rows_chunk)
-            for r0, r1 in cuts:
-                _proba_block(source, params, d0, d1, r0, r1, out[d0:d1, r0:r1])
-            return [(d0, d1, r0, r1) for r0, r1 in cuts]
-
-        # The first block in this thread: a family's compiled sampler or likelihood is
-        # compiled here, once, not by several threads at the same time (concurrent first
-        # compilations of one JAX function have deadlocked); the others then reuse it.
-        first = fill(0)
-        rest = range(1, blocks.count)
-        for done in [first, *(map_threads(fill, rest) if threads > 1 else map(fill, rest))]:
-            for d0, d1, r0, r1 in done:
-                yield d0, d1, r0, r1, out[d0:d1, r0:r1]
-        return
     for b in range(blocks.count):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
@@ -900,38 +875,23 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
 
 def _block_sums(source, chunk):
     """Per parameter block, in block order: the sums over its draws of the class
-    probabilities (n_rows, n_classes) and of their entropies (n_rows,).
-
-    The blocks run on up to ``_DRAW_THREADS`` threads, a wave of as many blocks as
-    threads at a time, the rows cut ``_DRAW_THREADS`` times finer so that the
-    temporaries together keep the bound (the sums of a wave come on top:
-    n_rows x (n_classes + 1) per thread). The cuts do not depend on the number of
-    threads and the caller adds the sums in block order: neither do the values.
-    """
-    from bayesnb.core.kernels import map_threads, num_threads
-
+    probabilities (n_rows, n_classes) and of their entropies (n_rows,), one block at a
+    time in the calling thread (see :func:`_iter_by_draws` on threads)."""
     blocks = _ParamBlocks(source, chunk)
     n_classes = source.log_class.shape[1]
-    threads = max(1, min(num_threads(), blocks.count, _DRAW_THREADS))
-    cuts = _row_bounds(source.n_rows, blocks.size * n_classes, max(1, chunk // _DRAW_THREADS))
-
-    def sums(b):
+    cuts = _row_bounds(source.n_rows, blocks.size * n_classes, chunk)
+    part_p = np.empty((source.n_rows, n_classes))
+    part_h = np.empty(source.n_rows)
+    for b in range(blocks.count):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
-        part_p = np.empty((source.n_rows, n_classes))
-        part_h = np.empty(source.n_rows)
         for r0, r1 in cuts:
             p = _proba_block(source, params, d0, d1, r0, r1)
             p.sum(axis=0, out=part_p[r0:r1])
             # Summed over the draws first: the short class axis is then reduced once per
             # row, not once per (draw, row).
             special.entr(p, out=p).sum(axis=0).sum(axis=-1, out=part_h[r0:r1])
-        return part_p, part_h
-
-    # The first block in this thread (see _iter_by_draws: compilations happen once, here).
-    yield sums(0)
-    for w0 in range(1, blocks.count, threads):
-        yield from map_threads(sums, range(w0, min(w0 + threads, blocks.count)))
+        yield part_p, part_h
 
 
 class EpistemicRanking(NamedTuple):

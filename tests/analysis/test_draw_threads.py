@@ -1,13 +1,12 @@
-"""The draw engine's blocks of draws on threads and in groups: the same values whatever the scheduling.
+"""The draw engine's blocks of draws and their groups: the same values whatever the threads and grouping.
 
-``proba_draws`` (and the one-block interval) compute their parameter blocks on threads,
-each written in place into the result; ``decompose_uncertainty`` sums a wave of blocks
-on threads and adds the sums in block order. Every block is computed alone from its own
-key, and a block's sums do not depend on how its rows are cut, so one thread and several
-must give the same bits. The oracle is the single-threaded run; a planted engine whose
-threads draw from one shared key (the same parameters in every block) must differ. A
-large posterior's sampled blocks are scored in groups: on sparse counts the grouped and
-ungrouped scoring give the same bits, and a group that repeats a block is told apart.
+The engine runs its blocks of draws one after the other; the kernels inside a block (the
+sparse products, ``BAYESNB_NUM_THREADS``) may run on threads, and a large posterior's
+sampled blocks are scored in groups. Neither may change a value: every block is computed
+alone from its own key. The oracle is the single-threaded run; a planted engine whose
+blocks all draw from one key (the same parameters in every block) must differ. On
+sparse counts grouped and ungrouped scoring give the same bits, and a group that repeats
+a block is told apart.
 """
 
 from __future__ import annotations
