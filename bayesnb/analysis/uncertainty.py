@@ -356,8 +356,9 @@ def _mixture_source(estimator, X, n_draws, key):
 
 
 def _component_source(estimator, m, X, n, key):
-    conditional = estimator.hyper_conditional(m)
-    return _plain_source(conditional, conditional.validate_input(X), n, key)
+    # X is validated already: the conditional is the estimator at other hyperparameter
+    # values, with the same input handling.
+    return _plain_source(estimator.hyper_conditional(m), X, n, key)
 
 
 def _shape(source):

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 from sklearn.utils import check_random_state
 
-from bayesnb.core import _sampling
+from bayesnb.core._x64 import disable_x64
 
 __all__ = ["key_from_random_state"]
 
@@ -23,5 +23,5 @@ def key_from_random_state(random_state):
     else:
         seed = int(check_random_state(random_state).randint(2**31 - 1))
     # Outside the scoped float64, as every host key operation (bayesnb.core._sampling.split).
-    with _sampling._key_scope():
+    with disable_x64():
         return jax.random.key(seed)

@@ -26,6 +26,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesnb.core._x64 import disable_x64
 from bayesnb.core.kernels import is_traced
 
 __all__ = [
@@ -46,25 +47,15 @@ def on_host(*values):
     return not is_traced(*values)
 
 
-def _key_scope():
-    # JAX caches a compiled function per float64 setting, and the library's code runs
-    # both inside its scoped float64 (bayesnb.core._x64) and outside it: a key operation
-    # reached from both would be compiled twice in a process (two of the few hundred
-    # milliseconds of a first call). Key bits are uint32 either way, so the host key
-    # operations all run with float64 off: one compilation each.
-    state = getattr(jax, "enable_x64", None)
-    if state is not None and hasattr(state, "__call__"):
-        try:
-            return state(False)
-        except TypeError:  # pragma: no cover - older JAX with a different signature
-            pass
-    from jax.experimental import disable_x64  # pragma: no cover
-
-    return disable_x64()  # pragma: no cover
+# JAX caches a compiled function per float64 setting, and the library's code runs both
+# inside its scoped float64 (bayesnb.core._x64) and outside it: a key operation reached
+# from both would be compiled twice in a process (two of the few hundred milliseconds of
+# a first call). Key bits are uint32 either way, so the host key operations below all run
+# with float64 off: one compilation each.
 
 
 def split(key, num=2):
-    """``jax.random.split(key, num)``; on a concrete key, compiled once per process (see ``_key_scope``).
+    """``jax.random.split(key, num)``; on a concrete key, compiled once per process (float64 off).
 
     Parameters
     ----------
@@ -79,12 +70,12 @@ def split(key, num=2):
     """
     if is_traced(key):
         return tuple(jax.random.split(key, num))
-    with _key_scope():
+    with disable_x64():
         return tuple(jax.random.split(key, num))
 
 
 def fold_in(key, data):
-    """``jax.random.fold_in(key, data)``; on a concrete key, compiled once per process (see ``_key_scope``).
+    """``jax.random.fold_in(key, data)``; on a concrete key, compiled once per process (float64 off).
 
     Parameters
     ----------
@@ -97,7 +88,7 @@ def fold_in(key, data):
     """
     if is_traced(key, data):
         return jax.random.fold_in(key, data)
-    with _key_scope():
+    with disable_x64():
         return jax.random.fold_in(key, data)
 
 

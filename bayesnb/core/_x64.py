@@ -15,22 +15,31 @@ import functools
 
 import jax
 
-__all__ = ["x64", "enable_x64"]
+__all__ = ["x64", "enable_x64", "disable_x64"]
 
 
 def enable_x64():
     """Context manager that enables float64 in JAX for the enclosed block only."""
+    return _x64_scope(True)
+
+
+def disable_x64():
+    """Context manager that disables float64 in JAX for the enclosed block only."""
+    return _x64_scope(False)
+
+
+def _x64_scope(enabled):
     # ``jax.enable_x64`` is a config context manager in recent JAX; older releases kept
-    # it under ``jax.experimental``.
+    # it (and ``disable_x64``) under ``jax.experimental``.
     state = getattr(jax, "enable_x64", None)
     if state is not None and hasattr(state, "__call__"):
         try:
-            return state(True)
+            return state(enabled)
         except TypeError:  # pragma: no cover - older JAX with a different signature
             pass
-    from jax.experimental import enable_x64 as _legacy  # pragma: no cover
+    from jax import experimental  # pragma: no cover
 
-    return _legacy(True)  # pragma: no cover
+    return experimental.enable_x64() if enabled else experimental.disable_x64()  # pragma: no cover
 
 
 def x64(fn):
