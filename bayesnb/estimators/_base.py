@@ -23,7 +23,7 @@ from bayesnb.analysis.uncertainty import check_interval_args
 from bayesnb.core import _fitted
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
-from bayesnb.core._normalize import log_normalize
+from bayesnb.core._normalize import log_normalize, normalize_proba
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._validation import (
     check_class_prior,
@@ -477,9 +477,13 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             joint = joint / self.temperature_
         return joint + self._class_log_prob(kind)
 
-    def _log_proba(self, X):
+    def _log_proba(self, X, probabilities=False):
+        """Log class posteriors of ``X``, or (``probabilities``) the class posteriors
+        themselves, normalised from the joint without a logarithm (see
+        :func:`~bayesnb.core._normalize.normalize_proba`)."""
         joint = self.predict_joint_log_proba(X)
-        log_proba, dead = log_normalize(joint, self._class_log_prob(self.estimate))
+        normalize = normalize_proba if probabilities else log_normalize
+        log_proba, dead = normalize(joint, self._class_log_prob(self.estimate))
         if dead.any():
             warnings.warn(
                 f"{int(dead.sum())} row(s) have zero likelihood under every class with "
@@ -514,9 +518,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
-        log_proba = self._log_proba(X)
-        # In place: the log probabilities are this call's own array.
-        return np.exp(log_proba, out=log_proba)
+        return self._log_proba(X, probabilities=True)
 
     def predict(self, X):
         """Most probable class of each row.
