@@ -260,7 +260,7 @@ def _replicates(key, estimator, y_index, n_draws, shape, unobserved):
     keys = []
     for k in jax.random.split(key, len(parts)):
         keys.append(tuple(jax.random.split(k)))  # (parameter draws, rows)
-    if getattr(estimator, "hyper_posterior_", None):
+    if _fitted.hyper_posterior(estimator):
         # Fitted with hyperpriors: the posterior is the mixture over the hyperparameters'
         # draws, each draw of every block's parameters from one conditional posterior.
         _, mixture = _fitted.draws(estimator, n_draws, keys[0][0])

@@ -49,6 +49,7 @@ import jax
 import numpy as np
 from scipy import special
 
+from bayesnb.core import _fitted
 from bayesnb.core._fitted import stacked_log_likelihood
 from bayesnb.core._normalize import normalize_proba
 from bayesnb.core._validation import check_level, check_n_draws
@@ -308,14 +309,14 @@ def draw_source(estimator, X, n_draws, random_state):
     # The estimator's own validation (its missing-value policy, binarisation, column blocks).
     X = estimator.validate_input(X)
     key = key_from_random_state(random_state)
-    if getattr(estimator, "hyper_posterior_", None):
+    if _fitted.hyper_posterior(estimator):
         return _mixture_source(estimator, X, n_draws, key)
     return _plain_source(estimator, X, n_draws, key)
 
 
 def _plain_source(estimator, X, n_draws, key):
     """:func:`draw_source` of an estimator without hyperpriors, from validated ``X``."""
-    from bayesnb.core import _fitted, _sampling
+    from bayesnb.core import _sampling
 
     key_class, key_feat = _sampling.split(key)
     return DrawSource(
@@ -334,8 +335,6 @@ def _plain_source(estimator, X, n_draws, key):
 def _tempered(log_likelihood, estimator):
     """The likelihood divided by the estimator's temperature; untouched at 1 (no pass
     over the block for a division that changes no bit)."""
-    from bayesnb.core import _fitted
-
     t = _fitted.temperature(estimator)
     return log_likelihood if t == 1.0 else log_likelihood / t
 
@@ -372,7 +371,7 @@ def _mixture_source(estimator, X, n_draws, key):
     """
     from functools import partial
 
-    from bayesnb.core import _fitted, _sampling
+    from bayesnb.core import _sampling
 
     key_groups, key_draws = _sampling.split(key)
     total = next(iter(estimator.hyper_posterior_.values())).shape[0]
@@ -452,8 +451,6 @@ class _ParamBlocks:
     """
 
     def __init__(self, source, chunk):
-        from bayesnb.core import _fitted
-
         self.source = source
         n = source.log_class.shape[0]
         self.n_draws = n
@@ -1170,8 +1167,6 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     True
     """
     from sklearn.utils.validation import check_is_fitted
-
-    from bayesnb.core import _fitted
 
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)

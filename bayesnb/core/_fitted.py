@@ -45,6 +45,7 @@ __all__ = [
     "class_log_draws",
     "draws",
     "feature_draws",
+    "hyper_posterior",
     "is_mixed",
     "mixture_draws",
     "mixture_groups",
@@ -112,6 +113,16 @@ def blocks(estimator):
 # Entries of one block of draws (2^16 float64: 512 KiB), and the most draws in a block.
 _BLOCK_ENTRIES = 1 << 16
 _MAX_BLOCK = 64
+
+
+def hyper_posterior(estimator):
+    """The draws of an estimator's integrated hyperparameters (its ``hyper_posterior_``,
+    a dict name -> array with the draws on axis 0), or None where it has none.
+
+    The one test every layer uses to tell a hyperprior mixture from a plain conjugate
+    posterior (estimators without hyperpriors have no such attribute).
+    """
+    return getattr(estimator, "hyper_posterior_", None) or None
 
 
 def draw_block(n, size):
@@ -273,7 +284,7 @@ def draws(estimator, n, random_state, *, prior=False):
     params : the family's parameter pytree with leading axis ``n`` (dict by block for a mixed model)
     """
     key = key_from_random_state(random_state)
-    hyper = getattr(estimator, "hyper_posterior_", None)
+    hyper = hyper_posterior(estimator)
     if hyper:
         if prior:
             return estimator.hyper_prior_draws(n, key)

@@ -75,7 +75,7 @@ from typing import Any, Callable, NamedTuple
 import jax
 import numpy as np
 
-from bayesnb.core import families
+from bayesnb.core import _fitted, families
 from bayesnb.core._x64 import enable_x64
 from bayesnb.exceptions import ModelCompileError
 
@@ -829,7 +829,7 @@ def _hyper_sites(estimator, compiled):
     """
     from bayesnb.ppl import collapsed
 
-    if getattr(estimator, "hyper_posterior_", None) is None:
+    if _fitted.hyper_posterior(estimator) is None:
         return []
     hypers = collapsed.find_hyperpriors(estimator.get_params(deep=False))
     sites = list(compiled.hyperpriors.values())

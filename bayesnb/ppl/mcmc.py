@@ -92,6 +92,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from bayesnb.core import _fitted
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._x64 import enable_x64
 
@@ -706,7 +707,6 @@ def _worst(bad, column="z"):
 
 def _predictive(estimator, nuts, X_rows):
     """Closed-form and MCMC posterior predictive class probabilities of ``X_rows``."""
-    import arviz as az
     from numpyro.infer.util import log_likelihood
 
     from bayesnb.ppl import models
@@ -765,7 +765,7 @@ def _closed_predictive_mcse(estimator, X_rows, closed):
     whose MCSE is that of the delta method, as for the MCMC side (the draws, evenly
     spaced over the hyperparameters' chains, split in two halves as two chains).
     """
-    if getattr(estimator, "hyper_posterior_", None) is None:
+    if _fitted.hyper_posterior(estimator) is None:
         return np.zeros_like(closed)
     joint = np.asarray(estimator.hyper_joint_log_proba_draws(X_rows), dtype=np.float64)  # (draws, rows, classes)
     a = np.exp(joint - joint.max(axis=(0, 2), keepdims=True))
@@ -1065,10 +1065,9 @@ def closed_form(estimator, n_exact, random_state):
     -------
     ClosedForm
     """
-    from bayesnb.core import _fitted
     from bayesnb.ppl import export, models
 
-    hyper = getattr(estimator, "hyper_posterior_", None)
+    hyper = _fitted.hyper_posterior(estimator)
     if hyper is None:
         moments = {
             name: (mean, sd, np.zeros(np.shape(mean)), np.zeros(np.shape(mean)))

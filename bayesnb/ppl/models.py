@@ -501,7 +501,7 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
     mixed = len(blocks) > 1 or blocks[0][0] != ""
     model, kwargs = _conditioned(estimator, form, blocks, named, class_prior, parts, masks, checked, y_index, weight,
                                  n, n_rows, mixed)
-    if getattr(estimator, "hyper_posterior_", None) is None:
+    if _fitted.hyper_posterior(estimator) is None:
         return model, kwargs
     # Integrated hyperparameters: the un-collapsed model, the hyperpriors sampled with the rest.
     if mixed:
@@ -599,7 +599,7 @@ def hyper_dims(estimator):
         hyperparameter of shape (n_features,), else ``("<name>_dim_0", ...)`` (as
         :func:`bayesnb.ppl.export.add_hyperparameters` names them).
     """
-    draws = getattr(estimator, "hyper_posterior_", None) or {}
+    draws = _fitted.hyper_posterior(estimator) or {}
     n_features = getattr(estimator, "n_features_in_", None)
     out = {}
     for name, value in draws.items():

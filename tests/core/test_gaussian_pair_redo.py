@@ -14,6 +14,7 @@ from __future__ import annotations
 import jax
 import numpy as np
 import pytest
+from _gaussian_spy import direct_kernel_rows
 from sklearn.datasets import load_digits
 
 import bayesnb
@@ -95,15 +96,7 @@ def test_draws_of_digits_take_the_pairs_path(stacked_draws, monkeypatch):
     # The case of the issue: some pairs are flagged, a small share of their rows' pairs.
     assert flagged.sum() > 0
     assert flagged.sum() * gaussian._PAIRWISE_REDO_SHARE <= rows_flagged * flagged.shape[1]
-    row_kernel_calls = []
-    map_rows = gaussian._map_rows
-
-    def spy(kernel, X, *args):
-        if kernel is gaussian._direct_kernel:
-            row_kernel_calls.append(X.shape[0])
-        return map_rows(kernel, X, *args)
-
-    monkeypatch.setattr(gaussian, "_map_rows", spy)
+    row_kernel_calls = direct_kernel_rows(monkeypatch)
     got = gaussian.log_likelihood(stacked_draws, ROWS)
     assert row_kernel_calls == []
     assert _close(got, _direct(stacked_draws, ROWS), ROWS.shape[1])

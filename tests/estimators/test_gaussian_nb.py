@@ -23,6 +23,7 @@ import mpmath
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from _gaussian_spy import direct_kernel_rows
 from numpy.testing import assert_allclose
 from scipy import integrate, optimize, stats
 from sklearn.datasets import load_iris
@@ -565,15 +566,7 @@ def test_quadratic_expansion_is_accurate_for_large_means(compiled, monkeypatch):
     if compiled:
         monkeypatch.setattr(gaussian, "_PLUGIN_CHUNK_ENTRIES", 64 * 6)
         monkeypatch.setattr(gaussian, "_T_CHUNK_ENTRIES", 64 * 4 * 6)
-    direct_rows = []
-    map_rows = gaussian._map_rows
-
-    def spy(kernel, X, *args):
-        if kernel is gaussian._direct_kernel:
-            direct_rows.append(X.shape[0])
-        return map_rows(kernel, X, *args)
-
-    monkeypatch.setattr(gaussian, "_map_rows", spy)
+    direct_rows = direct_kernel_rows(monkeypatch)
     rng = np.random.default_rng(21)
     C, F, n = 4, 6, 300
     # |mean| / sd ~ 1e4, classes a few sd apart: centring alone makes the expansion exact.
