@@ -60,7 +60,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from bayesnb.core import _fitted
+from bayesnb.core import _fitted, _sampling
 from bayesnb.core._random import key_from_random_state
 from bayesnb.ppl import collapsed as _collapsed
 
@@ -250,7 +250,7 @@ class HyperpriorMixin:
         n_per_draw = _check_count(n_per_draw, "n_per_draw", 1)
         key = key_from_random_state(random_state)
         total = next(iter(self.hyper_posterior_.values())).shape[0]
-        parts = [self.hyper_conditional(m)._draw(n_per_draw, jax.random.fold_in(key, m)) for m in range(total)]
+        parts = [self.hyper_conditional(m)._draw(n_per_draw, _sampling.fold_in(key, m)) for m in range(total)]
         return jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
 
     def hyper_embedding(self):
