@@ -170,7 +170,7 @@ def _interval_inplace(draws, level, method):
     # "hdi"
     n = draws.shape[0]
     k = max(1, int(np.ceil(level * n)))
-    _by_lanes(draws, lambda part: part.sort(axis=0))
+    draws.sort(axis=0)
     # The first shortest window, as np.argmin over all the widths would find it, but one
     # start at a time: np.argmin along axis 0 copies the (n - k + 1, ...) widths to make
     # that axis contiguous, two temporaries of up to the block's size.
@@ -193,26 +193,6 @@ def _interval_inplace(draws, level, method):
 # ----------------------------------------------------------------------------- the engine
 
 
-# Blocks of draws with at least this many entries are partitioned (sorted) on threads.
-_THREADED_LANES_MIN = 1 << 20
-
-
-def _by_lanes(draws, fn):
-    """``fn(part)`` (an in-place partition or sort along axis 0) on slices ``draws[:, a:b]``
-    of the second axis, on :func:`~bayesnb.core.kernels.num_threads` threads for large
-    blocks. Each lane (one row and class across the draws) is ordered alone, so the
-    result does not depend on the slicing; numpy's sorts release the GIL (twice as fast
-    on two cores: 300 draws x 1,797 rows x 10 classes, 83 -> 42 ms)."""
-    from bayesnb.core.kernels import map_threads, num_threads
-
-    parts = min(num_threads(), draws.shape[1]) if draws.ndim >= 2 and draws.size >= _THREADED_LANES_MIN else 1
-    if parts <= 1:
-        fn(draws)
-        return
-    cuts = [draws.shape[1] * k // parts for k in range(parts + 1)]
-    map_threads(lambda k: fn(draws[:, cuts[k] : cuts[k + 1]]), range(parts))
-
-
 def _equal_tailed_inplace(draws, level):
     """The ``(1 - level)/2`` and ``(1 + level)/2`` quantiles over axis 0, partitioning ``draws`` in place.
 
@@ -230,8 +210,7 @@ def _equal_tailed_inplace(draws, level):
     # As np.quantile: at or past the last index both neighbours are the last draw.
     top = virtual >= n - 1
     prev[top] = nxt[top] = n - 1
-    kth = np.unique(np.concatenate([prev, nxt]))
-    _by_lanes(draws, lambda part: part.partition(kth, axis=0))
+    draws.partition(np.unique(np.concatenate([prev, nxt])), axis=0)
     result = []
     for v, t, i, j in zip(virtual, virtual - below, prev, nxt):
         a, b = draws[i], draws[j]
@@ -561,14 +540,23 @@ def _iter_by_rows(source, chunk, row_blocks, rows_chunk, kept=None):
 
 def _kept_blocks(source, chunk):
     """``(blocks, params)``: every parameter block of a plain source drawn once, to be
-    kept, where together they take at most a quarter of the bound; else None (a mixture's
-    components, or large posteriors)."""
+    kept, where together they take at most an eighth of the bound; else None (a
+    mixture's components, or large posteriors).
+
+    ``draw_size`` counts the posterior's numbers, which may be more than a draw holds
+    (GaussianNB: the four arrays of the Normal-Inverse-Gamma against a draw's mean and
+    variance), so it only screens; the first block drawn is measured.
+    """
     if not isinstance(source, DrawSource):
         return None
     blocks = _ParamBlocks(source, chunk)
-    if blocks.count * blocks.size * max(1, source.draw_size) > chunk // 4:
+    budget = chunk // 8
+    if blocks.count * blocks.size * max(1, source.draw_size) > 2 * budget:
         return None
-    return blocks, [blocks.get(b) for b in range(blocks.count)]
+    first = blocks.get(0)
+    if blocks.count * sum(np.size(leaf) for leaf in jax.tree.leaves(first)) > budget:
+        return None
+    return blocks, [first] + [blocks.get(b) for b in range(1, blocks.count)]
 
 
 def _iter_all(source, chunk, rows_chunk=None, out=None):
@@ -669,9 +657,10 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     the block in place; the widths of the candidate intervals for the HDI) and, before, for
     the log-likelihoods of blocks of draws (an eighth of the bound each). When the draws
     of every row fit in one block, each parameter block is drawn once and scored on all
-    rows. Otherwise, where the parameter draws of every block take at most a quarter of
+    rows. Otherwise, where the parameter draws of every block take at most an eighth of
     the bound (small models: GaussianNB on digits holds 1,280 numbers per draw), they are
-    drawn once, kept, and each block of rows is scored under them. Otherwise the draws
+    drawn once, kept, and blocks of rows of a quarter of the bound are scored under them.
+    Otherwise the draws
     are computed once, draws outermost, into a temporary file
     and read back block of rows by block (disk: n_draws x n_rows x n_classes float64 for
     the call, deleted at its end). The file is written only if it takes at most
@@ -712,9 +701,13 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
         return lower, upper
     kept = _kept_blocks(source, chunk)
     if kept is not None:
-        # Parameters small enough to keep (a quarter of the bound): every block of rows is
-        # scored under them, without the temporary file or drawing again.
-        for r0, r1, out in _iter_by_rows(source, chunk, row_blocks, rows_chunk, kept):
+        # Parameters small enough to keep (an eighth of the bound): every block of rows is
+        # scored under them, without the temporary file or drawing again. The block of
+        # rows, the kept parameters and the scoring's temporaries are alive together, so
+        # the rows go in blocks of a quarter of the bound and are scored a sixteenth at a
+        # time (a likelihood's temporaries are a few times its result: GaussianNB's about 5).
+        kept_rows = _row_bounds(source.n_rows, n_draws * n_classes, max(1, chunk // 4))
+        for r0, r1, out in _iter_by_rows(source, chunk, kept_rows, max(1, chunk // 16), kept):
             lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
             del out
         return lower, upper

@@ -77,6 +77,9 @@ def _log_normalize_rows(joint, fallback, out=None, probabilities=False, entropy=
     the shifted joint :math:`s = j - m` and :math:`S = \sum_c e^{s_c}` at hand: a logarithm
     per row instead of one per entry (``scipy.special.entr`` on the probabilities).
     """
+    if entropy is not None and not probabilities:
+        # The entropy clips the shifted joint in place, which the log form still needs.
+        raise ValueError("entropies are computed with the probabilities only")
     n, n_classes = joint.shape
     out = np.empty_like(joint) if out is None else out
     dead = np.zeros(n, dtype=bool)

@@ -29,34 +29,3 @@ def test_the_comparison_sees_an_interpolation_error():
     nearest_below = np.sort(draws, axis=0)[int(np.floor(299 * (1 - 0.9) / 2))]
     assert np.array_equal(lower, want)
     assert not np.array_equal(nearest_below, want)
-
-
-@pytest.mark.parametrize("method", ["equal-tailed", "hdi"])
-def test_threaded_lanes_give_the_same_bits(monkeypatch, method):
-    """Large blocks are partitioned (sorted) in slices of rows on threads: each lane is
-    ordered alone, so the interval is bit-for-bit the one-piece result, and for the
-    equal-tailed interval still np.quantile's."""
-    from bayesnb.analysis import uncertainty
-
-    rng = np.random.default_rng(3)
-    draws = rng.normal(size=(300, 37, 5)) ** 3
-    draws[:, 4] = 0.5  # a lane of ties
-    monkeypatch.setenv("BAYESNB_NUM_THREADS", "3")
-    calls = []
-    original = uncertainty._by_lanes
-
-    def spy(block, fn):
-        calls.append(block.size)
-        return original(block, fn)
-
-    monkeypatch.setattr(uncertainty, "_by_lanes", spy)
-    monkeypatch.setattr(uncertainty, "_THREADED_LANES_MIN", 1)
-    threaded = credible_interval(draws, 0.9, method)
-    monkeypatch.setattr(uncertainty, "_THREADED_LANES_MIN", 1 << 62)
-    whole = credible_interval(draws, 0.9, method)
-    assert calls == [draws.size, draws.size]
-    for a, b in zip(threaded, whole):
-        assert np.array_equal(a, b)
-    if method == "equal-tailed":
-        want = np.quantile(draws, [(1 - 0.9) / 2, (1 + 0.9) / 2], axis=0)
-        assert np.array_equal(threaded[0], want[0]) and np.array_equal(threaded[1], want[1])

@@ -181,17 +181,19 @@ def test_a_planted_fallback_with_other_draws_is_caught(setting, monkeypatch):
 
 
 def test_small_parameters_are_kept_and_no_file_is_written(monkeypatch):
-    """Where the parameter draws of every block fit a quarter of the bound but the
+    """Where the parameter draws of every block fit an eighth of the bound but the
     probabilities of every row do not fit one block, the blocks are drawn once and kept:
     each block of rows is scored under them (no temporary file, no second draw), and
-    the interval is bit-for-bit the one through the file (the same draws)."""
-    X, y = _zipf_counts(N_ROWS, 40, 6, 3, seed=1)
+    the interval is the one through the file (the same draws; bit for bit here, where
+    the likelihood is a sparse product whose rows do not depend on how they are cut,
+    to rounding for families whose rounding does)."""
+    X, y = _zipf_counts(400, 40, 6, 3, seed=1)
     clf = MultinomialNB(alpha=0.5).fit(X, y)
     source = clf._draw_source(X, N_DRAWS, 11)
     # Parameters: one block of 64 draws (the last block is drawn at full size) x 120
-    # <= chunk / 4; probabilities: 60 draws x 90 rows x 3 classes > chunk / 2.
-    chunk = 32_000
-    assert 64 * source.draw_size <= chunk // 4 < chunk // 2 < N_DRAWS * N_ROWS * 3
+    # <= chunk / 8; probabilities: 60 draws x 400 rows x 3 classes > chunk / 2.
+    chunk = 64_000
+    assert 64 * source.draw_size <= chunk // 8 < chunk // 2 < N_DRAWS * 400 * 3
     opened = _track_files(monkeypatch)
     counting, sampled = _counting(source)
     kept = U.proba_interval(counting, LEVEL, chunk_entries=chunk)
