@@ -439,6 +439,7 @@ class _ParamBlocks:
         self.sampled = size
         self.n_sampled = -(-n // size)
         self.keys = [_fitted.block_key(source.key, b) for b in range(self.n_sampled)]
+        self._kept = None
         cap = max(1, min(_MAX_SCORED // size, (chunk // 8) // max(1, size * source.draw_size)))
         cap = 1 << (cap.bit_length() - 1)
         self.group = min(cap, 1 << max(0, (self.n_sampled - 1).bit_length()))
@@ -448,8 +449,14 @@ class _ParamBlocks:
     def bounds(self, b):
         return b * self.size, min((b + 1) * self.size, self.n_draws)
 
+    def keep(self, groups):
+        """Keep ``groups`` (every group, as ``get`` drew them): ``get`` returns them from now on."""
+        self._kept = list(groups)
+
     def get(self, b):
         """Group ``b`` of parameter draws, ``size`` draws (the last group too: see bounds)."""
+        if self._kept is not None:
+            return self._kept[b]
         first = b * self.group
         parts = [
             jax.tree.map(np.asarray, self.source.sample(self.keys[k], self.sampled))
@@ -517,16 +524,17 @@ def _iter_by_rows(source, chunk, row_blocks, rows_chunk, kept=None):
     Every parameter block (of every component of a mixture) is drawn again for each
     block of rows: bounded memory at the price of repeated sampling (the fallback of
     :func:`proba_interval` when no temporary file can take the draws). With ``kept``
-    (from :func:`_kept_blocks`) the blocks drawn once are used instead: same draws.
+    (the :class:`_ParamBlocks` of a plain source, from :func:`_kept_blocks`) the blocks
+    drawn once are used instead: same draws.
     """
     n_draws, n_classes = _shape(source)
     for r0, r1 in row_blocks:
         out = np.empty((n_draws, r1 - r0, n_classes))
-        for positions, component in [(None, source)] if kept is not None else _components(source):
-            blocks = _ParamBlocks(component, chunk) if kept is None else kept[0]
+        for positions, component in _components(source):
+            blocks = _ParamBlocks(component, chunk) if kept is None else kept
             for b in range(blocks.count):
                 d0, d1 = blocks.bounds(b)
-                params = blocks.get(b) if kept is None else kept[1][b]
+                params = blocks.get(b)
                 for s0, s1 in _row_bounds(r1 - r0, blocks.size * n_classes, rows_chunk):
                     if positions is None:
                         _proba_block(component, params, d0, d1, r0 + s0, r0 + s1, out=out[d0:d1, s0:s1])
@@ -539,9 +547,9 @@ def _iter_by_rows(source, chunk, row_blocks, rows_chunk, kept=None):
 
 
 def _kept_blocks(source, chunk):
-    """``(blocks, params)``: every parameter block of a plain source drawn once, to be
-    kept, where together they take at most an eighth of the bound; else None (a
-    mixture's components, or large posteriors).
+    """The :class:`_ParamBlocks` of a plain source with every block drawn once and kept,
+    where together they take at most an eighth of the bound; else None (a mixture's
+    components, or large posteriors).
 
     ``draw_size`` counts the posterior's numbers, which may be more than a draw holds
     (GaussianNB: the four arrays of the Normal-Inverse-Gamma against a draw's mean and
@@ -556,7 +564,8 @@ def _kept_blocks(source, chunk):
     first = blocks.get(0)
     if blocks.count * sum(np.size(leaf) for leaf in jax.tree.leaves(first)) > budget:
         return None
-    return blocks, [first] + [blocks.get(b) for b in range(1, blocks.count)]
+    blocks.keep([first] + [blocks.get(b) for b in range(1, blocks.count)])
+    return blocks
 
 
 def _iter_all(source, chunk, rows_chunk=None, out=None):

@@ -34,16 +34,7 @@ def log_normalize(joint, fallback):
     if joint.ndim == 2 and joint.shape[0] and joint.shape[1]:
         return _log_normalize_rows(joint, fallback)
     if joint.ndim > 2 and joint.size and fallback.ndim >= 2 and fallback.shape[-2] == 1:
-        # Draws of class probabilities, (n_draws, n_samples, n_classes): one 2-d pass over
-        # all the rows (no reduction along the short class axis), then the rows dead in
-        # some draw get that draw's fallback, normalised as the 2-d path does it.
-        lead, (n, n_classes) = joint.shape[:-2], joint.shape[-2:]
-        out, dead = _log_normalize_rows(joint.reshape(-1, n_classes), np.zeros(n_classes))
-        if dead.any():
-            per = np.broadcast_to(fallback, lead + (1, n_classes)).reshape(-1, n_classes)
-            which = np.flatnonzero(dead)
-            out[which] = _log_normalize_rows(per[which // n], np.zeros(n_classes))[0]
-        return out.reshape(joint.shape), dead.reshape(joint.shape[:-1])
+        return _draws(joint, fallback, np.empty(joint.shape), False)
     top = joint.max(axis=-1)
     dead = np.isneginf(top)
     if dead.any():
@@ -168,27 +159,37 @@ def normalize_proba(joint, fallback, out=None, entropy=None):
         return out, np.zeros(joint.shape[:-1], dtype=bool)
     if joint.ndim == 2:
         return _log_normalize_rows(joint, np.broadcast_to(fallback, (1, n_classes))[0], out, True, entropy)
-    lead = joint.shape[:-2]
+    return _draws(joint, fallback, out, True, entropy)
+
+
+def _draws(joint, fallback, out, probabilities, entropy=None):
+    """:func:`_log_normalize_rows` over draws, (..., n_samples, n_classes), into ``out``.
+
+    Where ``joint`` and ``out`` are contiguous: one 2-d pass over all the rows of all the
+    draws (no reduction along the short class axis), then the rows dead in some draw get
+    that draw's fallback (``fallback`` broadcast to (..., 1, n_classes)), normalised as
+    the 2-d path does it. Strided views (a block of rows out of every draw): one 2-d pass
+    per draw, each with its own fallback. Every row is computed the same way either way.
+    """
+    lead, (n, n_classes) = joint.shape[:-2], joint.shape[-2:]
     per = np.broadcast_to(fallback, lead + (1, n_classes))
     flat_in, flat_out = _flat(joint), _flat(out)
     flat_h = None if entropy is None else _flat(entropy[..., None])
     if flat_in is not None and flat_out is not None and (entropy is None or flat_h is not None):
-        # One 2-d pass over all rows of all draws; rows dead in some draw then get that
-        # draw's proportions.
         flat_h = None if flat_h is None else flat_h[:, 0]
-        _, dead = _log_normalize_rows(flat_in, np.zeros(n_classes), flat_out, True, flat_h)
+        _, dead = _log_normalize_rows(flat_in, np.zeros(n_classes), flat_out, probabilities, flat_h)
         if dead.any():
             which = np.flatnonzero(dead)
             h = None if flat_h is None else np.empty(which.size)
-            flat_out[which] = _log_normalize_rows(per.reshape(-1, n_classes)[which // joint.shape[-2]], np.zeros(n_classes), None, True, h)[0]
+            rows = per.reshape(-1, n_classes)[which // n]
+            flat_out[which] = _log_normalize_rows(rows, np.zeros(n_classes), None, probabilities, h)[0]
             if h is not None:
                 flat_h[which] = h
         return out, dead.reshape(joint.shape[:-1])
-    # Strided views (a block of rows out of every draw): one 2-d pass per draw.
     dead = np.zeros(joint.shape[:-1], dtype=bool)
     for idx in np.ndindex(*lead):
         h = None if entropy is None else entropy[idx]
-        dead[idx] = _log_normalize_rows(joint[idx], per[idx][0], out[idx], True, h)[1]
+        dead[idx] = _log_normalize_rows(joint[idx], per[idx][0], out[idx], probabilities, h)[1]
     return out, dead
 
 

@@ -509,21 +509,13 @@ def test_interval_by_blocks_of_rows_spilled_or_redrawn_equals_the_quantiles_of_t
     assert_array_equal(hi, results[None][1])
 
 
-@pytest.mark.parametrize("method", ["equal-tailed", "hdi"])
-def test_interval_temporaries_stay_within_the_documented_bound(method):
-    # 300 draws x 6,000 rows x 3 classes = 41 MiB of draws: more than the 32 MiB bound, so
-    # the rows go in blocks. Before issue 19's fix the interval held one block of 33.5 MiB
-    # and np.quantile's copy of it (tracemalloc +67 MiB). The result (2 x 6,000 x 3
-    # float64) is not a temporary. tracemalloc sees NumPy's buffers, not XLA's (the
-    # benchmark draws_memory reports the RSS too).
+def _interval_peak(clf, X, n_draws, method):
+    """``predict_proba_interval(X, 0.5)`` and its tracemalloc peak (bytes) above the memory
+    in use before the call, after a first call on 10 rows (compilation, caches)."""
     import gc
     import tracemalloc
 
-    X, y = _zipf_counts(6000, 2000, 10, 3, seed=2)
-    clf = MultinomialNB().fit(X, y)
-    n_draws = 300
-    assert n_draws * X.shape[0] * 3 > U.CHUNK_ENTRIES
-    clf.predict_proba_interval(X[:10], 0.5, n_draws=n_draws, method=method, random_state=0)  # compile first
+    clf.predict_proba_interval(X[:10], 0.5, n_draws=n_draws, method=method, random_state=0)
     gc.collect()
     tracemalloc.start()
     try:
@@ -532,6 +524,21 @@ def test_interval_temporaries_stay_within_the_documented_bound(method):
         peak = tracemalloc.get_traced_memory()[1] - base
     finally:
         tracemalloc.stop()
+    return lo, hi, peak
+
+
+@pytest.mark.parametrize("method", ["equal-tailed", "hdi"])
+def test_interval_temporaries_stay_within_the_documented_bound(method):
+    # 300 draws x 6,000 rows x 3 classes = 41 MiB of draws: more than the 32 MiB bound, so
+    # the rows go in blocks. Before issue 19's fix the interval held one block of 33.5 MiB
+    # and np.quantile's copy of it (tracemalloc +67 MiB). The result (2 x 6,000 x 3
+    # float64) is not a temporary. tracemalloc sees NumPy's buffers, not XLA's (the
+    # benchmark draws_memory reports the RSS too).
+    X, y = _zipf_counts(6000, 2000, 10, 3, seed=2)
+    clf = MultinomialNB().fit(X, y)
+    n_draws = 300
+    assert n_draws * X.shape[0] * 3 > U.CHUNK_ENTRIES
+    lo, hi, peak = _interval_peak(clf, X, n_draws, method)
     result = lo.nbytes + hi.nbytes
     assert peak <= U.CHUNK_ENTRIES * 8 + result, f"peak {peak / 2**20:.1f} MiB"
     assert np.all((0 <= lo) & (lo <= hi) & (hi <= 1))
@@ -544,9 +551,6 @@ def test_interval_with_kept_parameters_stays_within_the_bound(method, monkeypatc
     # numbers). The block of rows, the kept parameters and the Gaussian likelihood's
     # temporaries (a few times its result) are alive together; the review of this path
     # measured 35 MiB beyond the result when the rows went in blocks of half the bound.
-    import gc
-    import tracemalloc
-
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
@@ -556,15 +560,7 @@ def test_interval_with_kept_parameters_stays_within_the_bound(method, monkeypatc
     kept = []
     real = U._kept_blocks
     monkeypatch.setattr(U, "_kept_blocks", lambda source, chunk: kept.append(real(source, chunk)) or kept[-1])
-    clf.predict_proba_interval(X[:10], 0.5, n_draws=n_draws, method=method, random_state=0)  # compile first
-    gc.collect()
-    tracemalloc.start()
-    try:
-        base = tracemalloc.get_traced_memory()[0]
-        lo, hi = clf.predict_proba_interval(X, 0.5, n_draws=n_draws, method=method, random_state=0)
-        peak = tracemalloc.get_traced_memory()[1] - base
-    finally:
-        tracemalloc.stop()
+    lo, hi, peak = _interval_peak(clf, X, n_draws, method)
     assert kept[-1] is not None  # the kept path ran
     result = lo.nbytes + hi.nbytes
     assert peak <= U.CHUNK_ENTRIES * 8 + result, f"peak {peak / 2**20:.1f} MiB"
