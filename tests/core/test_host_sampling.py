@@ -387,13 +387,15 @@ def class_prior_prior():
     return Dirichlet(np.array([1.0, 0.5, 1.0]))
 
 
+@pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("masked", [False, True])
-def test_dirichlet_at_concentrations_from_one_up_is_normalised_by_the_plain_sum(masked):
+def test_dirichlet_at_concentrations_from_one_up_is_normalised_by_the_plain_sum(masked, seed):
     """Concentrations >= 1 (no variate can underflow) take log G - log sum G: the same
     Gamma variates as the log-space path (so the same draws to rounding, key for key),
     with the Dirichlet's log moments and Beta marginal; masked coordinates stay -inf.
     Planted: another key's draws, and a Dirichlet with a shifted concentration, are told
-    apart."""
+    apart. Three keys."""
+    key = jax.random.fold_in(KEY, 100 + seed)
     rng = np.random.default_rng(4)
     a = np.concatenate([[1.0], rng.uniform(1.0, 30.0, 5)])  # exactly 1 (Exp(1)) included
     a = np.stack([a, a[::-1] + 0.5])
@@ -401,8 +403,8 @@ def test_dirichlet_at_concentrations_from_one_up_is_normalised_by_the_plain_sum(
     if masked:
         mask = np.ones(a.shape, bool)
         mask[:, 3] = False
-    fast = _dirichlet.sample_log(KEY, a, N_FAMILY, mask)
-    g = _sampling.log_gamma(KEY, np.where(mask, a, 1.0) if masked else a, (N_FAMILY,) + a.shape)
+    fast = _dirichlet.sample_log(key, a, N_FAMILY, mask)
+    g = _sampling.log_gamma(key, np.where(mask, a, 1.0) if masked else a, (N_FAMILY,) + a.shape)
     if masked:
         g = np.where(mask, g, -np.inf)
     slow = _sampling.log_normalize(g)
@@ -410,7 +412,7 @@ def test_dirichlet_at_concentrations_from_one_up_is_normalised_by_the_plain_sum(
     finite = np.isfinite(slow)
     np.testing.assert_allclose(fast[finite], slow[finite], rtol=1e-13, atol=1e-13)
     _dirichlet_log_checks(fast, a, mask)
-    other = _dirichlet.sample_log(jax.random.fold_in(KEY, 1), a, N_FAMILY, mask)
+    other = _dirichlet.sample_log(jax.random.fold_in(key, 1), a, N_FAMILY, mask)
     assert not np.allclose(other[finite], slow[finite], atol=1e-6)
     with pytest.raises(AssertionError):
         _dirichlet_log_checks(fast, a + np.where(np.arange(a.shape[-1]) == 1, 1.0, 0.0), mask)
