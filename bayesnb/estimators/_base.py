@@ -246,9 +246,13 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
                 self.stats_ = as_masked(old)
         return new
 
-    def _feature_ll(self, params, X):
+    def _feature_ll(self, params, X, contrast=False):
+        """Plug-in log-likelihood of validated rows; ``contrast``: up to a per-row term
+        common to the classes, where the family has a cheaper form for that."""
         if isinstance(X, _missing.MaskedX):
             return self._family.log_likelihood(params, X.X, self.prior_, mask=X.mask)
+        if contrast and self._family.log_likelihood_contrast is not None:
+            return self._family.log_likelihood_contrast(params, X, self.prior_)
         return self._log_likelihood(params, X)
 
     def _feature_lp(self, X):
@@ -460,28 +464,39 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        return self._scores(X)
+
+    def _scores(self, X, contrast=False):
+        """The joint of rows ``X`` (validated here); ``contrast``: up to a per-row term
+        common to the classes (for callers that normalise over classes)."""
         check_is_fitted(self, "stats_")
         X = self._input(X, reset=False)
         kind = check_estimate(self.estimate)
         if kind == "predictive" and self._hyper_fitted():
             return self._hyper_joint(X)
-        return self._joint(X, kind)
+        return self._joint(X, kind, contrast)
 
-    def _joint(self, X, kind):
-        """``predict_joint_log_proba`` of validated rows for ``kind``, at this estimator's prior."""
+    def _joint(self, X, kind, contrast=False):
+        """``predict_joint_log_proba`` of validated rows for ``kind``, at this estimator's
+        prior (``contrast``: see :meth:`_scores`)."""
         if kind == "predictive" and not self._predictive_is_plugin():
             joint = self._feature_lp(X)
         else:
-            joint = self._feature_ll(self._point(kind), X)
+            joint = self._feature_ll(self._point(kind), X, contrast)
+        # The family's result is a fresh array of this call, written over in place (two
+        # passes and a result-sized allocation fewer); a read-only one (a JAX array, a
+        # broadcast view) is copied by the arithmetic instead.
+        owned = isinstance(joint, np.ndarray) and joint.flags.writeable and joint.flags.owndata
         if self.temperature_ != 1.0:
-            joint = joint / self.temperature_
-        return joint + self._class_log_prob(kind)
+            joint = np.divide(joint, self.temperature_, out=joint if owned else None)
+            owned = True
+        return np.add(joint, self._class_log_prob(kind), out=joint if owned else None)
 
     def _log_proba(self, X, probabilities=False):
         """Log class posteriors of ``X``, or (``probabilities``) the class posteriors
         themselves, normalised from the joint without a logarithm (see
         :func:`~bayesnb.core._normalize.normalize_proba`)."""
-        joint = self.predict_joint_log_proba(X)
+        joint = self._scores(X, contrast=True)
         normalize = normalize_proba if probabilities else log_normalize
         log_proba, dead = normalize(joint, self._class_log_prob(self.estimate))
         if dead.any():

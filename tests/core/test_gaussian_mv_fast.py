@@ -12,10 +12,16 @@ whitening per class for per-class covariances, blocks of rows on threads. Checke
 * the cancellation fallback: with the check disabled the expansion alone is wrong on the
   rows it guards (a planted error), with it the rows are exact;
 * block and thread boundaries; overflowing rows of the Student-t; missing values;
-* a first prediction compiles nothing.
+* a first prediction compiles nothing;
+* the class contrast (``log_likelihood_contrast``, what ``predict_proba`` scores): its
+  differences across classes are the exact log-odds (rational arithmetic on the same
+  factor), with a large common offset of the data and with two nearby classes far from
+  the centre; planted: without the centring, or without the trust check, they are not.
 """
 
 from __future__ import annotations
+
+from fractions import Fraction
 
 import jax
 import numpy as np
@@ -226,3 +232,126 @@ def test_the_traced_path_keeps_the_compiled_kernel():
     cov = covs[0]
     expected = -np.linalg.solve(cov, (X[:, None, :] - loc[None]).transpose(0, 2, 1)).sum(axis=-1)
     np.testing.assert_allclose(np.asarray(grad), expected, rtol=1e-10, atol=1e-12)
+
+
+# ----------------------------------------------------------------------------- class contrast
+
+
+def _exact_log_odds(loc, tril, X):
+    r""":math:`\log p(x \mid c) - \log p(x \mid 0)` under the one covariance :math:`LL^\top`,
+    in exact rational arithmetic on the given floats: :math:`x^\top(a_c - a_0) - \tfrac12
+    (\mu_c^\top a_c - \mu_0^\top a_0)` with :math:`\Sigma a_c = \mu_c` solved by
+    elimination over fractions (the log determinants cancel)."""
+    F = loc.shape[1]
+    L = [[Fraction(float(v)) for v in row] for row in tril]
+    cov = [[sum(L[i][k] * L[j][k] for k in range(F)) for j in range(F)] for i in range(F)]
+    mus = [[Fraction(float(v)) for v in row] for row in loc]
+    # Gauss-Jordan on [cov | mu_0 ... mu_C-1].
+    aug = [cov[i] + [mu[i] for mu in mus] for i in range(F)]
+    for col in range(F):
+        piv = next(r for r in range(col, F) if aug[r][col] != 0)
+        aug[col], aug[piv] = aug[piv], aug[col]
+        p = aug[col][col]
+        aug[col] = [v / p for v in aug[col]]
+        for r in range(F):
+            if r != col and aug[r][col] != 0:
+                f = aug[r][col]
+                aug[r] = [u - f * v for u, v in zip(aug[r], aug[col])]
+    a = [[aug[i][F + c] for i in range(F)] for c in range(len(mus))]
+    quad = [sum(m * v for m, v in zip(mus[c], a[c])) for c in range(len(mus))]
+    out = np.empty((X.shape[0], len(mus)))
+    for n, row in enumerate(X):
+        x = [Fraction(float(v)) for v in row]
+        lin = [sum(u * v for u, v in zip(x, a[c])) for c in range(len(mus))]
+        for c in range(len(mus)):
+            out[n, c] = float((lin[c] - lin[0]) - (quad[c] - quad[0]) / 2)
+    return out
+
+
+def _odds(scores):
+    return scores - scores[:, :1]
+
+
+def _odds_err(scores, exact, scale):
+    r"""Largest error of the log-odds, relative to the size of what they are computed
+    from: :math:`\max(1, |\log p(x \mid c)| + |\log p(x \mid 0)|)` (for rows far from every
+    class the densities, ~1e12 here, and not their difference, set what double precision
+    can resolve)."""
+    size = np.maximum(1.0, np.abs(scale) + np.abs(scale[:, :1]))
+    return np.max(np.abs(_odds(scores) - exact) / size)
+
+
+def _contrast_cases():
+    rng = np.random.default_rng(11)
+    F = 5
+    cov = _spd(rng, F)
+    out = {}
+    loc = rng.normal(size=(3, F)) * 2.0
+    X = loc[rng.integers(0, 3, 40)] + rng.normal(size=(40, F))
+    X[:4] = 1e6 * rng.normal(size=(4, F))  # far from every class
+    out["plain"] = (loc, cov, X)
+    # A common offset of 1e7: LDA's uncentred X @ coef_ rounds the log-odds away.
+    out["offset"] = (loc + 1e7, cov, X[4:] + 1e7)
+    # Two classes one apart, a third 1e7 away: rows near the first two are far from the
+    # centre, where the affine form loses their difference; the trust check sends
+    # them to the log density.
+    near = np.array([np.zeros(F), np.full(F, 0.5), np.full(F, 1e7)])
+    Xn = near[rng.integers(0, 2, 30)] + rng.normal(size=(30, F))
+    out["far-third"] = (near, cov, Xn)
+    return out
+
+
+@pytest.mark.parametrize("case", ["plain", "offset", "far-third"])
+def test_the_contrast_differences_are_the_exact_log_odds(case):
+    loc, cov, X = _contrast_cases()[case]
+    params = g.GaussianParams(loc, np.linalg.cholesky(cov))
+    exact = _exact_log_odds(loc, params.scale_tril, X)
+    density = g.log_likelihood(params, X)
+    contrast = g.log_likelihood_contrast(params, X)
+    assert contrast.shape == (X.shape[0], loc.shape[0])
+    assert _odds_err(contrast, exact, density) <= 1e-12
+    # The density path, for comparison, meets the same bound.
+    assert _odds_err(density, exact, density) <= 1e-12
+
+
+def test_the_contrast_check_catches_an_uncentred_form_and_a_missing_trust_check(monkeypatch):
+    cases = _contrast_cases()
+    # Planted 1: LDA's uncentred affine form, on the offset data.
+    loc, cov, X = cases["offset"]
+    tril = np.linalg.cholesky(cov)
+    coef = np.linalg.solve(cov, loc.T)
+    uncentred = X @ coef - 0.5 * np.einsum("fc,cf->c", coef, loc)
+    density = g.log_likelihood(g.GaussianParams(loc, tril), X)
+    assert _odds_err(uncentred, _exact_log_odds(loc, tril, X), density) > 1e-6
+    # Planted 2: trusting the affine form everywhere, on the far-third data.
+    loc, cov, X = cases["far-third"]
+    params = g.GaussianParams(loc, np.linalg.cholesky(cov))
+    density = g.log_likelihood(params, X)
+    monkeypatch.setattr(g, "_CANCELLATION_LIMIT", np.inf)
+    g._HOST._entries.clear()
+    assert _odds_err(g.log_likelihood_contrast(params, X), _exact_log_odds(loc, params.scale_tril, X), density) > 1e-6
+
+
+def test_the_contrast_is_the_density_where_nothing_is_common_to_the_classes():
+    rng, loc, covs, X = _problem(12, C=3, F=4, n=50)
+    full, _ = _params(loc, covs, False)
+    np.testing.assert_array_equal(g.log_likelihood_contrast(full, X), g.log_likelihood(full, X))
+    shared, _ = _params(loc, covs, True)
+    mask = rng.random(X.shape) < 0.3
+    np.testing.assert_array_equal(
+        g.family.log_likelihood_contrast(shared, X, None, mask=mask), g.family.log_likelihood(shared, X, None, mask=mask)
+    )
+    _close(_traced(g.log_likelihood_contrast, shared, X), _traced(g.log_likelihood, shared, X), rtol=1e-13)
+
+
+def test_contrast_blocks_and_threads_do_not_change_the_result(monkeypatch):
+    rng, loc, covs, X = _problem(13, C=3, F=7, n=1001)
+    X[::50] *= 1e8  # some rows beyond the trust bound, in several blocks
+    params, _ = _params(loc, covs, True)
+    whole = g.log_likelihood_contrast(params, X)
+    monkeypatch.setattr(g, "_CONTRAST_BLOCK_ENTRIES", 16 * 7)
+    monkeypatch.setattr(g, "_HOST_BLOCK_ENTRIES", 16 * 7)
+    monkeypatch.setattr(kernels, "_PARALLEL_MIN_ROWS", 100)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "2")
+    assert len(kernels.row_ranges(X.shape[0], 16)) == 2
+    _close(g.log_likelihood_contrast(params, X), whole, rtol=1e-13)

@@ -278,6 +278,29 @@ def test_shared_mle_equals_sklearn_lda_lsqr(n_classes):
     assert_array_equal(clf.predict(X_test), lda.predict(X_test))
 
 
+@pytest.mark.parametrize("temperature", [1.0, 2.5])
+@pytest.mark.parametrize("estimate", ["mle", "map", "mean"])
+def test_shared_class_probabilities_are_the_normalised_joint(estimate, temperature):
+    # predict_proba scores the class contrast (the row's quadratic term left out), the
+    # joint keeps it: normalised over classes they agree, at every plug-in estimate,
+    # tempered or not, on rows near the classes and far from them.
+    X, y, X_test = _data(n_per_class=(30, 25, 35), n_features=4, seed=5, shift=0.8)
+    X_test = np.vstack([X_test, X_test[:3] * 1e4])
+    clf = GaussianBayesClassifier(covariance="shared", estimate=estimate, temperature=temperature).fit(X, y)
+    joint = clf.predict_joint_log_proba(X_test)
+    log_proba = joint - logsumexp(joint, axis=1, keepdims=True)
+    assert_allclose(clf.predict_log_proba(X_test), log_proba, rtol=1e-12, atol=1e-12)
+    assert_allclose(clf.predict_proba(X_test), np.exp(log_proba), rtol=1e-12, atol=1e-14)
+    assert_array_equal(clf.predict(X_test), clf.classes_[np.argmax(joint, axis=1)])
+    # The joint itself is not shifted by the contrast: scipy's density plus the log prior.
+    point = clf._point(estimate)
+    cov = gaussian_mv.covariance(point)
+    direct = np.stack(
+        [sps.multivariate_normal(point.loc[c], cov).logpdf(X_test[:12]) for c in range(3)], axis=1
+    ) / temperature + clf._class_log_prob(estimate)
+    assert_allclose(joint[:12], direct, rtol=1e-10)
+
+
 @pytest.mark.parametrize("n_classes", [2, 3])
 def test_full_mle_equals_direct_multivariate_normal(n_classes):
     X, y, X_test = _data(n_per_class=(30, 25, 35)[:n_classes], n_features=4, seed=2, shift=0.4)

@@ -519,6 +519,10 @@ _HOST_BLOCK_ENTRIES = 1 << 15
 # (kernels.gemm).
 _HOST_MIN_BLOCK = 16
 
+# The class contrast's blocks hold one temporary of the rows' size (no whitening, no
+# per-class products): larger blocks, fewer NumPy calls per row.
+_CONTRAST_BLOCK_ENTRIES = 1 << 17
+
 _HOST = ParamCache(size=4)
 
 
@@ -528,7 +532,11 @@ class _Whitening(NamedTuple):
     ``inv_t`` is :math:`L^{-\top}` ((F, F) shared, (C, F, F) per class), so that a block
     of rows ``R`` whitens as ``R @ inv_t`` :math:`= (L^{-1} R^\top)^\top`. Shared only:
     ``centre`` (the mean of the class means), ``means`` :math:`m_c = L^{-1}(\mu_c -
-    \text{centre})` (C, F) and ``means_sq`` :math:`\|m_c\|^2` (C,).
+    \text{centre})` (C, F), ``means_sq`` :math:`\|m_c\|^2` (C,), and for the class
+    contrast (:func:`log_likelihood_contrast`) ``coef``
+    :math:`L^{-\top} m_c = \Sigma^{-1}(\mu_c - \text{centre})` as columns (F, C) and
+    ``inv_norm_sq`` :math:`\|L^{-1}\|_2^2 = 1/\lambda_{\min}(\Sigma)`, which bounds
+    :math:`\|z\|^2 \le \|x - \text{centre}\|^2 / \lambda_{\min}` without whitening.
     """
 
     loc: np.ndarray
@@ -537,6 +545,8 @@ class _Whitening(NamedTuple):
     means: np.ndarray
     means_t: np.ndarray
     means_sq: np.ndarray
+    coef: np.ndarray
+    inv_norm_sq: float
 
 
 def _host_whitening(tril, loc):
@@ -553,8 +563,11 @@ def _host_whitening(tril, loc):
         if L.ndim == 2:
             centre = mu.mean(axis=0)
             means = (mu - centre) @ inv_t
-            return _Whitening(mu, inv_t, centre, means, means.T.copy(), np.einsum("cf,cf->c", means, means))
-        return _Whitening(mu, inv_t, None, None, None, None)
+            means_t = means.T.copy()
+            coef = inv_t @ means_t
+            inv_norm_sq = float(np.linalg.norm(inv_t, 2)) ** 2
+            return _Whitening(mu, inv_t, centre, means, means_t, np.einsum("cf,cf->c", means, means), coef, inv_norm_sq)
+        return _Whitening(mu, inv_t, None, None, None, None, None, None)
 
     return _HOST.get((tril, loc), "gaussian_mv-whitening", make)
 
@@ -570,26 +583,65 @@ def _mahalanobis_host(tril, loc, X, scale=1.0, offset=0.0, finish=None):
     computed the same way whichever thread runs it.
     """
     w = _host_whitening(tril, loc)
-    X = np.asarray(X, dtype=np.float64)
-    n = X.shape[0]
-    n_classes, n_features = w.loc.shape
+    n_classes = w.loc.shape[0]
     scale = np.broadcast_to(np.asarray(scale, dtype=np.float64), (n_classes,))
     offset = np.broadcast_to(np.asarray(offset, dtype=np.float64), (n_classes,))
-    out = np.empty((n, n_classes))
-    block = max(_HOST_MIN_BLOCK, _HOST_BLOCK_ENTRIES // max(1, n_features))
     kernel = _shared_block if w.inv_t.ndim == 2 else _full_block
 
+    def block(rows, part):
+        kernel(w, rows, scale, offset, part)
+        if finish is not None:
+            finish(part)
+
+    return _by_row_blocks(X, n_classes, block)
+
+
+def _by_row_blocks(X, n_classes, block, entries=None):
+    """(n_samples, n_classes) from ``block(rows, out_part)`` run on blocks of rows of about
+    ``entries`` (default ``_HOST_BLOCK_ENTRIES``) entries, in cache, on
+    :func:`~bayesnb.core.kernels.map_threads`."""
+    X = np.asarray(X, dtype=np.float64)
+    n = X.shape[0]
+    out = np.empty((n, n_classes))
+    size = max(_HOST_MIN_BLOCK, (entries or _HOST_BLOCK_ENTRIES) // max(1, X.shape[1]))
+
     def run(bounds):
-        for start in range(bounds[0], bounds[1], block):
-            stop = min(start + block, bounds[1])
-            part = out[start:stop]
-            kernel(w, X[start:stop], scale, offset, part)
-            if finish is not None:
-                finish(part)
+        for start in range(bounds[0], bounds[1], size):
+            stop = min(start + size, bounds[1])
+            block(X[start:stop], out[start:stop])
 
     with np.errstate(over="ignore", invalid="ignore"):
-        map_threads(run, row_ranges(n, block))
+        map_threads(run, row_ranges(n, size))
     return out
+
+
+def _contrast_host(w, X, offset, const):
+    r""":math:`(x - \text{centre})^\top \Sigma^{-1}(\mu_c - \text{centre}) + b_c` of concrete
+    rows under one covariance: one product with (F, C) weights per block, the rows
+    centred in cache first (so that a large common offset of the data does not cancel).
+
+    The products' rounding is of the order of the terms :math:`\|z\|\|m_c\| +
+    \|m_c\|^2`, as in the expansion of :func:`_shared_block`, so the same trust applies:
+    rows whose bound :math:`\|x - \text{centre}\|^2/\lambda_{\min} + \max_c\|m_c\|^2`
+    exceeds ``_CANCELLATION_LIMIT`` F (far from the centre, where two classes close to
+    each other would lose their difference) are scored by the log density itself
+    (:func:`_shared_block`, with its direct form where needed): for them the left-out
+    term is 0.
+    """
+    limit = _CANCELLATION_LIMIT * w.loc.shape[1] - w.means_sq.max(initial=0.0)
+    ones = np.ones(w.loc.shape[0])
+
+    def block(rows, part):
+        d = rows - w.centre
+        np.matmul(d, w.coef, out=part)
+        part += offset
+        check = np.flatnonzero(~(np.einsum("nf,nf->n", d, d) * w.inv_norm_sq <= limit))
+        if check.size:
+            exact = np.empty((check.size, part.shape[1]))
+            _shared_block(w, rows[check], -0.5 * ones, const * ones, exact)
+            part[check] = exact
+
+    return _by_row_blocks(X, w.loc.shape[0], block, _CONTRAST_BLOCK_ENTRIES)
 
 
 def _shared_block(w, rows, scale, offset, out):
@@ -1154,6 +1206,47 @@ def _by_pattern(X, mask, n_classes, score):
     return out
 
 
+def log_likelihood_contrast(params, X, prior=None, mask=None):
+    r"""Plug-in log density up to a term of each row common to every class: what class
+    posteriors depend on.
+
+    With one covariance (``scale_tril`` of shape (F, F)) the quadratic term
+    :math:`-\tfrac12\|z\|^2`, :math:`z = L^{-1}(x - \text{centre})`, is the same for every
+    class and is left out; what stays is affine in the row,
+
+    .. math::
+
+        (x - \text{centre})^\top \Sigma^{-1}(\mu_c - \text{centre})
+            - \tfrac12\|L^{-1}(\mu_c - \text{centre})\|^2
+            - \tfrac F2\log 2\pi - \tfrac12\log|\Sigma|,
+
+    one product with (F, C) weights instead of the whitening of every row, ``centre``
+    being the mean of the class means (scikit-learn's LDA scores ``X @ coef_.T``
+    uncentred, which a large common offset of the data rounds away). Rows so far from
+    the centre that this form would lose the difference of two nearby classes are
+    scored by the log density itself (their left-out term is 0; see
+    :func:`_contrast_host`). Per-class covariances, traced inputs or a ``mask``:
+    :func:`log_likelihood` itself (nothing is common to the classes there).
+
+    Parameters
+    ----------
+    params : GaussianParams
+    X : ndarray of shape (n_samples, n_features)
+    prior : ignored
+    mask : None or bool array of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    tril = params.scale_tril
+    if mask is not None or np.ndim(tril) != 2 or is_traced(params, X):
+        return _log_likelihood(params, X, prior, mask)
+    w = _host_whitening(tril, params.loc)
+    const = -0.5 * w.loc.shape[1] * np.log(2 * np.pi) - _log_diag_sum(tril)
+    return _contrast_host(w, X, const - 0.5 * w.means_sq, const)
+
+
 def _log_likelihood(params, X, prior=None, mask=None):
     r"""Plug-in log density; with a mask, that of each row's observed coordinates :math:`O`,
     :math:`\mathcal N(x_O \mid \mu_{c,O}, \Sigma_{c,OO})`."""
@@ -1500,6 +1593,7 @@ family = register(
         posterior=posterior,
         point=point,
         log_likelihood=_log_likelihood,
+        log_likelihood_contrast=log_likelihood_contrast,
         log_predictive=_log_predictive,
         log_evidence=_evidence,
         sample=sample,

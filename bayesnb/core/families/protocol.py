@@ -42,6 +42,13 @@ log_likelihood : callable ``(params, X, prior, mask=None) -> (n_samples, n_class
     Plug-in log-likelihood of each row under each class (with ``mask``: of its observed
     entries). ``prior`` carries the structure that the parameters alone do not (e.g.
     each feature's number of categories); the families that do not need it ignore it.
+log_likelihood_contrast : callable ``(params, X, prior, mask=None) -> (n_samples, n_classes)`` or None
+    ``log_likelihood`` up to a term of each row that is the same under every class:
+    all that class posteriors depend on, where leaving that term out is cheaper (one
+    covariance shared by the Gaussian classes: the quadratic term of each row cancels,
+    the rest is affine). Callers that normalise over classes (``predict_proba``) use it;
+    callers that need the joint density use ``log_likelihood``. None: the family has no
+    such shortcut and callers use ``log_likelihood``.
 log_predictive : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)``
     Exact log posterior predictive of each row under each class (with ``mask``: of its
     observed entries).
@@ -217,6 +224,7 @@ class Family(NamedTuple):
     sample: Callable[..., Any]
     simulate: Callable[..., Any]
     default_prior: Callable[..., Any]
+    log_likelihood_contrast: Callable[..., Any] | None = None
     mean_params: Callable[..., Any] | None = None
     relevance_log_bayes_factor: Callable[..., Any] | None = None
     model: Callable[..., Any] | None = None
