@@ -286,6 +286,13 @@ class ScatterStats(NamedTuple):
         return ScatterStats(n, mean, scatter)
 
 
+# Rows per block of scatter_stats: about this many (rows x F) entries, and at least
+# _SCATTER_MIN_ROWS (a rank-k update of fewer rows would be dominated by the
+# accumulation of the F x F result).
+_SCATTER_BLOCK_ENTRIES = 1 << 16
+_SCATTER_MIN_ROWS = 256
+
+
 def scatter_stats(X, y_index, n_classes, sample_weight=None):
     r"""Weighted class counts, means and centred scatter matrices.
 
@@ -321,19 +328,28 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
     # sqrt(w) on both factors makes ``A.T @ A`` a symmetric rank-k update (exactly
     # symmetric), where ``(w * D).T @ D`` would differ from its transpose by round-off.
     # Rows of negative weight (downdates) enter with their sign.
-    negative = w < 0
-    centred = (X - mean[y_index]) * np.sqrt(np.abs(w))[:, None]
+    root = None if sample_weight is None else np.sqrt(np.abs(w))
+    negative = None if sample_weight is None or not (w < 0).any() else w < 0
     order = np.argsort(y_index, kind="stable")
     bounds = np.searchsorted(y_index[order], np.arange(n_classes + 1))
     scatter = np.zeros((n_classes, n_features, n_features))
+    # Each class's rows are gathered, centred and weighted a block at a time: the
+    # temporaries are one block, not copies of X (a fit's peak memory stays below the
+    # size of the data).
+    step = max(_SCATTER_MIN_ROWS, _SCATTER_BLOCK_ENTRIES // max(1, n_features))
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         for c in range(n_classes):
             pick = order[bounds[c] : bounds[c + 1]]
-            rows = centred[pick]
-            if rows.shape[0]:
-                scatter[c] = rows.T @ rows
-                if negative[pick].any():
-                    scatter[c] -= 2.0 * rows[negative[pick]].T @ rows[negative[pick]]
+            for start in range(0, pick.size, step):
+                part = pick[start : start + step]
+                rows = X[part]
+                rows -= mean[c]
+                if root is not None:
+                    rows *= root[part, None]
+                scatter[c] += rows.T @ rows
+                if negative is not None and negative[part].any():
+                    down = rows[negative[part]]
+                    scatter[c] -= 2.0 * down.T @ down
     if not (np.all(np.isfinite(scatter)) and np.all(np.isfinite(mean))):
         _raise_non_finite("scatter_stats", X, w)
     return ScatterStats(class_count, mean, scatter)
