@@ -61,6 +61,26 @@ def _values(X):
     return X.data if sp.issparse(X) else np.asarray(X)
 
 
+# Elementwise checks run over blocks of this many values: their boolean and arithmetic
+# temporaries stay a block, not the size of the data (a fit's peak memory).
+_CHECK_BLOCK = 1 << 16
+
+
+def first_violation(v, bad):
+    """The first value of ``v`` (in memory order) where ``bad(block)`` is True, or None.
+
+    ``bad`` is an elementwise test of a 1-d block of values, run block by block so that
+    its temporaries never exceed ``_CHECK_BLOCK`` values.
+    """
+    flat = np.ravel(np.asarray(v), order="K")  # a view of any contiguous array
+    for start in range(0, flat.size, _CHECK_BLOCK):
+        block = flat[start : start + _CHECK_BLOCK]
+        hit = bad(block)
+        if hit.any():
+            return block[hit][0]
+    return None
+
+
 def check_non_negative(X, who):
     """``X`` if no entry is negative (counts must be >= 0), else ``ValueError``.
 
@@ -83,11 +103,10 @@ def check_non_negative(X, who):
 
 def check_binary(X, who):
     """Raise ``ValueError`` unless every entry of ``X`` is 0 or 1."""
-    v = _values(X)
-    bad = (v != 0) & (v != 1)
-    if bad.any():
+    found = first_violation(_values(X), lambda v: (v != 0) & (v != 1))
+    if found is not None:
         raise ValueError(
-            f"{who} with binarize=None needs binary (0/1) data; found value {v[bad][0]!r}. "
+            f"{who} with binarize=None needs binary (0/1) data; found value {found!r}. "
             "Pass a threshold as binarize= to binarise it."
         )
     return X

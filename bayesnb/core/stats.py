@@ -286,10 +286,11 @@ class ScatterStats(NamedTuple):
         return ScatterStats(n, mean, scatter)
 
 
-# Rows per block of scatter_stats: about this many (rows x F) entries, and at least
-# _SCATTER_MIN_ROWS (a rank-k update of fewer rows would be dominated by the
-# accumulation of the F x F result).
-_SCATTER_BLOCK_ENTRIES = 1 << 16
+# Statistics whose computation holds temporaries per entry (scatter_stats, the
+# log-factorials of dense counts) take rows in blocks of about this many entries; the
+# scatter's blocks have at least _SCATTER_MIN_ROWS rows (a rank-k update of fewer rows
+# would be dominated by the accumulation of the F x F result).
+_BLOCK_ENTRIES = 1 << 16
 _SCATTER_MIN_ROWS = 256
 
 
@@ -336,7 +337,7 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
     # Each class's rows are gathered, centred and weighted a block at a time: the
     # temporaries are one block, not copies of X (a fit's peak memory stays below the
     # size of the data).
-    step = max(_SCATTER_MIN_ROWS, _SCATTER_BLOCK_ENTRIES // max(1, n_features))
+    step = max(_SCATTER_MIN_ROWS, _BLOCK_ENTRIES // max(1, n_features))
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         for c in range(n_classes):
             pick = order[bounds[c] : bounds[c + 1]]
@@ -427,7 +428,12 @@ def poisson_stats(X, y_index, n_classes, sample_weight=None):
         per_entry = sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape)
         row_log_factorial = row_sums(per_entry)
     else:
-        row_log_factorial = log_factorial_np(X).sum(axis=1)
+        # Row blocks: the table lookup's temporaries (codes, masks, values) stay a block.
+        X = np.asarray(X)
+        row_log_factorial = np.empty(X.shape[0])
+        step = max(1, _BLOCK_ENTRIES // max(1, X.shape[1]))
+        for start in range(0, X.shape[0], step):
+            row_log_factorial[start : start + step] = log_factorial_np(X[start : start + step]).sum(axis=1)
     w = np.ones(row_log_factorial.shape[0]) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     log_factorial = np.bincount(y_index, weights=w * row_log_factorial, minlength=n_classes).astype(np.float64)
     return PoissonStats(counts.class_count, counts.feature_count, log_factorial)
@@ -655,7 +661,7 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
     state = (np.zeros(n_classes),) + tuple(np.zeros((n_classes, n_features)) for _ in range(3))
     if n_full:
         from bayesnb.core._x64 import enable_x64
-        from bayesnb.core.kernels import map_threads
+        from bayesnb.core.kernels import map_threads, release_host_arguments
 
         chunk_stats, merge = _gaussian_kernels()
         with enable_x64():
@@ -670,6 +676,8 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
             for part in parts:
                 state = merge(state, part)
             state = tuple(np.asarray(a, dtype=np.float64) for a in state)
+            del parts
+        release_host_arguments()
     if n_full < n:
         with np.errstate(all="ignore"):
             state = _gaussian_update(state, X[n_full:], y_index[n_full:], w[n_full:], np)

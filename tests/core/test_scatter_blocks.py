@@ -34,7 +34,7 @@ def test_blocks_give_the_scatter_of_the_whole(monkeypatch, weights):
     sample_weight = None if weights == "none" else w
     whole = stats.scatter_stats(X, y, C, sample_weight)
     # Blocks of 5 rows: every class spans many blocks, none a multiple of 5.
-    monkeypatch.setattr(stats, "_SCATTER_BLOCK_ENTRIES", 5 * F)
+    monkeypatch.setattr(stats, "_BLOCK_ENTRIES", 5 * F)
     monkeypatch.setattr(stats, "_SCATTER_MIN_ROWS", 1)
     blocked = stats.scatter_stats(X, y, C, sample_weight)
     count, mean, scatter = _direct(X, y, C, w)
