@@ -112,7 +112,9 @@ def count_stats(X, y_index, n_classes, sample_weight=None):
 # Stored entries per block of rows in ``_csr_class_totals``: bounds its scratch memory
 # (one int64 key, and for integer counts one float64 weight, per entry).
 _TOTALS_BLOCK = 1 << 21
-_TOTALS_MIN_BLOCK = 1 << 16
+_TOTALS_MIN_BLOCK = 1 << 14
+# ...and at least this fraction of the entries (at most 64 blocks for a small table).
+_TOTALS_MAX_BLOCKS = 64
 
 
 def _csr_class_totals(X, y_index, n_classes, w):
@@ -130,10 +132,13 @@ def _csr_class_totals(X, y_index, n_classes, w):
     base = y_index.astype(np.intp) * n_features
     # Blocks of whole rows with about 2 x (classes x features) entries, so that the
     # table's own cost (zeroing, adding up) stays well below the entries', but at most
-    # _TOTALS_BLOCK unless the table itself is larger, and at least _TOTALS_MIN_BLOCK (1 MiB of keys):
-    # a small table (two classes) must not cut the data into thousands of blocks whose
-    # fixed cost per block would then be paid per class saved.
-    per_block = max(min(max(2 * size, _TOTALS_MIN_BLOCK), _TOTALS_BLOCK), size, 1)
+    # _TOTALS_BLOCK unless the table itself is larger. A small table (two classes) sets
+    # no floor of its own, so blocks are also at least _TOTALS_MIN_BLOCK entries (128 KiB
+    # of keys) and a 1/_TOTALS_MAX_BLOCKS share of the data: large data are not cut into
+    # thousands of blocks (a fixed cost per block), and small data keep a scratch well
+    # below their own size (a fit's peak memory).
+    floor = max(_TOTALS_MIN_BLOCK, X.nnz // _TOTALS_MAX_BLOCKS)
+    per_block = max(min(max(2 * size, floor), _TOTALS_BLOCK), size, 1)
     cuts = np.searchsorted(indptr, np.arange(per_block, X.nnz, per_block), side="right") - 1
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     out = None

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 import weakref
 
 import numpy as np
@@ -87,3 +88,24 @@ def test_gaussian_stats_lets_go_of_its_input(monkeypatch):
     monkeypatch.setattr(kernels, "release_host_arguments", lambda: None)
     if not any(_alive_after_stats(data) for _ in range(10)):
         pytest.skip("no NumPy argument was kept alive in 10 tries: nothing to release")
+
+
+def test_sparse_class_totals_of_small_data_keep_a_small_scratch():
+    # 560 long documents, two classes (a small table: 2 x 4,000 cells): blocks of
+    # 2^16 entries took keys of 0.5 MiB and a repeat of as much again, a quarter of the
+    # data; now the scratch is an eighth of it at most.
+    rng = np.random.default_rng(3)
+    import scipy.sparse as sp
+
+    X = sp.random(560, 4000, density=0.2, format="csr", random_state=rng, data_rvs=lambda k: rng.integers(1, 50, k).astype(np.float64))
+    y = rng.integers(0, 2, 560)
+    stats.count_stats(X, y, 2)  # first-call allocations (caches) out of the way
+    tracemalloc.start()
+    try:
+        got = stats.count_stats(X, y, 2)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    Y = np.eye(2)[y]
+    np.testing.assert_allclose(got.feature_count, (X.T @ Y).T, rtol=1e-15)
+    assert peak <= X.data.nbytes / 8, (peak / 2**20, X.data.nbytes / 2**20)
