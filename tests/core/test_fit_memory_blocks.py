@@ -4,7 +4,9 @@
   offending value as the whole-array test, in memory order, for C- and F-ordered data;
 * the log-factorials of dense Poisson counts, by row blocks, equal scipy's ``gammaln``;
 * a NumPy array handed to a compiled JAX call (``gaussian_stats``) is not kept alive by
-  the runtime after the statistics are read back (``release_host_arguments``).
+  the runtime after the statistics are read back (``release_host_arguments``);
+* the class totals of a small sparse corpus equal the one-hot product with a scratch of
+  at most an eighth of the data.
 """
 
 from __future__ import annotations
