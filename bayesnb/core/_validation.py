@@ -67,14 +67,21 @@ _CHECK_BLOCK = 1 << 16
 
 
 def first_violation(v, bad):
-    """The first value of ``v`` (in memory order) where ``bad(block)`` is True, or None.
+    """The first value of ``v`` where ``bad(block)`` is True, or None.
 
     ``bad`` is an elementwise test of a 1-d block of values, run block by block so that
-    its temporaries never exceed ``_CHECK_BLOCK`` values.
+    its temporaries never exceed about ``_CHECK_BLOCK`` values. Contiguous arrays (C or
+    F order) are read in memory order without a copy; others by blocks of rows, each
+    block copied (so a strided view is never copied whole).
     """
-    flat = np.ravel(np.asarray(v), order="K")  # a view of any contiguous array
-    for start in range(0, flat.size, _CHECK_BLOCK):
-        block = flat[start : start + _CHECK_BLOCK]
+    v = np.asarray(v)
+    if v.ndim <= 1 or v.flags.c_contiguous or v.flags.f_contiguous:
+        flat = np.ravel(v, order="K")  # a view
+        blocks = (flat[start : start + _CHECK_BLOCK] for start in range(0, flat.size, _CHECK_BLOCK))
+    else:
+        rows = max(1, _CHECK_BLOCK // max(1, v[0].size))
+        blocks = (np.ravel(v[start : start + rows]) for start in range(0, v.shape[0], rows))
+    for block in blocks:
         hit = bad(block)
         if hit.any():
             return block[hit][0]

@@ -204,11 +204,12 @@ GEMM_MULADDS = 1 << 18
 _GEMM_MIN_ROWS = 16
 
 
-def gemm(a, b):
+def gemm(a, b, out=None):
     """``a @ b`` (2-d float64 NumPy arrays) in pieces of rows that BLAS runs on the
     calling thread (see ``GEMM_MULADDS``); the callers thread over blocks of rows
-    themselves (:func:`map_threads`)."""
-    out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a.dtype, b.dtype, np.float64))
+    themselves (:func:`map_threads`). Written into ``out`` (C-contiguous rows) when given."""
+    if out is None:
+        out = np.empty((a.shape[0], b.shape[1]), dtype=np.result_type(a.dtype, b.dtype, np.float64))
     step = max(_GEMM_MIN_ROWS, GEMM_MULADDS // max(1, b.shape[0] * b.shape[1]))
     for start in range(0, a.shape[0], step):
         np.matmul(a[start : start + step], b, out=out[start : start + step])

@@ -1,7 +1,8 @@
 """Fits hold no copy of the data beyond what they need, and let go of it when done.
 
 * ``first_violation`` (the elementwise input checks) runs over blocks: the same first
-  offending value as the whole-array test, in memory order, for C- and F-ordered data;
+  offending value as the whole-array test, in memory order, for C- and F-ordered data,
+  and a strided view is copied a block at a time, not whole;
 * the log-factorials of dense Poisson counts, by row blocks, equal scipy's ``gammaln``;
 * a NumPy array handed to a compiled JAX call (``gaussian_stats``) is not kept alive by
   the runtime after the statistics are read back (``release_host_arguments``);
@@ -34,6 +35,22 @@ def test_first_violation_finds_the_first_offending_value_block_by_block(monkeypa
     expected = flat[bad(flat)][0]  # the whole-array answer
     assert _validation.first_violation(X, bad) == expected
     assert expected == (3.0 if order == "C" else 7.0)  # memory order: row 12 first in C, column 2 first in F
+
+
+def test_first_violation_copies_a_strided_view_a_block_at_a_time():
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 2, (40_000, 100)).astype(np.float64)
+    view = X[:, ::2]  # neither C- nor F-contiguous: 15 MiB of values
+    view[30_000, 7] = 0.25
+    assert not (view.flags.c_contiguous or view.flags.f_contiguous)
+    tracemalloc.start()
+    try:
+        found = _validation.first_violation(view, lambda v: (v != 0) & (v != 1))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found == 0.25
+    assert peak <= 4 * 8 * _validation._CHECK_BLOCK, peak / 2**20  # a few blocks, not the view (15 MiB)
 
 
 def test_binary_and_count_checks_name_the_value_across_blocks(monkeypatch):

@@ -301,9 +301,22 @@ def _contrast_cases():
     return out
 
 
-@pytest.mark.parametrize("case", ["plain", "offset", "far-third"])
+def _scaled_case():
+    # Features on scales from 1e-3 to 1e3 (covariance condition number ~1e12, as raw
+    # measurements in different units): nothing is far from the centre here, and the
+    # trust bound, which does not grow with the condition number, keeps every row.
+    rng = np.random.default_rng(14)
+    F = 5
+    scale = np.geomspace(1e-3, 1e3, F)
+    cov = _spd(rng, F) * np.outer(scale, scale)
+    loc = rng.normal(size=(3, F)) * scale
+    X = loc[rng.integers(0, 3, 60)] + rng.multivariate_normal(np.zeros(F), cov, 60)
+    return loc, cov, X
+
+
+@pytest.mark.parametrize("case", ["plain", "offset", "far-third", "scaled"])
 def test_the_contrast_differences_are_the_exact_log_odds(case):
-    loc, cov, X = _contrast_cases()[case]
+    loc, cov, X = _scaled_case() if case == "scaled" else _contrast_cases()[case]
     params = g.GaussianParams(loc, np.linalg.cholesky(cov))
     exact = _exact_log_odds(loc, params.scale_tril, X)
     density = g.log_likelihood(params, X)
@@ -330,6 +343,18 @@ def test_the_contrast_check_catches_an_uncentred_form_and_a_missing_trust_check(
     monkeypatch.setattr(g, "_CANCELLATION_LIMIT", np.inf)
     g._HOST._entries.clear()
     assert _odds_err(g.log_likelihood_contrast(params, X), _exact_log_odds(loc, params.scale_tril, X), density) > 1e-6
+
+
+def test_badly_scaled_features_stay_on_the_affine_form(monkeypatch):
+    loc, cov, X = _scaled_case()
+    params = g.GaussianParams(loc, np.linalg.cholesky(cov))
+    g._HOST._entries.clear()
+
+    def no_fallback(*args):
+        raise AssertionError("a row was rescored by the density")
+
+    monkeypatch.setattr(g, "_shared_block", no_fallback)
+    g.log_likelihood_contrast(params, X)
 
 
 def test_the_contrast_is_the_density_where_nothing_is_common_to_the_classes():

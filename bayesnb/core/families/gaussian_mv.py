@@ -535,8 +535,7 @@ class _Whitening(NamedTuple):
     \text{centre})` (C, F), ``means_sq`` :math:`\|m_c\|^2` (C,), and for the class
     contrast (:func:`log_likelihood_contrast`) ``coef``
     :math:`L^{-\top} m_c = \Sigma^{-1}(\mu_c - \text{centre})` as columns (F, C) and
-    ``inv_norm_sq`` :math:`\|L^{-1}\|_2^2 = 1/\lambda_{\min}(\Sigma)`, which bounds
-    :math:`\|z\|^2 \le \|x - \text{centre}\|^2 / \lambda_{\min}` without whitening.
+    ``coef_abs`` its largest magnitude in each row, :math:`\max_c |a_{cj}|` (F,).
     """
 
     loc: np.ndarray
@@ -546,7 +545,7 @@ class _Whitening(NamedTuple):
     means_t: np.ndarray
     means_sq: np.ndarray
     coef: np.ndarray
-    inv_norm_sq: float
+    coef_abs: np.ndarray
 
 
 def _host_whitening(tril, loc):
@@ -565,8 +564,8 @@ def _host_whitening(tril, loc):
             means = (mu - centre) @ inv_t
             means_t = means.T.copy()
             coef = inv_t @ means_t
-            inv_norm_sq = float(np.linalg.norm(inv_t, 2)) ** 2
-            return _Whitening(mu, inv_t, centre, means, means_t, np.einsum("cf,cf->c", means, means), coef, inv_norm_sq)
+            coef_abs = np.abs(coef).max(axis=1, initial=0.0)
+            return _Whitening(mu, inv_t, centre, means, means_t, np.einsum("cf,cf->c", means, means), coef, coef_abs)
         return _Whitening(mu, inv_t, None, None, None, None, None, None)
 
     return _HOST.get((tril, loc), "gaussian_mv-whitening", make)
@@ -620,22 +619,27 @@ def _contrast_host(w, X, offset, const):
     rows under one covariance: one product with (F, C) weights per block, the rows
     centred in cache first (so that a large common offset of the data does not cancel).
 
-    The products' rounding is of the order of the terms :math:`\|z\|\|m_c\| +
-    \|m_c\|^2`, as in the expansion of :func:`_shared_block`, so the same trust applies:
-    rows whose bound :math:`\|x - \text{centre}\|^2/\lambda_{\min} + \max_c\|m_c\|^2`
-    exceeds ``_CANCELLATION_LIMIT`` F (far from the centre, where two classes close to
-    each other would lose their difference) are scored by the log density itself
-    (:func:`_shared_block`, with its direct form where needed): for them the left-out
-    term is 0.
+    With :math:`d = x - \text{centre}` and :math:`a_c = \Sigma^{-1}(\mu_c -
+    \text{centre})`, the product's rounding is at most about
+    :math:`\epsilon F \sum_j |d_j| |a_{cj}| \le \epsilon F \sum_j |d_j| \max_c |a_{cj}|`
+    (a bound that does not grow with the covariance's condition number: each term is
+    free of the features' units), and the constant's :math:`\epsilon\|m_c\|^2`. Rows
+    with :math:`\sum_j |d_j| \max_c|a_{cj}| + \max_c\|m_c\|^2 \le`
+    ``_CANCELLATION_LIMIT`` F are trusted, the expansion's own bound
+    (:func:`_shared_block`): their log-odds are as accurate as the density's. The others
+    (far from the centre, where two classes close to each other would lose their
+    difference) are scored by the log density itself (with its direct form where
+    needed): for them the left-out term is 0.
     """
     limit = _CANCELLATION_LIMIT * w.loc.shape[1] - w.means_sq.max(initial=0.0)
     ones = np.ones(w.loc.shape[0])
 
     def block(rows, part):
         d = rows - w.centre
-        np.matmul(d, w.coef, out=part)
+        gemm(d, w.coef, out=part)
         part += offset
-        check = np.flatnonzero(~(np.einsum("nf,nf->n", d, d) * w.inv_norm_sq <= limit))
+        np.abs(d, out=d)
+        check = np.flatnonzero(~(d @ w.coef_abs <= limit))
         if check.size:
             exact = np.empty((check.size, part.shape[1]))
             _shared_block(w, rows[check], -0.5 * ones, const * ones, exact)
