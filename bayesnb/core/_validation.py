@@ -88,6 +88,12 @@ def first_violation(v, bad):
     return None
 
 
+def first_non_integer(v):
+    """The first value of ``v`` that is not a whole number (NaN included), or None
+    (:func:`first_violation` with that test: block by block)."""
+    return first_violation(v, lambda block: block != np.floor(block))
+
+
 def check_non_negative(X, who):
     """``X`` if no entry is negative (counts must be >= 0), else ``ValueError``.
 
@@ -125,8 +131,9 @@ def check_category_codes(X, who):
         raise TypeError(f"{who} needs a dense array of category codes, got a sparse matrix")
     X = np.asarray(X)
     if X.dtype.kind == "f":
-        if X.size and not np.all(X == np.floor(X)):
-            raise ValueError(f"{who} needs integer category codes; found non-integer value {X[X != np.floor(X)][0]!r}")
+        found = first_non_integer(X)
+        if found is not None:
+            raise ValueError(f"{who} needs integer category codes; found non-integer value {found!r}")
     elif X.dtype.kind not in "iub":
         raise TypeError(f"{who} needs integer category codes, got dtype {X.dtype}")
     if X.size and X.min() < 0:

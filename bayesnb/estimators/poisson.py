@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from bayesnb.core._validation import check_non_negative, first_violation
+from bayesnb.core._validation import check_non_negative, first_non_integer
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import poisson
 from bayesnb.core.kernels import summed
@@ -18,7 +18,7 @@ __all__ = ["PoissonNB"]
 def _check_counts(X, who):
     """Raise ``ValueError`` unless every entry of ``X`` is a non-negative integer."""
     X = check_non_negative(X, who)
-    found = first_violation(X.data if sp.issparse(X) else X, lambda v: v != np.floor(v))
+    found = first_non_integer(X.data if sp.issparse(X) else X)
     if found is not None:
         raise ValueError(
             f"{who} needs integer counts (the Poisson distribution is a probability mass "
