@@ -216,8 +216,9 @@ def gemm(a, b, out=None):
     return out
 
 
-def csr_rows_product(indptr, indices, data, W, out):
-    """``out = A @ W`` for the CSR rows ``A`` given by ``(indptr, indices, data)``, in place.
+def csr_rows_product(indptr, indices, data, W, out, accumulate=False):
+    """``out = A @ W`` (or ``out += A @ W`` with ``accumulate``) for the CSR rows ``A``
+    given by ``(indptr, indices, data)``, in place.
 
     ``indptr`` starts at 0 (``len(out) + 1`` entries), ``data`` and ``W`` are float64, ``W``
     and ``out`` C-contiguous. SciPy's own kernel is called on the arrays as they are: a
@@ -228,10 +229,15 @@ def csr_rows_product(indptr, indices, data, W, out):
     """
     n = out.shape[0]
     if _csr_matvecs is None:  # pragma: no cover - every SciPy in the supported range has it
-        out[...] = sp.csr_matrix((data, indices, indptr), shape=(n, W.shape[0]), copy=False) @ W
+        product = sp.csr_matrix((data, indices, indptr), shape=(n, W.shape[0]), copy=False) @ W
+        if accumulate:
+            out += product
+        else:
+            out[...] = product
         return out
     idx = np.result_type(indptr.dtype, indices.dtype)
-    out.fill(0.0)  # the kernel accumulates
+    if not accumulate:
+        out.fill(0.0)  # the kernel accumulates
     _csr_matvecs(n, W.shape[0], W.shape[1], indptr.astype(idx, copy=False), indices.astype(idx, copy=False), data, W.ravel(), out.reshape(-1))
     return out
 

@@ -401,7 +401,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         # Hyperparameters set to "evidence" are re-learned here from all statistics seen.
         self.evidence_trace_ = {}
         self.prior_ = self._make_prior()
-        self.posterior_ = self._feature_posterior()
+        # Read-only, like the point estimates: predictions then recognise it without a
+        # checksum pass (kernels.ParamCache), and writing into it raises.
+        self.posterior_ = frozen(self._feature_posterior())
         self.class_alpha_ = None
         if self.class_prior is not None:
             self.class_prior_ = check_class_prior(self.class_prior, n_classes)
@@ -707,7 +709,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         for name in ("hyper_posterior_", "hyper_diagnostics_", "hyper_mode_", "hyper_predict_index_", "_hyper_state_"):
             work.__dict__.pop(name, None)
         work.stats_ = stats
-        work.posterior_ = work._feature_posterior()
+        work.posterior_ = frozen(work._feature_posterior())
         if work.class_dirichlet_ is not None:
             work.class_posterior_ = work._class_posterior(stats.class_count)
         work.class_count_ = np.asarray(stats.class_count)

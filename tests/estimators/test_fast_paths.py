@@ -217,6 +217,59 @@ def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
         np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), whole)
 
 
+def test_excess_table_rows_are_the_rising_factorial_excess():
+    """Every (feature, count) row of the table is log G(a + x) - log G(a) - x log a,
+    against mpmath; row 0 (the directly evaluated entries) is zero."""
+    rng = np.random.default_rng(11)
+    a = np.r_[rng.random(6) * 0.2 + 1e-3, rng.random(6) * 50 + 0.5, [3e5]][None, :] * np.array([[1.0], [2.5]])
+    xmax = np.array([0, 1, 2, 3, 7, 32, 5, 2, 0, 9, 4, 32, 6], dtype=np.uint8)
+    table, rank, start = _rising._excess_table(a, xmax)
+    assert not table[0].any()
+    mpmath.mp.dps = 40
+    seen = set()
+    for j in range(a.shape[1]):
+        for x in range(2, int(xmax[j]) + 1):
+            row = int(start[x] + rank[j])
+            seen.add(row)
+            want = [float(mpmath.loggamma(mpmath.mpf(float(ac)) + x) - mpmath.loggamma(mpmath.mpf(float(ac))) - x * mpmath.log(mpmath.mpf(float(ac))))
+                    for ac in a[:, j]]
+            np.testing.assert_allclose(table[row], want, rtol=1e-13, atol=1e-15)
+    assert seen == set(range(1, table.shape[0]))  # every row is some (feature, count), once
+
+
+def test_dirichlet_multinomial_table_grows_with_deeper_counts(monkeypatch):
+    """One posterior meets shallow counts, then deeper ones, then the shallow again: the
+    cached table is grown, and every call equals the value with no cache at all."""
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_BLOCK", 23)
+    rng = np.random.default_rng(12)
+    a = rng.random((3, 30)) * 4 + 0.05
+    shallow = sp.random(50, 30, density=0.3, random_state=13, format="csr", data_rvs=lambda k: rng.integers(1, 4, k).astype(float))
+    deep = sp.random(50, 30, density=0.3, random_state=14, format="csr", data_rvs=lambda k: rng.integers(1, 60, k).astype(float))
+
+    def fresh(X):
+        _rising._TABLES._entries.clear()
+        return multinomial.log_predictive(Dirichlet(a), X)
+
+    want = {"shallow": fresh(shallow), "deep": fresh(deep)}
+    np.testing.assert_allclose(want["deep"], _exact_dm(a, deep), rtol=1e-13, atol=1e-12)
+    _rising._TABLES._entries.clear()
+    for name, X in [("shallow", shallow), ("deep", deep), ("shallow", shallow), ("deep", deep)]:
+        np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), want[name])
+
+
+def test_posterior_is_read_only_after_fit():
+    """The fitted posterior is frozen like the point estimates: a write raises instead
+    of leaving cached derivations (the predictive's tables) out of date."""
+    X = np.array([[2, 0, 1], [0, 3, 1], [1, 1, 0], [0, 0, 4]])
+    est = bayesnb.MultinomialNB(estimate="predictive").fit(X, [0, 1, 0, 1])
+    with pytest.raises(ValueError, match="read-only"):
+        est.posterior_.concentration[0, 0] = 5.0
+    refit = est.with_stats(est.stats_)
+    with pytest.raises(ValueError, match="read-only"):
+        refit.posterior_.concentration[0, 0] = 5.0
+
+
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
 def test_csr_rows_product_equals_scipy_on_slices(index_dtype):
     """The slice kernel: any run of rows, mixed index dtypes, a dirty output buffer."""
@@ -232,6 +285,11 @@ def test_csr_rows_product_equals_scipy_on_slices(index_dtype):
         out = np.full((r1 - r0, 4), np.nan)  # the kernel accumulates: the buffer must be reset
         csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e].astype(np.int64), X.data[s:e], W, out)
         np.testing.assert_array_equal(out, X[r0:r1] @ W)
+        # accumulate: added to what the buffer holds
+        base = rng.normal(size=(r1 - r0, 4))
+        acc = base.copy()
+        csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e].astype(np.int64), X.data[s:e], W, acc, accumulate=True)
+        np.testing.assert_allclose(acc, base + X[r0:r1] @ W, rtol=1e-15, atol=1e-15)
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])

@@ -1,4 +1,4 @@
-r"""Sums of log rising factorials over sparse counts: the Dirichlet-multinomial and negative-binomial predictives in one sparse product.
+r"""Sums of log rising factorials over sparse counts: the Dirichlet-multinomial and negative-binomial predictives as the plug-in's sparse product plus a product over the counts >= 2.
 
 :math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class
 is the count part of the exact Dirichlet-multinomial predictive
@@ -9,13 +9,15 @@ sparse product on threads); the traced form is ``kernels.sum_log_rising_jax``.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import scipy.sparse as sp
 
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
-from bayesnb.core.kernels import ParamCache, csr_rows_product, map_threads, matmul, num_threads, summed
+from bayesnb.core.kernels import ParamCache, csr_rows_product, map_threads, num_threads, summed
 
-__all__ = ["sum_log_rising"]
+__all__ = ["sum_log_rising", "concentration_totals"]
 
 # Integer counts from 2 up to this value read their excess log Γ(a + x) - log Γ(a) - x log a
 # from a per-posterior table (see _excess_table); larger or non-integer values are
@@ -23,10 +25,9 @@ __all__ = ["sum_log_rising"]
 _TABLE_MAX = 32
 
 
-# Stored entries per block of rows in ``sum_log_rising``: bounds the scratch arrays
-# (masks, positions) of the first pass and the redirected copy (indices and float64
-# values) of the second. On the quick benchmark's Zipf corpus (2.2 M entries) 2^19 keeps
-# the time of 2^22 and a tracemalloc peak of 27 MiB (2^22: 52 MiB; 2^18: 19 MiB, 40% slower).
+# Stored entries per block of rows in ``sum_log_rising``: bounds the scratch arrays of a
+# block (the float64 copy of integer values for the product; positions, features and
+# table rows of its entries other than 0 and 1).
 _BLOCK = 1 << 19
 _MIN_BLOCK = 1 << 16
 _BLOCKS_PER_THREAD = 4
@@ -40,41 +41,42 @@ def _log_rising_excess(a, x, log_a):
     return _log_rising_np(a, x) - x * log_a
 
 
-def _excess_table(a, xmax, log_a_t):
-    r"""``log a`` and, below it, :math:`x \log a_{cj} + R_c(j, x)` for every tabled (feature, count).
+def _excess_table(a, xmax):
+    r"""The excess :math:`R_c(j, x) = \sum_{m=1}^{x-1} \log(1 + m / a_{cj})` of the rising
+    factorial over :math:`x \log a_{cj}`, for every tabled (feature, count).
 
-    :math:`R_c(j, x) = \sum_{m=1}^{x-1} \log(1 + m / a_{cj})` is the excess of the rising
-    factorial over :math:`x \log a`. The features with some tabled count are ranked by
-    their highest count ``xmax`` (deepest first), so that the features reaching level
-    ``m`` are a prefix of that order and each level is one contiguous slice: the running
-    sums over ``m`` are updated in place and written out as the rows
-    ``n_features + offset[m] .. + k_m`` of the table. The row of feature ``j`` with count
-    ``x >= 2`` is ``n_features + offset[x - 1] + rank[j]``; the row of count 1 is ``j``.
-    An entry of the data then reads its whole term :math:`\log\Gamma(a + x) - \log\Gamma(a)`
-    from one row, so the predictive is one sparse product (see :func:`sum_log_rising`).
+    The features with some tabled count are ranked by their highest count ``xmax``
+    (deepest first), so that the features reaching level ``m`` are a prefix of that
+    order and each level is one contiguous slice: the running sums over ``m`` are
+    updated in place and written out as consecutive rows. The row of feature ``j`` at
+    count ``x >= 2`` is ``start[x] + rank[j]``; row 0 is zeros, the row of the entries
+    whose excess is evaluated directly. A product of the data's entries of counts
+    >= 2 with this table (value 1, pointing at their rows) adds their whole excess.
 
     Returns
     -------
-    table : ndarray of shape (n_features + n_levels, n_classes)
+    table : ndarray of shape (1 + n_tabled, n_classes)
     rank : int ndarray of shape (n_features,)
-    offset : int ndarray of shape (max count + 1,)
+    start : int ndarray of shape (max count + 1,)
     """
     xmax = np.asarray(xmax, dtype=np.intp)
-    n_features = log_a_t.shape[0]
     cols = np.flatnonzero(xmax >= 2)
     cols = cols[np.argsort(-xmax[cols], kind="stable")]
     depth = xmax[cols]
     rank = np.zeros(xmax.shape[0], dtype=np.intp)
     rank[cols] = np.arange(cols.size)
     top = int(depth[0]) if cols.size else 1
-    # k[m]: number of features with xmax > m, for the levels m = 1 .. top - 1.
+    # k[m]: number of features with xmax > m, for the levels m = 1 .. top - 1 (count m + 1).
     k = np.searchsorted(-depth, -np.arange(top), side="left")
-    offset = np.zeros(top + 1, dtype=np.intp)
-    offset[2:] = np.cumsum(k[1:])
-    table = np.empty((n_features + int(offset[-1]), a.shape[0]))
-    table[:n_features] = log_a_t
+    start = np.zeros(top + 1, dtype=np.intp)
+    start[2:] = 1 + np.concatenate([[0], np.cumsum(k[1:-1])]) if top >= 2 else []
+    n_rows = 1 + int(k[1:].sum())
+    table = np.empty((n_rows, a.shape[0]))
+    # Row numbers as small as the table allows: the correction keeps one per entry.
+    index = np.int32 if n_rows < 2**31 else np.intp
+    rank, start = rank.astype(index), start.astype(index)
+    table[0] = 0.0
     a_sub = np.ascontiguousarray(np.take(a, cols, axis=1).T)
-    log_a_sub = np.take(log_a_t, cols, axis=0)
     running = np.zeros_like(a_sub)
     step = np.empty_like(a_sub)
     for m in range(1, top):
@@ -82,30 +84,35 @@ def _excess_table(a, xmax, log_a_t):
         np.divide(m, a_sub[:km], out=step[:km])
         np.log1p(step[:km], out=step[:km])
         running[:km] += step[:km]
-        rows = table[n_features + offset[m] : n_features + offset[m] + km]
-        np.multiply(log_a_sub[:km], m + 1, out=rows)
-        rows += running[:km]
-    return table, rank, offset
+        table[start[m + 1] : start[m + 1] + km] = running[:km]
+    return table, rank, start
 
 
 class _PredictiveTables:
     """Per-posterior parts of the predictive: ``log a`` (minus ``log1p(rate)`` where a
     negative-binomial rate is given) laid out (features, classes), C-contiguous (the
-    layout scipy's sparse product reads), and the table of the terms of counts >= 2
-    beneath it, grown to the deepest count seen so far for each feature."""
+    layout scipy's sparse product reads), and the table of the excess of counts >= 2,
+    grown to the deepest count seen so far for each feature."""
 
     def __init__(self, a, rate=None):
         self.log_a_t = np.log(a.T, out=np.empty(a.shape[::-1]))
-        self.shifted = rate is not None
-        if self.shifted:
+        if rate is not None:
             self.log_a_t -= np.log1p(np.asarray(rate, dtype=np.float64)).T
-        self.excess = None  # (xmax covered, table, rank, offset), replaced whole when grown
+        self.excess = None  # (xmax covered, table, rank, start), replaced whole when grown
+        self.total = None  # a.sum(axis=1), where asked for
+
+    def covering(self, xmax):
+        """The cached ``(table, rank, start)`` if it covers ``xmax``, else ``None``."""
+        cached = self.excess
+        if cached is not None and np.all(xmax <= cached[0]):
+            return cached[1:]
+        return None
 
     def excess_for(self, a, xmax):
         cached = self.excess
         if cached is None or not np.all(xmax <= cached[0]):
             need = xmax if cached is None else np.maximum(xmax, cached[0])
-            cached = (need, *_excess_table(a, need, self.log_a_t))
+            cached = (need, *_excess_table(a, need))
             self.excess = cached
         return cached[1:]
 
@@ -113,31 +120,56 @@ class _PredictiveTables:
 # Reused across calls with the same (unchanged) posterior, e.g. an estimator's.
 _TABLES = ParamCache(size=2)
 
+def _dm_tables(a):
+    return _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
+
+
+def concentration_totals(a):
+    """``a.sum(axis=1)``, kept with the predictive's tables while ``a`` is unchanged (a
+    pass over every parameter, as long as the product for a batch of a few rows)."""
+    tables = _dm_tables(a)
+    if tables.total is None:
+        tables.total = a.sum(axis=1)
+    return tables.total
+
+
+# Values 1.0 for the correction product (one per entry of count >= 2), shared by all calls
+# and grown when a block needs more; never written after it is made.
+_ONES = np.ones(0)
+
+
+def _ones(n):
+    global _ONES
+    ones = _ONES
+    if ones.size < n:
+        ones = np.ones(max(n, 2 * ones.size))
+        _ONES = ones
+    return ones[:n]
+
 
 def sum_log_rising(a, X, rate=None):
     r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class
     (minus :math:`\sum_j x_{ij} \log(1 + b_{cj})` where ``rate`` :math:`b` is given: the
-    count terms of the negative-binomial predictive, in the same one product).
+    count terms of the negative-binomial predictive).
 
     Written as :math:`x \log a + R(a, x)` with the excess
     :math:`R(a, x) = \log\Gamma(a + x) - \log\Gamma(a) - x \log a`, which is zero for
-    :math:`x \in \{0, 1\}`, the bulk of text counts. Integer counts from 2 to
-    ``_TABLE_MAX`` read their whole term :math:`x \log a + R` from a table of the
-    (feature, count) pairs needed (:func:`_excess_table`, kept for the posterior while it
-    is unchanged and grown when deeper counts come), so the whole sum is *one* sparse
-    product, with the same entries as the plug-in likelihood's, of a matrix whose entries
-    of counts >= 2 point at their table rows (value 1) instead of at ``log a`` (value x).
-    Larger or fractional values keep :math:`x \log a` in that product and add their
-    excess directly. Duplicate entries of a non-canonical CSR matrix are summed first.
+    :math:`x \in \{0, 1\}`, the bulk of text counts. The first term is the plug-in
+    likelihood's sparse product. The excess of integer counts from 2 to ``_TABLE_MAX`` is
+    read from a table of the (feature, count) pairs needed (:func:`_excess_table`, kept
+    for the posterior while it is unchanged and grown when deeper counts come), by a
+    second sparse product over those entries alone, added to the first; larger or
+    fractional values add their excess directly. Duplicate entries of a non-canonical
+    CSR matrix are summed first.
+
+    Two passes over blocks of rows, each on threads: the plug-in products with the scan
+    for counts >= 2, then the corrections. Each pass reads one table (``log a``, then the
+    excess): alternating them block by block would keep both in the cache at once.
     """
     # R(a, x) is not additive in x: duplicate entries are summed first.
     X = summed(sp.csr_matrix(X) if not sp.issparse(X) else X)
     n, n_features = X.shape
-    if rate is None:
-        tables = _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
-    else:
-        tables = _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
-    log_a_t = tables.log_a_t
+    tables = _dm_tables(a) if rate is None else _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
     indptr = X.indptr
     # A few blocks per thread (a thread slowed down by other processes then takes fewer),
     # of at most _BLOCK entries (the scratch bound) and at least _MIN_BLOCK.
@@ -145,84 +177,115 @@ def sum_log_rising(a, X, rate=None):
     cuts = np.searchsorted(indptr, np.arange(block, X.nnz, block), side="right") - 1
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     blocks = list(zip(bounds[:-1], bounds[1:]))
-    # Both passes work block by block, the blocks on threads (numpy's ufuncs and scipy's
-    # product release the GIL): each block is computed alone, so the result does not
-    # depend on the number of threads.
-    tails = map_threads(lambda rb: _scan_block(X, *rb), blocks)
-    if all(t is None for t in tails):
-        return matmul(X, log_a_t)
-    # The deepest tabled count of each feature sizes the table.
-    xmax = np.zeros(n_features, dtype=np.uint8)
-    for t in tails:
-        if t is not None and t[1].size:
-            np.maximum(xmax, t[3], out=xmax)
-    table, rank, offset = tables.excess_for(a, xmax)
     out = np.empty((n, a.shape[0]))
+    # Each row is computed within one block, in the same order whatever the blocks: the
+    # result does not depend on the number of threads (numpy's ufuncs and scipy's
+    # product release the GIL).
+    pending = [
+        (rb, job)
+        for rb, job in zip(blocks, map_threads(lambda rb: _first_pass(X, *rb, tables, out), blocks))
+        if job is not None
+    ]
+    if not pending:
+        return out
+    if any(isinstance(job, _Scan) for _, job in pending):
+        # Counts deeper than the cached table: grow it once for all of them.
+        xmax = np.zeros(n_features, dtype=np.uint8)
+        for _, job in pending:
+            if isinstance(job, _Scan):
+                np.maximum(xmax, job.xmax, out=xmax)
+        tables.excess_for(a, xmax)
+    excess = tables.excess[1:]
 
-    def product(k):
-        r0, r1 = blocks[k]
-        _product_block(X, r0, r1, tails[k], a, log_a_t, table, rank, offset, n_features, out, tables.shifted)
+    def correct(item):
+        (r0, r1), job = item
+        if isinstance(job, _Scan):
+            job = _correction(X, r0, r1, job, excess)
+        _add_correction(r0, r1, job, a, excess[0], out)
 
-    map_threads(product, range(len(blocks)))
+    map_threads(correct, pending)
     return out
 
 
-def _scan_block(X, r0, r1):
-    """First pass over the stored values of rows ``r0:r1``: the entries with a non-zero
-    excess (values other than 0 and 1), tabled counts as (position, feature, count) and
-    the block's deepest tabled count per feature; the others (large or fractional) as
-    (row, feature, value). ``None`` where the block has none."""
+class _Scan(NamedTuple):
+    """The entries of a block with a non-zero excess (values other than 0 and 1)."""
+
+    pos: np.ndarray  # positions in the block
+    cols: np.ndarray  # features
+    counts: np.ndarray  # uint8 counts; 0 where the excess is evaluated directly
+    direct: np.ndarray | None  # indices into pos of the untabled values, if any
+    vals: np.ndarray
+    xmax: np.ndarray  # deepest tabled count per feature
+
+
+class _Correction(NamedTuple):
+    """A block's entries of counts >= 2 as a CSR matrix over the excess table's rows, and
+    its untabled values as (row in block, feature, value), if any."""
+
+    indptr: np.ndarray
+    rows: np.ndarray
+    direct: tuple | None
+
+
+def _first_pass(X, r0, r1, tables, out):
+    """Rows ``r0:r1``: the plug-in product into ``out``, and the scan for the entries with a
+    non-zero excess: ``None`` where there are none, their :class:`_Correction` where the
+    cached table covers them, else the :class:`_Scan` (the table is grown first)."""
     indptr, n_features = X.indptr, X.shape[1]
     s, e = indptr[r0], indptr[r1]
     v = X.data[s:e]
-    pos = np.flatnonzero(v != 1.0)
+    csr_rows_product(indptr[r0 : r1 + 1] - s, X.indices[s:e], v.astype(np.float64, copy=False), tables.log_a_t, out[r0:r1])
+    pos = np.flatnonzero(v != 1)
     vals = np.take(v, pos)
-    keep = vals != 0.0
+    keep = vals != 0
     if not keep.all():
         pos, vals = pos[keep], vals[keep]
     if not pos.size:
         return None
     cols = np.take(X.indices[s:e], pos)
-    tabled = (vals == np.round(vals)) & (vals >= 2) & (vals <= _TABLE_MAX)
-    direct = None
-    if not tabled.all():
-        local = indptr[r0 : r1 + 1] - s
-        d = pos[~tabled]
-        direct = (np.searchsorted(local, d, side="right") - 1, cols[~tabled], vals[~tabled])
-        pos, cols, vals = pos[tabled], cols[tabled], vals[tabled]
-    counts = vals.astype(np.uint8)
+    tabled = (vals >= 2) & (vals <= _TABLE_MAX) & (vals == np.floor(vals))
+    if tabled.all():
+        direct, counts = None, vals.astype(np.uint8)
+    else:
+        direct = np.flatnonzero(~tabled)
+        counts = np.where(tabled, vals, 0).astype(np.uint8)
     xmax = np.zeros(n_features, dtype=np.uint8)
     # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
     np.maximum.at(xmax, cols, counts)
-    return pos, cols, counts, xmax, direct
+    scan = _Scan(pos, cols, counts, direct, vals, xmax)
+    excess = tables.covering(xmax)
+    # Kept until the second pass: the compact form where the table is ready (every call
+    # after the first with a posterior), the scan otherwise.
+    return scan if excess is None else _correction(X, r0, r1, scan, excess)
 
 
-def _product_block(X, r0, r1, tail, a, log_a_t, table, rank, offset, n_features, out, shifted=False):
-    """Second pass for rows ``r0:r1``: the product with the table, tabled entries
-    redirected to their rows (value 1), plus the excess of the direct entries (over
-    ``x log a``, which is not ``log_a_t`` where it is ``shifted`` by a rate)."""
-    s, e = X.indptr[r0], X.indptr[r1]
-    indptr = X.indptr[r0 : r1 + 1] - s
-    if tail is None:
-        csr_rows_product(indptr, X.indices[s:e], X.data[s:e].astype(np.float64, copy=False), log_a_t, out[r0:r1])
+def _correction(X, r0, r1, scan, excess):
+    """The :class:`_Correction` of a scanned block, on the excess table ``excess``."""
+    _, rank, start = excess
+    local = X.indptr[r0 : r1 + 1] - X.indptr[r0]
+    rows = start[scan.counts]
+    rows += rank[scan.cols]
+    direct = None
+    if scan.direct is not None:
+        d = scan.direct
+        rows[d] = 0  # the zero row: these are evaluated directly
+        direct = (np.searchsorted(local, scan.pos[d], side="right") - 1, scan.cols[d], scan.vals[d].astype(np.float64))
+    if rows.size >= 2**31:  # a block of one row longer than int32 can count
+        rows = rows.astype(np.intp)
+    return _Correction(np.searchsorted(scan.pos, local).astype(rows.dtype), rows, direct)
+
+
+def _add_correction(r0, r1, corr, a, table, out):
+    """Adds the excess of a block's entries of counts >= 2 to ``out[r0:r1]``: one sparse
+    product of those entries (value 1) with the table rows of their (feature, count),
+    then the directly evaluated excess of larger or fractional values."""
+    csr_rows_product(corr.indptr, corr.rows, _ones(corr.rows.size), table, out[r0:r1], accumulate=True)
+    if corr.direct is None:
         return
-    pos, cols, counts, _, direct = tail
-    if cols.size:
-        virtual = offset[counts - 1]
-        virtual += rank[cols]
-        virtual += n_features
-        # Copies of the block's indices and values, redirected.
-        ind = X.indices[s:e].astype(np.result_type(X.indices.dtype, np.min_scalar_type(table.shape[0])))
-        ind[pos] = virtual
-        val = X.data[s:e].astype(np.float64)
-        val[pos] = 1.0
-        csr_rows_product(indptr, ind, val, table, out[r0:r1])
-    else:
-        csr_rows_product(indptr, X.indices[s:e], X.data[s:e].astype(np.float64, copy=False), log_a_t, out[r0:r1])
-    if direct is not None:
-        for c0 in range(0, direct[0].size, _DIRECT_CHUNK):
-            r, c, v = (x[c0 : c0 + _DIRECT_CHUNK] for x in direct)
-            a_c = np.take(a, c, axis=1).T
-            terms = _log_rising_excess(a_c, v[:, None], np.log(a_c) if shifted else log_a_t[c])
-            starts = np.flatnonzero(np.r_[True, r[1:] != r[:-1]])
-            out[r0 + r[starts]] += np.add.reduceat(terms, starts, axis=0)
+    r, c, v = corr.direct
+    for c0 in range(0, r.size, _DIRECT_CHUNK):
+        rc, cc, vc = (x[c0 : c0 + _DIRECT_CHUNK] for x in (r, c, v))
+        a_c = np.take(a, cc, axis=1).T
+        terms = _log_rising_excess(a_c, vc[:, None], np.log(a_c))
+        starts = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]])
+        out[r0 + rc[starts]] += np.add.reduceat(terms, starts, axis=0)

@@ -33,7 +33,7 @@ from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows
-from bayesnb.core.families._rising import sum_log_rising
+from bayesnb.core.families._rising import concentration_totals, sum_log_rising
 from bayesnb.core.families.protocol import Family, get, register
 from bayesnb.core.kernels import (
     dense_jax,
@@ -144,7 +144,7 @@ def log_predictive(post, X):
     if is_traced(post, X):
         return _log_predictive_traced(post.concentration, X)
     a = np.asarray(post.concentration, dtype=np.float64)
-    total = a.sum(axis=1)
+    total = concentration_totals(a)
     out = sum_log_rising(a, X)
     # Document lengths repeat (integers, mostly a few hundred distinct values): the
     # class-total term is evaluated once per distinct length, and subtracted in slices
