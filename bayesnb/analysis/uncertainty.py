@@ -193,14 +193,23 @@ def _interval_inplace(draws, level, method):
 # ----------------------------------------------------------------------------- the engine
 
 
+# Up to this many draws the lanes are sorted rather than partitioned: numpy sorts float64
+# lanes with vectorised code (x86-simd-sort), which up to about a thousand draws beats
+# selecting four order statistics. Measured on 2-core AMD EPYC, numpy 2.4, per lane
+# count x draws: 18k x 300, 43 against 82 ms; 20k x 100, 7 against 33 ms; 6k x 1,000,
+# 87 against 93 ms; 1.5k x 4,000, 151 against 105 ms.
+_SORT_MAX_DRAWS = 1024
+
+
 def _equal_tailed_inplace(draws, level):
-    """The ``(1 - level)/2`` and ``(1 + level)/2`` quantiles over axis 0, partitioning ``draws`` in place.
+    """The ``(1 - level)/2`` and ``(1 + level)/2`` quantiles over axis 0, partitioning (or,
+    up to ``_SORT_MAX_DRAWS`` draws, sorting) ``draws`` in place.
 
     The values of ``np.quantile(draws, q, axis=0, overwrite_input=True)`` (its default
-    "linear" method, with the same interpolation arithmetic), from a partition at only
-    the four order statistics they need: ``np.quantile`` also selects the minimum and
-    the maximum (the latter to look for NaN, which the caller has ruled out), two
-    more passes over every lane of the block.
+    "linear" method, with the same interpolation arithmetic), from the four order
+    statistics they need: ``np.quantile`` also selects the minimum and the maximum (the
+    latter to look for NaN, which the caller has ruled out), two more passes over every
+    lane of the block. Sorted or partitioned, those order statistics are the same values.
     """
     n = draws.shape[0]
     virtual = (n - 1) * np.array([(1 - level) / 2, (1 + level) / 2])
@@ -210,7 +219,10 @@ def _equal_tailed_inplace(draws, level):
     # As np.quantile: at or past the last index both neighbours are the last draw.
     top = virtual >= n - 1
     prev[top] = nxt[top] = n - 1
-    draws.partition(np.unique(np.concatenate([prev, nxt])), axis=0)
+    if n <= _SORT_MAX_DRAWS:
+        draws.sort(axis=0)
+    else:
+        draws.partition(np.unique(np.concatenate([prev, nxt])), axis=0)
     result = []
     for v, t, i, j in zip(virtual, virtual - below, prev, nxt):
         a, b = draws[i], draws[j]
