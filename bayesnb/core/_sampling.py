@@ -7,7 +7,8 @@ NumPy's ``Generator`` (PCG64), seeded from the bits of the JAX key
 (``jax.random.key_data`` through ``numpy.random.SeedSequence``): on CPU NumPy's Gamma
 sampler is some 30 times faster than ``jax.random.loggamma`` and compiles nothing for a
 new shape. The key-first API is unchanged: the same key gives the same draws, and keys
-that differ (``split``, ``fold_in`` per block of draws) give independent streams.
+that differ (``split``, ``fold_in`` per block of draws) give independent streams. A large
+draw is filled in pieces from streams of their own, on threads (:func:`_draw`).
 
 Under a trace (``jax.jit``, ``jax.vmap``, ``jax.grad``, the numpyro models) the variates
 are those of ``jax.random`` (``loggamma``, ``gamma``, ``normal``) with the same key. The
@@ -27,7 +28,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesnb.core._x64 import disable_x64
-from bayesnb.core.kernels import is_traced
+from bayesnb.core.kernels import is_traced, map_threads
 
 __all__ = [
     "on_host", "generator", "PARAMETERS", "ROWS", "split", "fold_in", "log_gamma", "gamma", "normal", "log_normalize",
@@ -119,6 +120,75 @@ def _shape(a, shape):
     return np.shape(a) if shape is None else tuple(int(s) for s in shape)
 
 
+# Values per generator of a large host draw (see _draw).
+_CHUNK = 1 << 18
+
+
+def _draw(key, a, shape, fill):
+    """An array of ``shape`` filled by ``fill(rng, a_part, out_part)``, ``a`` broadcast to ``shape``.
+
+    Up to ``_CHUNK`` values come from the one generator of ``key`` (:func:`generator`).
+    A larger draw (one posterior draw of 20 Newsgroups' Dirichlet is 2.6 M Gamma
+    variates) is cut into pieces of about ``_CHUNK`` values in C order: piece ``k`` is
+    filled by the generator of stream ``PARAMETERS + (k,)`` (piece 0 by ``PARAMETERS``
+    itself), the pieces on threads (numpy's generators release the GIL while they fill
+    an array). The variates depend on the key and the shape only, never on the number
+    of threads; a draw of one piece is the plain generator's.
+    """
+    shape = tuple(int(d) for d in shape)
+    out = np.empty(shape)
+    total = out.size
+    if a is None:
+        trailing = np.ones((), dtype=np.float64)
+    else:
+        a = np.asarray(a, dtype=np.float64)
+        trailing = np.broadcast_to(a, shape[len(shape) - a.ndim :] if a.ndim else ())
+    if total <= _CHUNK:
+        fill(generator(key), None if a is None else np.broadcast_to(a, shape), out)
+        return out
+    width = max(trailing.size, 1)
+    flat_a = np.ascontiguousarray(trailing).reshape(-1) if a is not None else None
+    grid = out.reshape(-1, width)
+    if width >= _CHUNK:  # pieces of one leading index each: columns c0:c1 of its row
+        pieces = [(i, c0, min(c0 + _CHUNK, width)) for i in range(grid.shape[0]) for c0 in range(0, width, _CHUNK)]
+    else:  # whole rows of the trailing shape, about _CHUNK values a piece
+        rows = _CHUNK // width
+        pieces = [(slice(i0, min(i0 + rows, grid.shape[0])), 0, width) for i0 in range(0, grid.shape[0], rows)]
+
+    def draw(k):
+        i, c0, c1 = pieces[k]
+        target = grid[i, c0:c1]
+        part = None if flat_a is None else np.broadcast_to(flat_a[c0:c1], target.shape)
+        fill(generator(key, PARAMETERS if k == 0 else PARAMETERS + (k,)), part, target)
+
+    map_threads(draw, range(len(pieces)))
+    return out
+
+
+def _fill_log_gamma(rng, a, out):
+    small = a < 1.0
+    if not small.any():
+        rng.standard_gamma(a, out=out)
+        np.log(out, out=out)
+        return
+    rng.standard_gamma(np.where(small, a + 1.0, a), out=out)
+    np.log(out, out=out)
+    where = np.broadcast_to(small, out.shape)
+    a_small = np.broadcast_to(a, out.shape)[where]
+    u = 1.0 - rng.random(a_small.size)  # in (0, 1]: log(u) is finite
+    with np.errstate(divide="ignore", invalid="ignore"):
+        boost = np.where(a_small > 0.0, np.log(u) / a_small, -np.inf)
+    out[where] += boost
+
+
+def _fill_gamma(rng, a, out):
+    rng.standard_gamma(a, out=out)
+
+
+def _fill_normal(rng, a, out):
+    rng.standard_normal(out=out)
+
+
 def log_gamma(key, concentration, shape=None):
     r""":math:`\log G`, :math:`G \sim \mathrm{Gamma}(a, 1)`, float64, of shape ``shape``.
 
@@ -126,7 +196,8 @@ def log_gamma(key, concentration, shape=None):
     smaller ones as :math:`\log G' + \log(U)/a` with :math:`G' \sim \mathrm{Gamma}(a+1,
     1)` and :math:`U` uniform on (0, 1]: the exact identity :math:`G \overset{d}{=} G'
     U^{1/a}` in log space, so a tiny :math:`a` (where :math:`G` itself underflows to 0)
-    gives a finite log. Under a trace, ``jax.random.loggamma``.
+    gives a finite log. A large draw is made in pieces on threads (see :func:`_draw`).
+    Under a trace, ``jax.random.loggamma``.
 
     Parameters
     ----------
@@ -144,42 +215,30 @@ def log_gamma(key, concentration, shape=None):
         a = jnp.asarray(concentration, dtype=jnp.float64)
         return jax.random.loggamma(key, a, shape=_shape(a, shape), dtype=jnp.float64)
     a = np.asarray(concentration, dtype=np.float64)
-    shape = _shape(a, shape)
-    rng = generator(key)
-    small = a < 1.0
-    if not small.any():
-        g = rng.standard_gamma(np.broadcast_to(a, shape))
-        return np.log(g, out=g)
-    g = rng.standard_gamma(np.broadcast_to(np.where(small, a + 1.0, a), shape))
-    np.log(g, out=g)
-    where = np.broadcast_to(small, shape)
-    a_small = np.broadcast_to(a, shape)[where]
-    u = 1.0 - rng.random(a_small.size)  # in (0, 1]: log(u) is finite
-    with np.errstate(divide="ignore", invalid="ignore"):
-        boost = np.where(a_small > 0.0, np.log(u) / a_small, -np.inf)
-    g[where] += boost
-    return g
+    return _draw(key, a, _shape(a, shape), _fill_log_gamma)
 
 
 def gamma(key, concentration, shape=None):
     r""":math:`G \sim \mathrm{Gamma}(a, 1)`, float64, of shape ``shape``.
 
-    NumPy's ``standard_gamma`` on the host, ``jax.random.gamma`` under a trace. For
-    shapes that may be tiny, draw :func:`log_gamma` instead.
+    NumPy's ``standard_gamma`` on the host (a large draw in pieces on threads, see
+    :func:`_draw`), ``jax.random.gamma`` under a trace. For shapes that may be tiny,
+    draw :func:`log_gamma` instead.
     """
     if is_traced(key, concentration):
         a = jnp.asarray(concentration, dtype=jnp.float64)
         return jax.random.gamma(key, a, shape=_shape(a, shape), dtype=jnp.float64)
     a = np.asarray(concentration, dtype=np.float64)
-    return generator(key).standard_gamma(np.broadcast_to(a, _shape(a, shape)))
+    return _draw(key, a, _shape(a, shape), _fill_gamma)
 
 
 def normal(key, shape):
-    """Standard normal variates, float64, of shape ``shape`` (NumPy on the host, ``jax.random.normal`` traced)."""
+    """Standard normal variates, float64, of shape ``shape`` (NumPy on the host, in pieces
+    on threads when large, see :func:`_draw`; ``jax.random.normal`` traced)."""
     shape = tuple(int(s) for s in shape)
     if is_traced(key):
         return jax.random.normal(key, shape, dtype=jnp.float64)
-    return generator(key).standard_normal(shape)
+    return _draw(key, None, shape, _fill_normal)
 
 
 def log_normalize(g, axis=-1):

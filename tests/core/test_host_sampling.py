@@ -12,7 +12,8 @@ PCG64 seeded from the JAX key; under a trace with ``jax.random``. Checked here:
 * tiny concentrations (a = 1e-3): log draws finite, with the exact mean and variance of
   :math:`\\log G` and the exact probabilities :math:`P(\\log G < t)` far in the tail
   (where :math:`G` itself underflows to 0);
-* determinism (same key, same draws), independence across ``fold_in`` blocks;
+* determinism (same key, same draws), independence across ``fold_in`` blocks and
+  across the pieces of a large draw (drawn on threads, the same whatever their number);
 * the traced path is ``jax.random``'s, unchanged, and runs under ``jax.jit``;
 * planted errors (a shape shifted by one, a scale 5% off, the small-shape correction
   left out, a Dirichlet marginal with a shifted concentration, blocks that reuse a
@@ -224,6 +225,56 @@ def test_a_small_shape_correction_with_the_wrong_power_is_rejected():
 def test_blocks_that_reuse_one_stream_are_rejected():
     same = [_sampling.normal(KEY, (N,)) for _ in range(2)]
     assert abs(_correlation(*same)) > Z / np.sqrt(N)
+
+
+# ------------------------------------------------------------- large draws, in pieces
+
+
+@pytest.mark.parametrize("shape", [(N,), (4, 5_000), (2, 3, 4_000)])
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_pieces_of_a_large_draw_have_the_law_and_are_independent(monkeypatch, shape, threads):
+    """A draw larger than ``_CHUNK`` is made in pieces from streams of their own, on
+    threads: every piece has the law (moments, KS), consecutive pieces are uncorrelated,
+    and the values do not depend on the number of threads."""
+    monkeypatch.setattr(_sampling, "_CHUNK", 1_000)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+    a = np.broadcast_to(np.array([0.3, 2.5, 1e-3, 7.0]).repeat(shape[-1] // 4), shape[-1:])
+    draws = _sampling.log_gamma(KEY, a, shape)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "3")
+    assert np.array_equal(draws, _sampling.log_gamma(KEY, a, shape))
+    flat = draws.reshape(-1, shape[-1])
+    q = shape[-1] // 4
+    for j, aj in enumerate([0.3, 2.5, 1e-3, 7.0]):
+        _log_gamma_checks(flat[:, j * q : (j + 1) * q].ravel(), aj)
+    pieces = draws.reshape(-1)[: (draws.size // 1_000) * 1_000].reshape(-1, 1_000)
+    g = _sampling.gamma(KEY, 2.5, shape).reshape(-1)
+    assert_ks(g, st.gamma(2.5).cdf)
+    z = _sampling.normal(KEY, shape).reshape(-1)
+    assert_mean(z, 0.0, 1.0)
+    assert_var(z, 1.0)
+    # consecutive pieces of one draw: no correlation beyond chance (a stream reused for
+    # every piece would give correlation 1 where the shapes repeat)
+    zp = z[: (z.size // 1_000) * 1_000].reshape(-1, 1_000)
+    corr = np.array([_correlation(zp[k], zp[k + 1]) for k in range(zp.shape[0] - 1)])
+    assert np.all(np.abs(corr) < Z / np.sqrt(1_000)), corr
+    assert pieces.shape[0] >= 10
+
+
+def test_one_piece_is_the_plain_generator():
+    """Up to ``_CHUNK`` values the draw is the key's one generator, as before pieces."""
+    a = np.array([0.4, 3.0])
+    got = _sampling.gamma(KEY, a, (100, 2))
+    assert np.array_equal(got, _sampling.generator(KEY).standard_gamma(np.broadcast_to(a, (100, 2))))
+
+
+def test_pieces_that_reuse_one_stream_are_rejected(monkeypatch):
+    """Planted: every piece drawn from the first piece's stream repeats it, which the
+    correlation check of consecutive pieces catches."""
+    monkeypatch.setattr(_sampling, "_CHUNK", 1_000)
+    real = _sampling.generator
+    monkeypatch.setattr(_sampling, "generator", lambda key, stream=_sampling.PARAMETERS: real(key))
+    zp = _sampling.normal(KEY, (N,)).reshape(-1, 1_000)
+    assert max(abs(_correlation(zp[k], zp[k + 1])) for k in range(zp.shape[0] - 1)) > Z / np.sqrt(1_000)
 
 
 # ----------------------------------------------------------------------------- families
