@@ -129,39 +129,46 @@ def _draw(key, a, shape, fill):
 
     Up to ``_CHUNK`` values come from the one generator of ``key`` (:func:`generator`).
     A larger draw (one posterior draw of 20 Newsgroups' Dirichlet is 2.6 M Gamma
-    variates) is cut into pieces of about ``_CHUNK`` values in C order: piece ``k`` is
-    filled by the generator of stream ``PARAMETERS + (k,)`` (piece 0 by ``PARAMETERS``
-    itself), the pieces on threads (numpy's generators release the GIL while they fill
-    an array). The variates depend on the key and the shape only, never on the number
-    of threads; a draw of one piece is the plain generator's.
+    variates) is cut into pieces of ``_CHUNK`` consecutive values in C order: piece ``k``
+    is filled by the generator of stream ``PARAMETERS + (k,)`` (piece 0 by
+    ``PARAMETERS`` itself), the pieces on threads (numpy's generators release the GIL
+    while they fill an array). The variates depend on the key, the shape and the values
+    of ``a`` only (not on how ``a`` is laid out, nor on the number of threads); a draw of
+    one piece is the plain generator's.
     """
     shape = tuple(int(d) for d in shape)
     out = np.empty(shape)
     total = out.size
-    if a is None:
-        trailing = np.ones((), dtype=np.float64)
-    else:
-        a = np.asarray(a, dtype=np.float64)
-        trailing = np.broadcast_to(a, shape[len(shape) - a.ndim :] if a.ndim else ())
     if total <= _CHUNK:
         fill(generator(key), None if a is None else np.broadcast_to(a, shape), out)
         return out
-    width = max(trailing.size, 1)
-    flat_a = np.ascontiguousarray(trailing).reshape(-1) if a is not None else None
-    grid = out.reshape(-1, width)
-    if width >= _CHUNK:  # pieces of one leading index each: columns c0:c1 of its row
-        pieces = [(i, c0, min(c0 + _CHUNK, width)) for i in range(grid.shape[0]) for c0 in range(0, width, _CHUNK)]
-    else:  # whole rows of the trailing shape, about _CHUNK values a piece
-        rows = _CHUNK // width
-        pieces = [(slice(i0, min(i0 + rows, grid.shape[0])), 0, width) for i0 in range(0, grid.shape[0], rows)]
+    flat_out = out.reshape(-1)
+    if a is not None:
+        a = np.asarray(a, dtype=np.float64)
+        # Leading axes along which a is constant (size 1, or broadcast: stride 0) are
+        # dropped, so a shape broadcast to the whole draw is not copied whole.
+        while a.ndim and (a.shape[0] == 1 or a.strides[0] == 0):
+            a = a[0]
+        # a repeats every `period` values of the flattened draw.
+        period_a = np.ascontiguousarray(np.broadcast_to(a, shape[len(shape) - a.ndim :] if a.ndim else ())).reshape(-1)
+        period = period_a.size
 
     def draw(k):
-        i, c0, c1 = pieces[k]
-        target = grid[i, c0:c1]
-        part = None if flat_a is None else np.broadcast_to(flat_a[c0:c1], target.shape)
-        fill(generator(key, PARAMETERS if k == 0 else PARAMETERS + (k,)), part, target)
+        s, e = k * _CHUNK, min((k + 1) * _CHUNK, total)
+        part = None
+        if a is not None:
+            first = s % period
+            if period == 1:
+                part = np.broadcast_to(period_a, (e - s,))
+            elif first + (e - s) <= period:
+                part = period_a[first : first + (e - s)]
+            else:
+                index = np.arange(s, e)
+                index %= period
+                part = period_a[index]
+        fill(generator(key, PARAMETERS if k == 0 else PARAMETERS + (k,)), part, flat_out[s:e])
 
-    map_threads(draw, range(len(pieces)))
+    map_threads(draw, range(-(-total // _CHUNK)))
     return out
 
 

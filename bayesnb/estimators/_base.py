@@ -402,7 +402,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         self.evidence_trace_ = {}
         self.prior_ = self._make_prior()
         # Read-only, like the point estimates: predictions then recognise it without a
-        # checksum pass (kernels.ParamCache), and writing into it raises.
+        # checksum pass (kernels.ParamCache), and writing into it raises. Arrays it shares
+        # (Polya's concentration is prior_'s, the categorical counts n_categories_) become
+        # read-only with it.
         self.posterior_ = frozen(self._feature_posterior())
         self.class_alpha_ = None
         if self.class_prior is not None:

@@ -267,6 +267,19 @@ def test_one_piece_is_the_plain_generator():
     assert np.array_equal(got, _sampling.generator(KEY).standard_gamma(np.broadcast_to(a, (100, 2))))
 
 
+@pytest.mark.parametrize("chunk", [1_000, 1 << 30])
+def test_draws_do_not_depend_on_how_the_shape_parameter_is_laid_out(monkeypatch, chunk):
+    """A scalar, a vector, a column broadcast and a whole-draw broadcast view of the same
+    values give the same variates, in pieces or not."""
+    monkeypatch.setattr(_sampling, "_CHUNK", chunk)
+    shape = (7, 3, 333)
+    layouts = [2.5, np.full(333, 2.5), np.full((3, 1), 2.5), np.broadcast_to(2.5, shape)]
+    for draw in (_sampling.gamma, _sampling.log_gamma):
+        first = draw(KEY, layouts[0], shape)
+        for a in layouts[1:]:
+            assert np.array_equal(draw(KEY, a, shape), first)
+
+
 def test_pieces_that_reuse_one_stream_are_rejected(monkeypatch):
     """Planted: every piece drawn from the first piece's stream repeats it, which the
     correlation check of consecutive pieces catches."""

@@ -208,6 +208,8 @@ def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
     X.data[::7] = 1.0
     X.data[::11] += 0.5  # fractional values take the direct path
     a = rng.random((3, 40)) * 5 + 0.05
+    # Direct (fractional) terms in chunks of 2: a row's chunks must not depend on its block.
+    monkeypatch.setattr(_rising, "_DIRECT_CHUNK", 2)
     whole = multinomial.log_predictive(Dirichlet(a), X)
     monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     for block, threads in [(1 << 22, "1"), (50, "2"), (17, "3"), (1, "2")]:
@@ -256,6 +258,80 @@ def test_dirichlet_multinomial_table_grows_with_deeper_counts(monkeypatch):
     _rising._TABLES._entries.clear()
     for name, X in [("shallow", shallow), ("deep", deep), ("shallow", shallow), ("deep", deep)]:
         np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), want[name])
+
+
+def _tiny_dm_case():
+    a = np.array([[0.5, 2.0, 3.0, 7.0], [1.5, 0.7, 4.0, 0.2]])
+    shallow = sp.csr_matrix(np.array([[2.0, 0, 0, 0]]))
+    # Rows 0-1 need only what `shallow` tabled (covered); rows 2-3 a deeper count.
+    mixed = sp.csr_matrix(np.array([[2.0, 1, 1, 1], [2, 0, 0, 0], [0, 3, 1, 1], [1, 3, 0, 1]]))
+    return a, shallow, mixed
+
+
+def test_one_call_with_covered_and_deeper_blocks(monkeypatch):
+    """Some blocks of one call are covered by the cached table, others need it grown
+    (which ranks its rows anew): every block must read the grown table's rows."""
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_BLOCK", 4)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
+    a, shallow, mixed = _tiny_dm_case()
+    _rising._TABLES._entries.clear()
+    _rising.sum_log_rising(a, shallow)
+    np.testing.assert_allclose(_rising.sum_log_rising(a, mixed), _exact_dm(a, mixed) + _dm_length_term(a, mixed), rtol=1e-14, atol=1e-14)
+
+
+def _dm_length_term(a, X):
+    # _exact_dm includes the class-total term that sum_log_rising leaves out.
+    mpmath.mp.dps = 40
+    n = np.asarray(X.sum(axis=1)).ravel()
+    return np.array([[float(mpmath.loggamma(mpmath.fsum(a[c]) + k) - mpmath.loggamma(mpmath.fsum(a[c]))) for c in range(a.shape[0])] for k in n])
+
+
+def test_a_table_grown_by_another_call_between_the_passes(monkeypatch):
+    """Another caller grows the shared table between this call's two passes: this call
+    keeps reading the snapshot its first pass used."""
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
+    a, shallow, mixed = _tiny_dm_case()
+    X_a = sp.csr_matrix(np.array([[2.0, 1, 0, 0]]))
+    X_b = sp.csr_matrix(np.array([[0, 3.0, 0, 2]]))
+    _rising._TABLES._entries.clear()
+    _rising.sum_log_rising(a, X_a)
+    real = _rising.map_threads
+    calls = []
+
+    def interleaved(fn, items):
+        result = real(fn, items)
+        calls.append(1)
+        if len(calls) == 1:  # after X_a's first pass: a deeper call from elsewhere
+            np.testing.assert_allclose(_rising.sum_log_rising(a, X_b), _exact_dm(a, X_b) + _dm_length_term(a, X_b), rtol=1e-14, atol=1e-14)
+        return result
+
+    monkeypatch.setattr(_rising, "map_threads", interleaved)
+    X_deeper_a = sp.csr_matrix(np.array([[2.0, 1, 0, 0], [0, 0, 2, 0]]))  # grows the table itself too
+    np.testing.assert_allclose(_rising.sum_log_rising(a, X_deeper_a), _exact_dm(a, X_deeper_a) + _dm_length_term(a, X_deeper_a), rtol=1e-14, atol=1e-14)
+
+
+def test_threads_growing_one_table_keep_all_counts():
+    """Calls on several threads, each with its own deep counts, on one posterior: every
+    result is exact and the table ends covering every call's counts."""
+    import concurrent.futures
+
+    rng = np.random.default_rng(21)
+    a = rng.random((3, 40)) * 3 + 0.1
+    batches = []
+    for k in range(8):
+        X = sp.random(6, 40, density=0.2, random_state=30 + k, format="csr", data_rvs=lambda m: rng.integers(1, 3, m).astype(float))
+        X = X.tolil()
+        X[0, 5 * k % 40] = 4 + 3 * k  # each batch a deeper count of its own feature
+        batches.append(X.tocsr())
+    _rising._TABLES._entries.clear()
+    with concurrent.futures.ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda X: _rising.sum_log_rising(a, X), batches * 3))
+    for X, g in zip(batches * 3, got):
+        np.testing.assert_allclose(g, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-13, atol=1e-13)
+    covered = _rising._dm_tables(a).excess[0]
+    for k in range(8):
+        assert covered[5 * k % 40] >= 4 + 3 * k
 
 
 def test_posterior_is_read_only_after_fit():

@@ -9,6 +9,7 @@ sparse product on threads); the traced form is ``kernels.sum_log_rising_jax``.
 
 from __future__ import annotations
 
+import threading
 from typing import NamedTuple
 
 import numpy as np
@@ -30,7 +31,10 @@ _TABLE_MAX = 32
 # table rows of its entries other than 0 and 1).
 _BLOCK = 1 << 19
 _MIN_BLOCK = 1 << 16
-_BLOCKS_PER_THREAD = 4
+# Two blocks per thread: the calling thread and the pool's share them from one queue
+# (kernels.map_threads), so one slowed thread takes fewer. On 20 Newsgroups' test set
+# two per thread timed 1.05-1.13x scikit-learn, four 0.97-0.99x, one 0.76-1.12x.
+_BLOCKS_PER_THREAD = 2
 # Entries per chunk of the direct (non-tabled) evaluation, whose scratch is
 # (entries x classes) floats.
 _DIRECT_CHUNK = 1 << 15
@@ -92,29 +96,33 @@ class _PredictiveTables:
     """Per-posterior parts of the predictive: ``log a`` (minus ``log1p(rate)`` where a
     negative-binomial rate is given) laid out (features, classes), C-contiguous (the
     layout scipy's sparse product reads), and the table of the excess of counts >= 2,
-    grown to the deepest count seen so far for each feature."""
+    grown to the deepest count seen so far for each feature.
+
+    The table is shared by every caller with this posterior, threads included. It is
+    only ever replaced whole (``excess``, a tuple ``(xmax covered, table, rank, start)``),
+    and a call works with one snapshot of it throughout: a table grown by another call in
+    the meantime ranks its rows differently.
+    """
 
     def __init__(self, a, rate=None):
         self.log_a_t = np.log(a.T, out=np.empty(a.shape[::-1]))
         if rate is not None:
             self.log_a_t -= np.log1p(np.asarray(rate, dtype=np.float64)).T
-        self.excess = None  # (xmax covered, table, rank, start), replaced whole when grown
+        self.excess = None
         self.total = None  # a.sum(axis=1), where asked for
+        self._grow = threading.Lock()
 
-    def covering(self, xmax):
-        """The cached ``(table, rank, start)`` if it covers ``xmax``, else ``None``."""
-        cached = self.excess
-        if cached is not None and np.all(xmax <= cached[0]):
-            return cached[1:]
-        return None
-
-    def excess_for(self, a, xmax):
-        cached = self.excess
-        if cached is None or not np.all(xmax <= cached[0]):
+    def grown(self, a, xmax):
+        """A snapshot of the table covering ``xmax`` (and all it covered before), grown
+        here if needed; two threads growing at once keep both their counts."""
+        with self._grow:
+            cached = self.excess
+            if cached is not None and np.all(xmax <= cached[0]):
+                return cached
             need = xmax if cached is None else np.maximum(xmax, cached[0])
             cached = (need, *_excess_table(a, need))
             self.excess = cached
-        return cached[1:]
+            return cached
 
 
 # Reused across calls with the same (unchanged) posterior, e.g. an estimator's.
@@ -171,8 +179,8 @@ def sum_log_rising(a, X, rate=None):
     n, n_features = X.shape
     tables = _dm_tables(a) if rate is None else _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
     indptr = X.indptr
-    # A few blocks per thread (a thread slowed down by other processes then takes fewer),
-    # of at most _BLOCK entries (the scratch bound) and at least _MIN_BLOCK.
+    # _BLOCKS_PER_THREAD blocks per thread, of at most _BLOCK entries (the scratch bound)
+    # and at least _MIN_BLOCK.
     block = max(_MIN_BLOCK, min(_BLOCK, -(-X.nnz // (_BLOCKS_PER_THREAD * num_threads()))))
     cuts = np.searchsorted(indptr, np.arange(block, X.nnz, block), side="right") - 1
     bounds = np.unique(np.concatenate([[0], cuts, [n]]))
@@ -181,27 +189,31 @@ def sum_log_rising(a, X, rate=None):
     # Each row is computed within one block, in the same order whatever the blocks: the
     # result does not depend on the number of threads (numpy's ufuncs and scipy's
     # product release the GIL).
+    # One snapshot of the cached table for the first pass (see _PredictiveTables).
+    snapshot = tables.excess
     pending = [
         (rb, job)
-        for rb, job in zip(blocks, map_threads(lambda rb: _first_pass(X, *rb, tables, out), blocks))
+        for rb, job in zip(blocks, map_threads(lambda rb: _first_pass(X, *rb, tables.log_a_t, snapshot, out), blocks))
         if job is not None
     ]
     if not pending:
         return out
+    excess = snapshot
     if any(isinstance(job, _Scan) for _, job in pending):
-        # Counts deeper than the cached table: grow it once for all of them.
+        # Counts deeper than the snapshot: the table is grown once for all of them.
         xmax = np.zeros(n_features, dtype=np.uint8)
         for _, job in pending:
             if isinstance(job, _Scan):
                 np.maximum(xmax, job.xmax, out=xmax)
-        tables.excess_for(a, xmax)
-    excess = tables.excess[1:]
+        excess = tables.grown(a, xmax)
 
     def correct(item):
         (r0, r1), job = item
+        if isinstance(job, _Correction) and job.excess is not excess:
+            job = _scan(X, r0, r1)  # its rows index an older table: read the block again
         if isinstance(job, _Scan):
             job = _correction(X, r0, r1, job, excess)
-        _add_correction(r0, r1, job, a, excess[0], out)
+        _add_correction(r0, r1, job, a, excess[1], out)
 
     map_threads(correct, pending)
     return out
@@ -219,22 +231,36 @@ class _Scan(NamedTuple):
 
 
 class _Correction(NamedTuple):
-    """A block's entries of counts >= 2 as a CSR matrix over the excess table's rows, and
-    its untabled values as (row in block, feature, value), if any."""
+    """A block's tabled entries (counts 2 to ``_TABLE_MAX``) as a CSR matrix over the rows
+    of the table snapshot ``excess``, and its untabled values as (row in block, feature,
+    value), if any."""
 
     indptr: np.ndarray
     rows: np.ndarray
     direct: tuple | None
+    excess: tuple
 
 
-def _first_pass(X, r0, r1, tables, out):
+def _first_pass(X, r0, r1, log_a_t, snapshot, out):
     """Rows ``r0:r1``: the plug-in product into ``out``, and the scan for the entries with a
     non-zero excess: ``None`` where there are none, their :class:`_Correction` where the
-    cached table covers them, else the :class:`_Scan` (the table is grown first)."""
-    indptr, n_features = X.indptr, X.shape[1]
-    s, e = indptr[r0], indptr[r1]
+    table ``snapshot`` covers them, else the :class:`_Scan` (the table is grown first)."""
+    s, e = X.indptr[r0], X.indptr[r1]
+    csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e], X.data[s:e].astype(np.float64, copy=False), log_a_t, out[r0:r1])
+    scan = _scan(X, r0, r1)
+    if scan is None:
+        return None
+    # Kept until the second pass: the compact form where the table is ready (every call
+    # after the first with a posterior), the scan otherwise.
+    if snapshot is not None and np.all(scan.xmax <= snapshot[0]):
+        return _correction(X, r0, r1, scan, snapshot)
+    return scan
+
+
+def _scan(X, r0, r1):
+    """The entries of rows ``r0:r1`` with a non-zero excess (:class:`_Scan`), or ``None``."""
+    s, e = X.indptr[r0], X.indptr[r1]
     v = X.data[s:e]
-    csr_rows_product(indptr[r0 : r1 + 1] - s, X.indices[s:e], v.astype(np.float64, copy=False), tables.log_a_t, out[r0:r1])
     pos = np.flatnonzero(v != 1)
     vals = np.take(v, pos)
     keep = vals != 0
@@ -249,30 +275,27 @@ def _first_pass(X, r0, r1, tables, out):
     else:
         direct = np.flatnonzero(~tabled)
         counts = np.where(tabled, vals, 0).astype(np.uint8)
-    xmax = np.zeros(n_features, dtype=np.uint8)
+    xmax = np.zeros(X.shape[1], dtype=np.uint8)
     # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
     np.maximum.at(xmax, cols, counts)
-    scan = _Scan(pos, cols, counts, direct, vals, xmax)
-    excess = tables.covering(xmax)
-    # Kept until the second pass: the compact form where the table is ready (every call
-    # after the first with a posterior), the scan otherwise.
-    return scan if excess is None else _correction(X, r0, r1, scan, excess)
+    return _Scan(pos, cols, counts, direct, vals, xmax)
 
 
 def _correction(X, r0, r1, scan, excess):
-    """The :class:`_Correction` of a scanned block, on the excess table ``excess``."""
-    _, rank, start = excess
+    """The :class:`_Correction` of a scanned block, on the table snapshot ``excess``."""
+    _, _, rank, start = excess
     local = X.indptr[r0 : r1 + 1] - X.indptr[r0]
-    rows = start[scan.counts]
-    rows += rank[scan.cols]
-    direct = None
+    pos, cols, counts, direct = scan.pos, scan.cols, scan.counts, None
     if scan.direct is not None:
         d = scan.direct
-        rows[d] = 0  # the zero row: these are evaluated directly
-        direct = (np.searchsorted(local, scan.pos[d], side="right") - 1, scan.cols[d], scan.vals[d].astype(np.float64))
+        direct = (np.searchsorted(local, pos[d], side="right") - 1, cols[d], scan.vals[d].astype(np.float64))
+        tabled = counts != 0
+        pos, cols, counts = pos[tabled], cols[tabled], counts[tabled]
+    rows = start[counts]
+    rows += rank[cols]
     if rows.size >= 2**31:  # a block of one row longer than int32 can count
         rows = rows.astype(np.intp)
-    return _Correction(np.searchsorted(scan.pos, local).astype(rows.dtype), rows, direct)
+    return _Correction(np.searchsorted(pos, local).astype(rows.dtype), rows, direct, excess)
 
 
 def _add_correction(r0, r1, corr, a, table, out):
@@ -283,9 +306,19 @@ def _add_correction(r0, r1, corr, a, table, out):
     if corr.direct is None:
         return
     r, c, v = corr.direct
-    for c0 in range(0, r.size, _DIRECT_CHUNK):
-        rc, cc, vc = (x[c0 : c0 + _DIRECT_CHUNK] for x in (r, c, v))
+    # Chunks end where a row ends, except in a row of more than _DIRECT_CHUNK entries, cut
+    # at multiples of _DIRECT_CHUNK from its own first entry: each row's terms are summed
+    # in the same groups whatever the block it falls in (and so the number of threads).
+    m, c0 = r.size, 0
+    while c0 < m:
+        c1 = min(c0 + _DIRECT_CHUNK, m)
+        if c1 < m and r[c1] == r[c1 - 1]:
+            row_first = int(np.searchsorted(r, r[c1], side="left"))
+            if row_first > c0:
+                c1 = row_first
+        rc, cc, vc = r[c0:c1], c[c0:c1], v[c0:c1]
         a_c = np.take(a, cc, axis=1).T
         terms = _log_rising_excess(a_c, vc[:, None], np.log(a_c))
         starts = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]])
         out[r0 + rc[starts]] += np.add.reduceat(terms, starts, axis=0)
+        c0 = c1
