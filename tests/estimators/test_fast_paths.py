@@ -329,7 +329,7 @@ def test_threads_growing_one_table_keep_all_counts():
         got = list(pool.map(lambda X: _rising.sum_log_rising(a, X), batches * 3))
     for X, g in zip(batches * 3, got):
         np.testing.assert_allclose(g, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-13, atol=1e-13)
-    covered = _rising._dm_tables(a).excess[0]
+    covered = _rising._tables(a).excess[0]
     for k in range(8):
         assert covered[5 * k % 40] >= 4 + 3 * k
 

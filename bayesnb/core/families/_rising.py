@@ -40,9 +40,14 @@ _BLOCKS_PER_THREAD = 2
 _DIRECT_CHUNK = 1 << 15
 
 
-def _log_rising_excess(a, x, log_a):
+def _log_rising_excess(a, x):
     r""":math:`\log\Gamma(a + x) - \log\Gamma(a) - x \log a`, elementwise (broadcasting)."""
-    return _log_rising_np(a, x) - x * log_a
+    return _log_rising_np(a, x) - x * np.log(a)
+
+
+def _covers(excess, xmax):
+    """Whether the table snapshot ``excess`` (or ``None``) covers the counts ``xmax``."""
+    return excess is not None and bool(np.all(xmax <= excess[0]))
 
 
 def _excess_table(a, xmax):
@@ -117,7 +122,7 @@ class _PredictiveTables:
         here if needed; two threads growing at once keep both their counts."""
         with self._grow:
             cached = self.excess
-            if cached is not None and np.all(xmax <= cached[0]):
+            if _covers(cached, xmax):
                 return cached
             need = xmax if cached is None else np.maximum(xmax, cached[0])
             cached = (need, *_excess_table(a, need))
@@ -128,14 +133,17 @@ class _PredictiveTables:
 # Reused across calls with the same (unchanged) posterior, e.g. an estimator's.
 _TABLES = ParamCache(size=2)
 
-def _dm_tables(a):
-    return _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
+
+def _tables(a, rate=None):
+    if rate is None:
+        return _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
+    return _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
 
 
 def concentration_totals(a):
     """``a.sum(axis=1)``, kept with the predictive's tables while ``a`` is unchanged (a
     pass over every parameter, as long as the product for a batch of a few rows)."""
-    tables = _dm_tables(a)
+    tables = _tables(a)
     if tables.total is None:
         tables.total = a.sum(axis=1)
     return tables.total
@@ -177,7 +185,7 @@ def sum_log_rising(a, X, rate=None):
     # R(a, x) is not additive in x: duplicate entries are summed first.
     X = summed(sp.csr_matrix(X) if not sp.issparse(X) else X)
     n, n_features = X.shape
-    tables = _dm_tables(a) if rate is None else _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
+    tables = _tables(a, rate)
     indptr = X.indptr
     # _BLOCKS_PER_THREAD blocks per thread, of at most _BLOCK entries (the scratch bound)
     # and at least _MIN_BLOCK.
@@ -252,7 +260,7 @@ def _first_pass(X, r0, r1, log_a_t, snapshot, out):
         return None
     # Kept until the second pass: the compact form where the table is ready (every call
     # after the first with a posterior), the scan otherwise.
-    if snapshot is not None and np.all(scan.xmax <= snapshot[0]):
+    if _covers(snapshot, scan.xmax):
         return _correction(X, r0, r1, scan, snapshot)
     return scan
 
@@ -318,7 +326,7 @@ def _add_correction(r0, r1, corr, a, table, out):
                 c1 = row_first
         rc, cc, vc = r[c0:c1], c[c0:c1], v[c0:c1]
         a_c = np.take(a, cc, axis=1).T
-        terms = _log_rising_excess(a_c, vc[:, None], np.log(a_c))
+        terms = _log_rising_excess(a_c, vc[:, None])
         starts = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]])
         out[r0 + rc[starts]] += np.add.reduceat(terms, starts, axis=0)
         c0 = c1
