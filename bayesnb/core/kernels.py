@@ -41,8 +41,12 @@ try:  # SciPy's private CSR x dense kernel, for slices of rows (see csr_rows_pro
     from scipy.sparse._sparsetools import csr_matvecs as _csr_matvecs
 except ImportError:  # pragma: no cover - every SciPy in the supported range has it
     _csr_matvecs = None
+try:  # ...and its CSC x dense kernel, which reads CSR rows as the columns of a transpose
+    from scipy.sparse._sparsetools import csc_matvecs as _csc_matvecs
+except ImportError:  # pragma: no cover - every SciPy in the supported range has it
+    _csc_matvecs = None
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "csr_rows_product", "gemm", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -270,6 +274,22 @@ def csr_rows_product(indptr, indices, data, W, out, accumulate=False):
     if not accumulate:
         out.fill(0.0)  # the kernel accumulates
     _csr_matvecs(n, W.shape[0], W.shape[1], indptr.astype(idx, copy=False), indices.astype(idx, copy=False), data, W.ravel(), out.reshape(-1))
+    return out
+
+
+def csr_rows_transposed_product(indptr, indices, data, Y, out):
+    """``out += A.T @ Y`` for the CSR rows ``A`` given by ``(indptr, indices, data)``, in place.
+
+    ``indptr`` starts at 0 (``len(Y) + 1`` entries); ``data``, ``Y`` and ``out`` (shape
+    ``(n_features, Y.shape[1])``) are float64, ``Y`` and ``out`` C-contiguous. The rows of
+    ``A`` are the columns of ``A.T`` in compressed-column form: SciPy's column-major kernel
+    reads the arrays as they are, in one pass over the entries (no transpose is built).
+    """
+    if _csc_matvecs is None:  # pragma: no cover - every SciPy in the supported range has it
+        out += sp.csr_matrix((data, indices, indptr), shape=(Y.shape[0], out.shape[0]), copy=False).T @ Y
+        return out
+    idx = np.result_type(indptr.dtype, indices.dtype)
+    _csc_matvecs(out.shape[0], Y.shape[0], Y.shape[1], indptr.astype(idx, copy=False), indices.astype(idx, copy=False), data, Y.ravel(), out.reshape(-1))
     return out
 
 

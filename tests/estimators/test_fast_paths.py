@@ -69,10 +69,15 @@ def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, b
                                multinomial.log_predictive(Dirichlet(a), summed), rtol=1e-14)
 
 
-@pytest.mark.parametrize("block", [1 << 21, 5, 1])
+@pytest.mark.parametrize(("block", "product_max", "chunk"), [(1 << 21, 0, 1 << 16), (5, 0, 1 << 16), (1, 0, 1 << 16),
+                                                        (1 << 21, 4, 1 << 16), (1 << 21, 4, 7), (1 << 21, 4, 1)])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_sparse_class_totals_equal_the_one_hot_product(monkeypatch, block, weighted):
+def test_sparse_class_totals_equal_the_one_hot_product(monkeypatch, block, product_max, chunk, weighted):
+    # product_max 0: the bincount path; 4: the product with the one-hot class matrix, in
+    # chunks of 1 entry (one row each, rows longer than the chunk), 7, or all.
     monkeypatch.setattr(stats, "_TOTALS_BLOCK", block)
+    monkeypatch.setattr(stats, "_PRODUCT_MAX_CLASSES", product_max)
+    monkeypatch.setattr(stats, "_PRODUCT_CHUNK", chunk)
     rng = np.random.default_rng(1)
     X = _counts(rng).astype(np.int64)
     X.data[X.data < 0] = 0
@@ -83,6 +88,27 @@ def test_sparse_class_totals_equal_the_one_hot_product(monkeypatch, block, weigh
     got = stats.count_stats(X, y, 4, w)
     np.testing.assert_allclose(got.feature_count, (X.T @ Y).T, rtol=1e-15, atol=1e-13)
     np.testing.assert_allclose(got.class_count, Y.sum(axis=0), rtol=1e-15)
+
+
+@pytest.mark.parametrize("values", ["int64", "bool", "float64"])
+def test_two_class_totals_do_not_depend_on_the_thread_count(monkeypatch, values):
+    # The product path (two classes) sums its two row blocks in order whatever the
+    # number of threads: weighted sums agree to the bit across 1, 2 and 5 threads.
+    rng = np.random.default_rng(4)
+    X = _counts(rng, n=300, n_features=30)
+    X.data = np.abs(X.data)
+    X = X.astype(values)
+    y = rng.integers(0, 2, X.shape[0])
+    w = rng.random(X.shape[0]) * 3
+    monkeypatch.setattr(stats, "_PRODUCT_CHUNK", 50)
+    got = []
+    for threads in ("1", "2", "5"):
+        monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+        got.append(stats.count_stats(X, y, 2, w).feature_count)
+    assert all(np.array_equal(got[0], g) for g in got[1:])
+    Y = np.zeros((X.shape[0], 2))
+    Y[np.arange(X.shape[0]), y] = w
+    np.testing.assert_allclose(got[0], (X.astype(np.float64).T @ Y).T, rtol=1e-14)
 
 
 def test_sparse_products_are_bit_identical_in_slices_threads_and_integer_counts(monkeypatch):
