@@ -46,7 +46,7 @@ try:  # ...and its CSC x dense kernel, which reads CSR rows as the columns of a 
 except ImportError:  # pragma: no cover - every SciPy in the supported range has it
     _csc_matvecs = None
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "repeated_entries", "repeated_entries_checkable", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "csr_row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -331,23 +331,50 @@ def summed(X):
 def _repeated_entries(X):
     """Whether a CSR matrix stores some (row, column) more than once, without sorting it.
 
-    SciPy's block counter (the first pass of ``tobsr``) counts the distinct positions
-    with one marker per column, in one pass over the indices without allocating: at
-    block size 1 × 1 that is the number of distinct entries. Where a SciPy build lacks
-    it, the column-major form is used instead, in which the rows of each column come
-    in order (a counting sort), so a repeated entry is two equal neighbours.
+    Sorted rows: two equal neighbours. Otherwise SciPy's block counter
+    (:func:`repeated_entries`); where a SciPy build lacks it, the column-major form, in
+    which the rows of each column come in order (a counting sort), so a repeated entry
+    is again two equal neighbours.
     """
     if X.has_sorted_indices:
         return _repeats(X.indices, X.indptr)
-    if X.nnz and not (0 <= int(X.indices.min()) and int(X.indices.max()) < X.shape[1]):
-        # SciPy checks index ranges only on request; the counters below index by them.
-        raise ValueError(f"sparse matrix has a column index outside 0..{X.shape[1] - 1} (corrupt indices)")
-    if _count_blocks is not None:
-        return int(_count_blocks(X.shape[0], X.shape[1], 1, 1, X.indptr, X.indices)) < X.nnz
+    if repeated_entries_checkable(X):
+        return repeated_entries(X)
+    _check_index_range(X.indices, X.shape[1])
     # Only the positions are needed: the transpose of a one-byte-valued view sharing the
     # index arrays moves a byte per entry instead of the values (8 for int64 counts).
     C = sp.csr_matrix((np.ones(X.nnz, dtype=np.bool_), X.indices, X.indptr), shape=X.shape, copy=False).tocsc()
     return _repeats(C.indices, C.indptr)
+
+
+def _check_index_range(indices, n_columns):
+    # SciPy checks index ranges only on request; the counters index arrays by them.
+    if indices.size and not (0 <= int(indices.min()) and int(indices.max()) < n_columns):
+        raise ValueError(f"sparse matrix has a column index outside 0..{n_columns - 1} (corrupt indices)")
+
+
+def repeated_entries_checkable(X):
+    """Whether :func:`repeated_entries` can read the CSR matrix ``X`` as it is (SciPy has
+    its block counter, and the two index arrays share a dtype: nothing is converted)."""
+    return _count_blocks is not None and X.indptr.dtype == X.indices.dtype
+
+
+def repeated_entries(X, r0=0, r1=None):
+    """Whether rows ``r0:r1`` of the CSR matrix ``X`` store some (row, column) more than
+    once, in one pass over their indices, without sorting or allocating per entry.
+
+    SciPy's block counter (the first pass of ``tobsr``) counts the distinct positions
+    with one marker per column: at block size 1 x 1 that is the number of distinct
+    entries. It reads the rows in place (``indptr`` offsets into the whole ``indices``),
+    so blocks of rows can be checked on threads. A column index out of range is refused
+    (``ValueError``). Needs :func:`repeated_entries_checkable`.
+    """
+    r1 = X.shape[0] if r1 is None else r1
+    s, e = int(X.indptr[r0]), int(X.indptr[r1])
+    _check_index_range(X.indices[s:e], X.shape[1])
+    if e - s < 2:
+        return False
+    return int(_count_blocks(r1 - r0, X.shape[1], 1, 1, X.indptr[r0 : r1 + 1], X.indices)) < e - s
 
 
 def _repeats(minor, indptr):
@@ -423,16 +450,23 @@ def row_counts(mask, indptr):
 def row_sums(X):
     """Row totals of dense or sparse ``X`` as a 1-d float64 array."""
     if sp.issparse(X) and X.format == "csr":
-        n = X.shape[0]
-        out = np.zeros(n)
-        lengths = np.diff(X.indptr)
-        nonempty = lengths > 0
-        if nonempty.any():
-            # A vectorised segment sum over the stored values (scipy's ``sum(axis=1)``
-            # is a sparse mat-vec product with a vector of ones: slower, same numbers).
-            out[nonempty] = np.add.reduceat(X.data, X.indptr[:-1][nonempty])
-        return out
+        return csr_row_sums(X.indptr, X.data, np.empty(X.shape[0]))
     return np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
+
+
+def csr_row_sums(indptr, data, out):
+    """Totals of the CSR rows given by ``indptr`` (offsets into ``data``, from any start)
+    written into ``out`` (float64, ``len(indptr) - 1``)."""
+    lengths = np.diff(indptr)
+    nonempty = lengths > 0
+    out[~nonempty] = 0.0
+    if nonempty.any():
+        # A vectorised segment sum over the stored values (scipy's ``sum(axis=1)`` is a
+        # sparse mat-vec product with a vector of ones: slower, same numbers). reduceat
+        # reads a repeated start as one element: only non-empty rows are given.
+        s = indptr[0]
+        out[nonempty] = np.add.reduceat(data[s : indptr[-1]], indptr[:-1][nonempty] - s)
+    return out
 
 
 def frozen(tree):

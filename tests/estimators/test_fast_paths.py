@@ -59,14 +59,117 @@ def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, b
     a = np.r_[rng.random(12) * 0.5 + 0.01, rng.random(13) * 1e5 + 30][None, :] * np.array([[1.0], [0.6], [1.7]])
     got = multinomial.log_predictive(Dirichlet(a), X)
     np.testing.assert_allclose(got, _exact_dm(a, X), rtol=1e-14, atol=1e-12)
-    # duplicate entries are summed, not scored separately
-    coo = X.tocoo()
-    dup = sp.csr_matrix((np.r_[coo.data, coo.data[:4]], (np.r_[coo.row, coo.row[:4]], np.r_[coo.col, coo.col[:4]])),
-                        shape=X.shape)
-    summed = dup.copy()
-    summed.sum_duplicates()
-    np.testing.assert_allclose(multinomial.log_predictive(Dirichlet(a), dup),
-                               multinomial.log_predictive(Dirichlet(a), summed), rtol=1e-14)
+    # duplicate entries are summed, not scored separately (a (data, (row, col)) build
+    # would sum them itself: the CSR arrays are written directly)
+    dup = _with_repeats(X, rows=[0, X.shape[0] - 1])
+    assert not dup.has_canonical_format and dup.nnz > X.nnz
+    np.testing.assert_allclose(multinomial.log_predictive(Dirichlet(a), dup), _exact_dm(a, dup), rtol=1e-14, atol=1e-12)
+
+
+def _with_repeats(X, rows):
+    """``X`` with each of ``rows``' first entry stored a second time, at the row's end
+    (the same matrix, as SciPy reads it, with every stored value split in two)."""
+    X = X.tocsr()
+    data, indices, indptr = [], [], [0]
+    for i in range(X.shape[0]):
+        d, j = X.data[X.indptr[i] : X.indptr[i + 1]].copy(), X.indices[X.indptr[i] : X.indptr[i + 1]]
+        if i in rows and d.size:
+            half = d[0] / 2
+            d[0] -= half
+            d, j = np.r_[d, half], np.r_[j, j[0]]
+        data.append(d)
+        indices.append(j)
+        indptr.append(indptr[-1] + d.size)
+    return sp.csr_matrix((np.concatenate(data), np.concatenate(indices), np.array(indptr)), shape=X.shape)
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monkeypatch, threads):
+    """Small blocks on threads, the repeated entry in the last block only: the block that
+    finds it sends the whole call to a summed copy; the caller's matrix is unchanged,
+    and the row totals are those of the matrix."""
+    monkeypatch.setattr(_rising, "_BLOCK", 5)
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+    rng = np.random.default_rng(31)
+    X = _counts(rng, n=30)
+    X.data = np.floor(X.data) + 2.0  # integers >= 2: a split entry changes the count's terms
+    dup = _with_repeats(X, rows=[29])
+    before = (dup.data.copy(), dup.indices.copy(), dup.indptr.copy())
+    a = rng.random((2, X.shape[1])) * 3 + 0.2
+    totals = np.full(X.shape[0], np.nan)
+    got = _rising.sum_log_rising(a, dup, row_totals=totals)
+    np.testing.assert_array_equal(got, _rising.sum_log_rising(a, X))
+    np.testing.assert_allclose(got, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
+    np.testing.assert_array_equal(totals, np.asarray(X.sum(axis=1)).ravel())
+    for arr, was in zip((dup.data, dup.indices, dup.indptr), before):
+        np.testing.assert_array_equal(arr, was)
+    # a column index out of range in a matrix that is searched for repeats is refused
+    bad = sp.csr_matrix((dup.data, dup.indices.copy(), dup.indptr), shape=dup.shape)
+    bad.indices[-2] = X.shape[1] + 3  # the repeat (the last entry) stays
+    with pytest.raises(ValueError, match="column index outside"):
+        _rising.sum_log_rising(a, bad)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float32])
+def test_integer_and_narrow_counts_give_the_float64_values_bit_for_bit(dtype):
+    """The first product reads only the pattern and the scan compares the values as they
+    are: integer and float32 counts give exactly the float64 result."""
+    rng = np.random.default_rng(32)
+    X = sp.random(60, 20, density=0.4, random_state=33, format="csr", data_rvs=lambda k: rng.integers(1, 250, k).astype(float))
+    X.data[::3] = 1.0
+    X.data[::7] = 0.0  # stored zeros
+    a = rng.random((3, 20)) * 4 + 0.1
+    _rising._TABLES._entries.clear()
+    want = _rising.sum_log_rising(a, X)
+    np.testing.assert_allclose(want, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
+    _rising._TABLES._entries.clear()
+    np.testing.assert_array_equal(_rising.sum_log_rising(a, X.astype(dtype)), want)
+    binary = X.copy()
+    binary.data = binary.data > 1  # stored False entries: zeros
+    np.testing.assert_array_equal(_rising.sum_log_rising(a, binary), _rising.sum_log_rising(a, binary.astype(np.float64)))
+
+
+@pytest.mark.parametrize("kept", [1 << 20, 1])
+def test_counts_above_the_table_stored_zeros_and_fractions(monkeypatch, kept):
+    """Counts up to 255 come from the table, 256 and above, fractions and stored zeros
+    are evaluated directly, kept in the correction product at the row of zeros (few) or
+    taken out (many): all against mpmath."""
+    monkeypatch.setattr(_rising, "_DIRECT_KEPT", kept)
+    rng = np.random.default_rng(34)
+    X = sp.random(25, 12, density=0.5, random_state=35, format="csr", data_rvs=lambda k: rng.integers(1, 40, k).astype(float))
+    X.data[::4] = 255.0
+    X.data[1::9] = 256.0
+    X.data[2::9] = 1000.0
+    X.data[3::11] = 7.25
+    X.data[5::13] = 0.0
+    a = np.r_[rng.random(6) * 0.3 + 0.01, rng.random(6) * 1e4 + 30][None, :] * np.array([[1.0], [0.4]])
+    _rising._TABLES._entries.clear()
+    np.testing.assert_allclose(_rising.sum_log_rising(a, X), _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-11)
+    assert int(_rising._tables(a).excess.depth.max()) == 255
+
+
+def test_a_table_over_its_budget_is_clipped_and_deeper_counts_evaluated_directly(monkeypatch):
+    """A budget of 40 rows for 12 features: every depth is clipped at one level (the
+    deepest that fits), counts above it are evaluated directly, values stay exact."""
+    monkeypatch.setattr(_rising, "_TABLE_PER_PARAMETER", 0)
+    monkeypatch.setattr(_rising, "_TABLE_MIN_VALUES", 40 * 2)  # 2 classes: 40 rows
+    rng = np.random.default_rng(36)
+    X = sp.random(30, 12, density=0.6, random_state=37, format="csr", data_rvs=lambda k: rng.integers(1, 30, k).astype(float))
+    a = rng.random((2, 12)) * 6 + 0.05
+    _rising._TABLES._entries.clear()
+    got = _rising.sum_log_rising(a, X)
+    excess = _rising._tables(a).excess
+    assert excess.clip < 29 and excess.table.shape[0] - 1 <= 40
+    assert int(excess.depth.max()) == excess.clip
+    np.testing.assert_allclose(got, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-11)
+    # the same again (the clipped table covers the call), then deeper counts elsewhere
+    np.testing.assert_array_equal(_rising.sum_log_rising(a, X), got)
+    assert _rising._tables(a).excess is excess
+    deeper = X.copy()
+    deeper.data = deeper.data + 40
+    np.testing.assert_allclose(_rising.sum_log_rising(a, deeper), _exact_dm(a, deeper) + _dm_length_term(a, deeper), rtol=1e-14, atol=1e-10)
+    assert _rising._tables(a).excess.table.shape[0] - 1 <= 40
 
 
 @pytest.mark.parametrize(("block", "product_max", "chunk"), [(1 << 21, 0, 1 << 16), (5, 0, 1 << 16), (1, 0, 1 << 16),
@@ -245,23 +348,29 @@ def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
         np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), whole)
 
 
-def test_excess_table_rows_are_the_rising_factorial_excess():
-    """Every (feature, count) row of the table is log G(a + x) - log G(a) - x log a,
-    against mpmath; row 0 (the directly evaluated entries) is zero."""
+@pytest.mark.parametrize("with_rate", [False, True])
+def test_table_rows_are_what_the_first_product_leaves_of_the_rising_factorial(with_rate):
+    """Every (feature, count) row of the table is log G(a + x) - log G(a) - x s, less the
+    log a - s of the first product (s = log1p(rate), the negative binomial's, or 0),
+    against mpmath; row 0 (entries of count 1 and the directly evaluated) is zero."""
     rng = np.random.default_rng(11)
     a = np.r_[rng.random(6) * 0.2 + 1e-3, rng.random(6) * 50 + 0.5, [3e5]][None, :] * np.array([[1.0], [2.5]])
-    xmax = np.array([0, 1, 2, 3, 7, 32, 5, 2, 0, 9, 4, 32, 6], dtype=np.uint8)
-    table, rank, start = _rising._excess_table(a, xmax)
+    rate = rng.random(a.shape) * 3 + 0.01 if with_rate else None
+    depth = np.array([0, 1, 2, 3, 7, 255, 5, 2, 0, 9, 4, 32, 6], dtype=np.uint8)
+    table, rank, start = _rising._excess_table(a, depth, None if rate is None else np.log1p(rate))
     assert not table[0].any()
     mpmath.mp.dps = 40
     seen = set()
     for j in range(a.shape[1]):
-        for x in range(2, int(xmax[j]) + 1):
+        for x in range(2, int(depth[j]) + 1):
             row = int(start[x] + rank[j])
             seen.add(row)
-            want = [float(mpmath.loggamma(mpmath.mpf(float(ac)) + x) - mpmath.loggamma(mpmath.mpf(float(ac))) - x * mpmath.log(mpmath.mpf(float(ac))))
-                    for ac in a[:, j]]
-            np.testing.assert_allclose(table[row], want, rtol=1e-13, atol=1e-15)
+            want = []
+            for c in range(a.shape[0]):
+                ac = mpmath.mpf(float(a[c, j]))
+                sc = mpmath.log1p(mpmath.mpf(float(rate[c, j]))) if with_rate else 0
+                want.append(float(mpmath.loggamma(ac + x) - mpmath.loggamma(ac) - x * sc - (mpmath.log(ac) - sc)))
+            np.testing.assert_allclose(table[row], want, rtol=1e-13, atol=1e-13)
     assert seen == set(range(1, table.shape[0]))  # every row is some (feature, count), once
 
 
@@ -355,7 +464,7 @@ def test_threads_growing_one_table_keep_all_counts():
         got = list(pool.map(lambda X: _rising.sum_log_rising(a, X), batches * 3))
     for X, g in zip(batches * 3, got):
         np.testing.assert_allclose(g, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-13, atol=1e-13)
-    covered = _rising._tables(a).excess[0]
+    covered = _rising._tables(a).excess.depth
     for k in range(8):
         assert covered[5 * k % 40] >= 4 + 3 * k
 

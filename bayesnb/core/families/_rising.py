@@ -1,4 +1,4 @@
-r"""Sums of log rising factorials over sparse counts: the Dirichlet-multinomial and negative-binomial predictives as the plug-in's sparse product plus a product over the counts >= 2.
+r"""Sums of log rising factorials over sparse counts: the Dirichlet-multinomial and negative-binomial predictives as one sparse product of the data's pattern plus a product over the counts >= 2.
 
 :math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class
 is the count part of the exact Dirichlet-multinomial predictive
@@ -16,19 +16,35 @@ import numpy as np
 import scipy.sparse as sp
 
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
-from bayesnb.core.kernels import ParamCache, csr_rows_product, map_threads, num_threads, summed
+from bayesnb.core.kernels import (
+    ParamCache,
+    csr_row_sums,
+    csr_rows_product,
+    map_threads,
+    num_threads,
+    repeated_entries,
+    repeated_entries_checkable,
+    summed,
+)
 
 __all__ = ["sum_log_rising", "concentration_totals"]
 
-# Integer counts from 2 up to this value read their excess log Γ(a + x) - log Γ(a) - x log a
-# from a per-posterior table (see _excess_table); larger or non-integer values are
-# evaluated directly.
-_TABLE_MAX = 32
+# Integer counts from 2 up to this value (the largest uint8) read their part of the
+# predictive from a per-posterior table (see _excess_table); larger or non-integer values
+# are evaluated directly.
+_TABLE_MAX = 255
+# The table holds at most max(_TABLE_PER_PARAMETER x a.size, _TABLE_MIN_VALUES) values:
+# past that, every feature's depth is clipped at one level (see _depths), and deeper
+# counts are evaluated directly. Real text stays well inside (20 Newsgroups' test set
+# needs 94 k rows of 20 classes against the 260 k this allows; long documents 10 k rows
+# of 2 classes); counts that are large for every feature do not build a table many
+# times the size of the posterior.
+_TABLE_PER_PARAMETER = 2
+_TABLE_MIN_VALUES = 1 << 20
 
 
 # Stored entries per block of rows in ``sum_log_rising``: bounds the scratch arrays of a
-# block (the float64 copy of integer values for the product; positions, features and
-# table rows of its entries other than 0 and 1).
+# block (positions, features and table rows of its entries other than 1).
 _BLOCK = 1 << 19
 _MIN_BLOCK = 1 << 16
 # Two blocks per thread: the calling thread and the pool's share them from one queue
@@ -38,45 +54,89 @@ _BLOCKS_PER_THREAD = 2
 # Entries per chunk of the direct (non-tabled) evaluation, whose scratch is
 # (entries x classes) floats.
 _DIRECT_CHUNK = 1 << 15
+# Directly evaluated entries stay in a block's correction product, at the table's row of
+# zeros, while they are at most one in this many of its entries other than 1 (taking them
+# out is a pass over all of them: 20 Newsgroups' test set has 25 of 320 k).
+_DIRECT_KEPT = 8
 
 
-def _log_rising_excess(a, x):
-    r""":math:`\log\Gamma(a + x) - \log\Gamma(a) - x \log a`, elementwise (broadcasting)."""
-    return _log_rising_np(a, x) - x * np.log(a)
+class _Excess(NamedTuple):
+    """One snapshot of a posterior's table (:func:`_excess_table`): counts ``2 ..
+    depth[j]`` of feature ``j`` are tabled; ``clip`` is the deepest level the table's
+    budget allowed (``_TABLE_MAX`` unless clipped; every depth is at most ``clip``)."""
+
+    depth: np.ndarray  # uint8, (n_features,)
+    clip: int
+    table: np.ndarray  # (1 + rows, n_classes)
+    rank: np.ndarray
+    start: np.ndarray
 
 
 def _covers(excess, xmax):
-    """Whether the table snapshot ``excess`` (or ``None``) covers the counts ``xmax``."""
-    return excess is not None and bool(np.all(xmax <= excess[0]))
+    """Whether the table snapshot ``excess`` (or ``None``) covers the deepest counts
+    ``xmax`` per feature (counts past its ``clip`` are evaluated directly)."""
+    if excess is None:
+        return False
+    if excess.clip < _TABLE_MAX:
+        xmax = np.minimum(xmax, excess.clip)
+    return bool(np.all(xmax <= excess.depth))
 
 
-def _excess_table(a, xmax):
-    r"""The excess :math:`R_c(j, x) = \sum_{m=1}^{x-1} \log(1 + m / a_{cj})` of the rising
-    factorial over :math:`x \log a_{cj}`, for every tabled (feature, count).
+def _covers_entries(excess, cols, counts):
+    """:func:`_covers` for a block's entries (features ``cols``, uint8 ``counts``, 0 where
+    untabled): one gather and compare, no per-feature maximum."""
+    if excess is None:
+        return False
+    if excess.clip < _TABLE_MAX:
+        counts = np.minimum(counts, excess.clip)
+    return bool(np.all(np.take(excess.depth, cols) >= counts))
 
-    The features with some tabled count are ranked by their highest count ``xmax``
-    (deepest first), so that the features reaching level ``m`` are a prefix of that
-    order and each level is one contiguous slice: the running sums over ``m`` are
-    updated in place and written out as consecutive rows. The row of feature ``j`` at
-    count ``x >= 2`` is ``start[x] + rank[j]``; row 0 is zeros, the row of the entries
-    whose excess is evaluated directly. A product of the data's entries of counts
-    >= 2 with this table (value 1, pointing at their rows) adds their whole excess.
+
+def _depths(need, n_classes):
+    """The table's per-feature depths for the deepest counts ``need`` (uint8, per
+    feature), and its clip level: ``need`` itself where the rows fit the budget, else
+    ``min(need, clip)`` with the deepest ``clip`` that fits."""
+    budget = max(_TABLE_PER_PARAMETER * need.size, _TABLE_MIN_VALUES // max(n_classes, 1))
+    levels = np.arange(_TABLE_MAX + 1)
+    features_at = np.bincount(need, minlength=_TABLE_MAX + 1)
+    # rows[d]: the table's rows with every depth clipped at d, sum_k features_at[k] * (min(k, d) - 1)+.
+    rows = features_at @ np.maximum(np.minimum.outer(levels, levels) - 1, 0)
+    clip = int(np.flatnonzero(rows <= budget)[-1])  # rows[0] = rows[1] = 0
+    depth = need if clip == _TABLE_MAX else np.minimum(need, clip).astype(np.uint8)
+    return depth, clip
+
+
+def _excess_table(a, depth, shift=None):
+    r"""The part of the log rising factorial that the product of the data's entries with
+    ``log a - shift`` leaves out, for every tabled (feature, count):
+    :math:`T_c(j, x) = \sum_{m=1}^{x-1} \left[\log(a_{cj} + m) - s_{cj}\right]`, so that
+    :math:`\log a_{cj} - s_{cj} + T_c(j, x) = \log\Gamma(a_{cj} + x) - \log\Gamma(a_{cj}) - x s_{cj}`
+    (``shift`` :math:`s`, ``(n_classes, n_features)``, is :math:`\log(1 + b)` for the
+    negative binomial with rate :math:`b`, else zero).
+
+    The features with some tabled count are ranked by their depth (deepest first), so
+    that the features reaching level ``m`` are a prefix of that order and each level is
+    one contiguous slice: the running sums over ``m`` are updated in place and written
+    out as consecutive rows. The row of feature ``j`` at count ``x >= 2`` is
+    ``start[x] + rank[j]``; row 0 is zeros (entries of count 1 and entries evaluated
+    directly point nowhere). A product of the data's entries of counts >= 2 with this
+    table (value 1, pointing at their rows) adds their whole remainder.
 
     Returns
     -------
     table : ndarray of shape (1 + n_tabled, n_classes)
     rank : int ndarray of shape (n_features,)
-    start : int ndarray of shape (max count + 1,)
+    start : int ndarray of shape (max depth + 1,)
     """
-    xmax = np.asarray(xmax, dtype=np.intp)
-    cols = np.flatnonzero(xmax >= 2)
-    cols = cols[np.argsort(-xmax[cols], kind="stable")]
-    depth = xmax[cols]
-    rank = np.zeros(xmax.shape[0], dtype=np.intp)
+    depth = np.asarray(depth, dtype=np.intp)
+    cols = np.flatnonzero(depth >= 2)
+    cols = cols[np.argsort(-depth[cols], kind="stable")]
+    deep = depth[cols]
+    rank = np.zeros(depth.shape[0], dtype=np.intp)
     rank[cols] = np.arange(cols.size)
-    top = int(depth[0]) if cols.size else 1
-    # k[m]: number of features with xmax > m, for the levels m = 1 .. top - 1 (count m + 1).
-    k = np.searchsorted(-depth, -np.arange(top), side="left")
+    top = int(deep[0]) if cols.size else 1
+    # k[m]: number of features with depth > m, for the levels m = 1 .. top - 1 (count m + 1).
+    k = np.searchsorted(-deep, -np.arange(top), side="left")
     start = np.zeros(top + 1, dtype=np.intp)
     start[2:] = 1 + np.concatenate([[0], np.cumsum(k[1:-1])]) if top >= 2 else []
     n_rows = 1 + int(k[1:].sum())
@@ -86,33 +146,39 @@ def _excess_table(a, xmax):
     rank, start = rank.astype(index), start.astype(index)
     table[0] = 0.0
     a_sub = np.ascontiguousarray(np.take(a, cols, axis=1).T)
+    shift_sub = None if shift is None else np.ascontiguousarray(np.take(shift, cols, axis=1).T)
     running = np.zeros_like(a_sub)
     step = np.empty_like(a_sub)
     for m in range(1, top):
         km = k[m]
-        np.divide(m, a_sub[:km], out=step[:km])
-        np.log1p(step[:km], out=step[:km])
+        np.add(a_sub[:km], m, out=step[:km])
+        np.log(step[:km], out=step[:km])
+        if shift_sub is not None:
+            step[:km] -= shift_sub[:km]
         running[:km] += step[:km]
         table[start[m + 1] : start[m + 1] + km] = running[:km]
     return table, rank, start
 
 
 class _PredictiveTables:
-    """Per-posterior parts of the predictive: ``log a`` (minus ``log1p(rate)`` where a
-    negative-binomial rate is given) laid out (features, classes), C-contiguous (the
-    layout scipy's sparse product reads), and the table of the excess of counts >= 2,
-    grown to the deepest count seen so far for each feature.
+    """Per-posterior parts of the predictive: ``log a`` (minus ``shift = log1p(rate)``
+    where a negative-binomial rate is given) laid out (features, classes), C-contiguous
+    (the layout scipy's sparse product reads), ``shift`` in the same layout, and the table
+    of counts >= 2, grown to the deepest count seen so far for each feature.
 
     The table is shared by every caller with this posterior, threads included. It is
-    only ever replaced whole (``excess``, a tuple ``(xmax covered, table, rank, start)``),
-    and a call works with one snapshot of it throughout: a table grown by another call in
-    the meantime ranks its rows differently.
+    only ever replaced whole (``excess``, an :class:`_Excess`), and a call works with one
+    snapshot of it throughout: a table grown by another call in the meantime ranks its
+    rows differently.
     """
 
     def __init__(self, a, rate=None):
         self.log_a_t = np.log(a.T, out=np.empty(a.shape[::-1]))
+        self.shift = self.shift_t = None
         if rate is not None:
-            self.log_a_t -= np.log1p(np.asarray(rate, dtype=np.float64)).T
+            self.shift = np.log1p(np.asarray(rate, dtype=np.float64))
+            self.shift_t = np.ascontiguousarray(self.shift.T)
+            self.log_a_t -= self.shift_t
         self.excess = None
         self.total = None  # a.sum(axis=1), where asked for
         self._grow = threading.Lock()
@@ -124,8 +190,9 @@ class _PredictiveTables:
             cached = self.excess
             if _covers(cached, xmax):
                 return cached
-            need = xmax if cached is None else np.maximum(xmax, cached[0])
-            cached = (need, *_excess_table(a, need))
+            need = xmax if cached is None else np.maximum(xmax, cached.depth)
+            depth, clip = _depths(need, a.shape[0])
+            cached = _Excess(depth, clip, *_excess_table(a, depth, self.shift))
             self.excess = cached
             return cached
 
@@ -149,8 +216,8 @@ def concentration_totals(a):
     return tables.total
 
 
-# Values 1.0 for the correction product (one per entry of count >= 2), shared by all calls
-# and grown when a block needs more; never written after it is made.
+# Values 1.0 for the products (one per stored entry), shared by all calls and grown when
+# a block needs more; never written after it is made.
 _ONES = np.ones(0)
 
 
@@ -163,29 +230,56 @@ def _ones(n):
     return ones[:n]
 
 
-def sum_log_rising(a, X, rate=None):
+# A block's first pass found an entry stored twice (see sum_log_rising).
+_REPEATED = object()
+
+
+def sum_log_rising(a, X, rate=None, row_totals=None):
     r""":math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class
     (minus :math:`\sum_j x_{ij} \log(1 + b_{cj})` where ``rate`` :math:`b` is given: the
     count terms of the negative-binomial predictive).
 
-    Written as :math:`x \log a + R(a, x)` with the excess
-    :math:`R(a, x) = \log\Gamma(a + x) - \log\Gamma(a) - x \log a`, which is zero for
-    :math:`x \in \{0, 1\}`, the bulk of text counts. The first term is the plug-in
-    likelihood's sparse product. The excess of integer counts from 2 to ``_TABLE_MAX`` is
-    read from a table of the (feature, count) pairs needed (:func:`_excess_table`, kept
-    for the posterior while it is unchanged and grown when deeper counts come), by a
-    second sparse product over those entries alone, added to the first; larger or
-    fractional values add their excess directly. Duplicate entries of a non-canonical
-    CSR matrix are summed first.
+    Every stored entry :math:`x \ne 0` contributes :math:`\log a - s` plus a remainder
+    that is zero at :math:`x = 1`, the bulk of text counts (:math:`s = \log(1 + b)` or
+    0). The first term is one sparse product of the data's pattern (values 1: nothing of
+    the data is converted or copied) with :math:`\log a - s`. The remainder of integer
+    counts from 2 to ``_TABLE_MAX`` is read from a table of the (feature, count) pairs
+    needed (:func:`_excess_table`, kept for the posterior while it is unchanged and
+    grown when deeper counts come), by a second sparse product over those entries
+    alone, added to the first; larger or fractional values, and stored zeros, add theirs
+    directly.
 
-    Two passes over blocks of rows, each on threads: the plug-in products with the scan
-    for counts >= 2, then the corrections. Each pass reads one table (``log a``, then the
-    excess): alternating them block by block would keep both in the cache at once.
+    Two passes over blocks of rows, each on threads: the first products with the scan
+    for values other than 1, then the corrections. Each pass reads one table (``log a``,
+    then the remainder): alternating them block by block would keep both in the cache at
+    once. The terms of an entry are not additive in its count, so an entry stored twice
+    (a non-canonical CSR matrix) must be summed first: the first pass looks for such
+    entries in its block where the matrix is not known to be canonical, and if one is
+    found the call starts again on a summed copy (the caller's matrix is not altered).
+
+    Parameters
+    ----------
+    a : ndarray of shape (n_classes, n_features)
+        Positive concentrations.
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Non-negative counts.
+    rate : ndarray of shape (n_classes, n_features), optional
+        The Gamma posterior's rate (the negative-binomial predictive).
+    row_totals : ndarray of shape (n_samples,), optional
+        Filled with the rows' totals of ``X`` (document lengths) by the first pass, which
+        reads the values anyway.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
     """
-    # R(a, x) is not additive in x: duplicate entries are summed first.
-    X = summed(sp.csr_matrix(X) if not sp.issparse(X) else X)
+    X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+    check = not X.has_canonical_format
+    if check and not repeated_entries_checkable(X):
+        X, check = summed(X), False
     n, n_features = X.shape
     tables = _tables(a, rate)
+    integral = X.dtype.kind in "iub"
     indptr = X.indptr
     # _BLOCKS_PER_THREAD blocks per thread, of at most _BLOCK entries (the scratch bound)
     # and at least _MIN_BLOCK.
@@ -199,11 +293,14 @@ def sum_log_rising(a, X, rate=None):
     # product release the GIL).
     # One snapshot of the cached table for the first pass (see _PredictiveTables).
     snapshot = tables.excess
-    pending = [
-        (rb, job)
-        for rb, job in zip(blocks, map_threads(lambda rb: _first_pass(X, *rb, tables.log_a_t, snapshot, out), blocks))
-        if job is not None
-    ]
+
+    def first(rb):
+        return _first_pass(X, *rb, tables.log_a_t, snapshot, out, check, integral, row_totals)
+
+    jobs = map_threads(first, blocks)
+    if any(job is _REPEATED for job in jobs):
+        return sum_log_rising(a, summed(X), rate, row_totals)
+    pending = [(rb, job) for rb, job in zip(blocks, jobs) if job is not None]
     if not pending:
         return out
     excess = snapshot
@@ -212,105 +309,113 @@ def sum_log_rising(a, X, rate=None):
         xmax = np.zeros(n_features, dtype=np.uint8)
         for _, job in pending:
             if isinstance(job, _Scan):
-                np.maximum(xmax, job.xmax, out=xmax)
+                # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
+                np.maximum.at(xmax, job.cols, job.counts)
         excess = tables.grown(a, xmax)
 
     def correct(item):
         (r0, r1), job = item
         if isinstance(job, _Correction) and job.excess is not excess:
-            job = _scan(X, r0, r1)  # its rows index an older table: read the block again
+            job = _scan(X, r0, r1, integral)  # its rows index an older table: read the block again
         if isinstance(job, _Scan):
             job = _correction(X, r0, r1, job, excess)
-        _add_correction(r0, r1, job, a, excess[1], out)
+        _add_correction(r0, r1, job, a, tables, out)
 
     map_threads(correct, pending)
     return out
 
 
 class _Scan(NamedTuple):
-    """The entries of a block with a non-zero excess (values other than 0 and 1)."""
+    """The entries of a block with a non-zero remainder (values other than 1)."""
 
     pos: np.ndarray  # positions in the block
     cols: np.ndarray  # features
-    counts: np.ndarray  # uint8 counts; 0 where the excess is evaluated directly
-    direct: np.ndarray | None  # indices into pos of the untabled values, if any
+    counts: np.ndarray  # uint8 counts; 0 where the remainder is evaluated directly
     vals: np.ndarray
-    xmax: np.ndarray  # deepest tabled count per feature
+    direct: bool  # whether some are evaluated directly
 
 
 class _Correction(NamedTuple):
-    """A block's tabled entries (counts 2 to ``_TABLE_MAX``) as a CSR matrix over the rows
-    of the table snapshot ``excess``, and its untabled values as (row in block, feature,
-    value), if any."""
+    """A block's tabled entries as a CSR matrix over the rows of the table snapshot
+    ``excess``, and its untabled values as (row in block, feature, value), if any."""
 
     indptr: np.ndarray
     rows: np.ndarray
     direct: tuple | None
-    excess: tuple
+    excess: _Excess
 
 
-def _first_pass(X, r0, r1, log_a_t, snapshot, out):
-    """Rows ``r0:r1``: the plug-in product into ``out``, and the scan for the entries with a
-    non-zero excess: ``None`` where there are none, their :class:`_Correction` where the
-    table ``snapshot`` covers them, else the :class:`_Scan` (the table is grown first)."""
+def _first_pass(X, r0, r1, log_a_t, snapshot, out, check, integral, row_totals):
+    """Rows ``r0:r1``: the product of their pattern with ``log_a_t`` into ``out``, and the
+    scan for the entries with a non-zero remainder: ``None`` where there are none, their
+    :class:`_Correction` where the table ``snapshot`` covers them, else the
+    :class:`_Scan` (the table is grown first). ``_REPEATED`` where ``check`` finds an
+    entry stored twice. The rows' totals go to ``row_totals`` where given."""
+    if check and repeated_entries(X, r0, r1):
+        return _REPEATED
     s, e = X.indptr[r0], X.indptr[r1]
-    csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e], X.data[s:e].astype(np.float64, copy=False), log_a_t, out[r0:r1])
-    scan = _scan(X, r0, r1)
+    csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e], _ones(e - s), log_a_t, out[r0:r1])
+    if row_totals is not None:
+        csr_row_sums(X.indptr[r0 : r1 + 1], X.data, row_totals[r0:r1])
+    scan = _scan(X, r0, r1, integral)
     if scan is None:
         return None
     # Kept until the second pass: the compact form where the table is ready (every call
     # after the first with a posterior), the scan otherwise.
-    if _covers(snapshot, scan.xmax):
+    if _covers_entries(snapshot, scan.cols, scan.counts):
         return _correction(X, r0, r1, scan, snapshot)
     return scan
 
 
-def _scan(X, r0, r1):
-    """The entries of rows ``r0:r1`` with a non-zero excess (:class:`_Scan`), or ``None``."""
+def _scan(X, r0, r1, integral):
+    """The entries of rows ``r0:r1`` other than 1 (:class:`_Scan`), or ``None``."""
     s, e = X.indptr[r0], X.indptr[r1]
     v = X.data[s:e]
     pos = np.flatnonzero(v != 1)
-    vals = np.take(v, pos)
-    keep = vals != 0
-    if not keep.all():
-        pos, vals = pos[keep], vals[keep]
     if not pos.size:
         return None
+    vals = np.take(v, pos)
     cols = np.take(X.indices[s:e], pos)
-    tabled = (vals >= 2) & (vals <= _TABLE_MAX) & (vals == np.floor(vals))
+    tabled = (vals >= 2) & (vals <= _TABLE_MAX)
+    if not integral:
+        tabled &= vals == np.floor(vals)
     if tabled.all():
-        direct, counts = None, vals.astype(np.uint8)
-    else:
-        direct = np.flatnonzero(~tabled)
-        counts = np.where(tabled, vals, 0).astype(np.uint8)
-    xmax = np.zeros(X.shape[1], dtype=np.uint8)
-    # Same dtype as the counts: ufunc.at then takes its fast path (mixed dtypes: 30x slower).
-    np.maximum.at(xmax, cols, counts)
-    return _Scan(pos, cols, counts, direct, vals, xmax)
+        return _Scan(pos, cols, vals.astype(np.uint8), vals, False)
+    # Stored zeros, fractions and counts above the table: evaluated directly.
+    return _Scan(pos, cols, np.where(tabled, vals, 0).astype(np.uint8), vals, True)
 
 
 def _correction(X, r0, r1, scan, excess):
     """The :class:`_Correction` of a scanned block, on the table snapshot ``excess``."""
-    _, _, rank, start = excess
     local = X.indptr[r0 : r1 + 1] - X.indptr[r0]
     pos, cols, counts, direct = scan.pos, scan.cols, scan.counts, None
-    if scan.direct is not None:
-        d = scan.direct
+    untabled = scan.direct
+    if excess.clip < _TABLE_MAX and (counts > excess.clip).any():
+        # A clipped table: deeper counts are evaluated directly (the scan is kept as it is,
+        # for a later snapshot).
+        counts = np.where(counts > excess.clip, 0, counts).astype(np.uint8)
+        untabled = True
+    d = None
+    if untabled:
+        d = np.flatnonzero(counts == 0)
         direct = (np.searchsorted(local, pos[d], side="right") - 1, cols[d], scan.vals[d].astype(np.float64))
-        tabled = counts != 0
-        pos, cols, counts = pos[tabled], cols[tabled], counts[tabled]
-    rows = start[counts]
-    rows += rank[cols]
+        if d.size > pos.size // _DIRECT_KEPT:
+            tabled = counts != 0
+            pos, cols, counts, d = pos[tabled], cols[tabled], counts[tabled], None
+    rows = excess.start[counts]
+    rows += excess.rank[cols]
+    if d is not None:
+        rows[d] = 0  # few: kept in the product, at the table's row of zeros
     if rows.size >= 2**31:  # a block of one row longer than int32 can count
         rows = rows.astype(np.intp)
     return _Correction(np.searchsorted(pos, local).astype(rows.dtype), rows, direct, excess)
 
 
-def _add_correction(r0, r1, corr, a, table, out):
-    """Adds the excess of a block's entries of counts >= 2 to ``out[r0:r1]``: one sparse
-    product of those entries (value 1) with the table rows of their (feature, count),
-    then the directly evaluated excess of larger or fractional values."""
-    csr_rows_product(corr.indptr, corr.rows, _ones(corr.rows.size), table, out[r0:r1], accumulate=True)
+def _add_correction(r0, r1, corr, a, tables, out):
+    """Adds the remainder of a block's entries other than 1 to ``out[r0:r1]``: one sparse
+    product of the tabled ones (value 1) with the table rows of their (feature, count),
+    then the directly evaluated remainder of the others."""
+    csr_rows_product(corr.indptr, corr.rows, _ones(corr.rows.size), corr.excess.table, out[r0:r1], accumulate=True)
     if corr.direct is None:
         return
     r, c, v = corr.direct
@@ -325,8 +430,11 @@ def _add_correction(r0, r1, corr, a, table, out):
             if row_first > c0:
                 c1 = row_first
         rc, cc, vc = r[c0:c1], c[c0:c1], v[c0:c1]
-        a_c = np.take(a, cc, axis=1).T
-        terms = _log_rising_excess(a_c, vc[:, None])
+        # log G(a + x) - log G(a) - x s, less the log a - s the first product added.
+        terms = _log_rising_np(np.take(a, cc, axis=1).T, vc[:, None])
+        terms -= np.take(tables.log_a_t, cc, axis=0)
+        if tables.shift_t is not None:
+            terms -= vc[:, None] * np.take(tables.shift_t, cc, axis=0)
         starts = np.flatnonzero(np.r_[True, rc[1:] != rc[:-1]])
         out[r0 + rc[starts]] += np.add.reduceat(terms, starts, axis=0)
         c0 = c1

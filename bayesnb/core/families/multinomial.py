@@ -145,11 +145,12 @@ def log_predictive(post, X):
         return _log_predictive_traced(post.concentration, X)
     a = np.asarray(post.concentration, dtype=np.float64)
     total = concentration_totals(a)
-    out = sum_log_rising(a, X)
+    totals = np.empty(X.shape[0])
+    out = sum_log_rising(a, X, row_totals=totals)
     # Document lengths repeat (integers, mostly a few hundred distinct values): the
     # class-total term is evaluated once per distinct length, and subtracted in slices
     # of rows rather than through an (n_samples, n_classes) temporary.
-    lengths, inverse = _distinct(row_sums(X))
+    lengths, inverse = _distinct(totals)
     per_length = _log_rising_np(total[None, :], lengths[:, None])
     step = 1 << 16
     for r0 in range(0, out.shape[0], step):

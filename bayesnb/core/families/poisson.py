@@ -224,8 +224,8 @@ def log_predictive(post, X):
         return sum_log_rising_jax(a, X) - matmul(X, jnp.log1p(b).T) + bias - _row_log_factorial(X)[:, None]
     a = np.asarray(post.concentration, dtype=np.float64)
     b = np.asarray(post.rate, dtype=np.float64)
-    # The rising factorials and the x log1p(b) terms: the x log(a / (1 + b)) product plus
-    # the excess of the counts >= 2 (see _rising).
+    # The rising factorials and the x log1p(b) terms: the product of the data's pattern
+    # with log(a / (1 + b)) plus the remainder of the values other than 1 (see _rising).
     out = sum_log_rising(a, X, rate=b)
     out += _BIAS.get((a, b), "negative-binomial bias", lambda: -(a * np.log1p(1.0 / b)).sum(axis=1))
     out -= _row_log_factorial(X)[:, None]
