@@ -141,7 +141,9 @@ def _csr_class_totals_product(X, y_index, n_classes, w):
     entries, with ``n_classes`` multiply-adds each and nothing per entry allocated. Two
     blocks of rows on threads; each goes through its rows in chunks of about
     ``_PRODUCT_CHUNK`` entries, for which it converts the values to float64 (if they
-    are not) and builds the rows of :math:`Y`.
+    are not) and builds the rows of :math:`Y`. The values must be finite (the
+    estimators refuse others first): an infinite count times a zero of :math:`Y` would
+    put NaN in the other classes' totals.
     """
     from bayesnb.core.kernels import csr_rows_transposed_product, map_threads
 
@@ -154,8 +156,9 @@ def _csr_class_totals_product(X, y_index, n_classes, w):
         r0, r1 = rb
         out = np.zeros((n_features, n_classes))
         while r0 < r1:
-            # At least one row; else the rows whose entries end within the next chunk.
-            c1 = max(r0 + 1, min(r1, int(np.searchsorted(indptr, indptr[r0] + _PRODUCT_CHUNK, side="right")) - 1))
+            # At least one row; else the rows whose entries end within the next chunk, and
+            # at most _PRODUCT_CHUNK rows (empty rows take no entries but a row of Y).
+            c1 = max(r0 + 1, min(r1, r0 + _PRODUCT_CHUNK, int(np.searchsorted(indptr, indptr[r0] + _PRODUCT_CHUNK, side="right")) - 1))
             s, e = indptr[r0], indptr[c1]
             Y = np.zeros((c1 - r0, n_classes))
             Y[np.arange(c1 - r0), y_index[r0:c1]] = 1.0 if w is None else w[r0:c1]

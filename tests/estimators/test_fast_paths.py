@@ -95,6 +95,7 @@ def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monk
     X = _counts(rng, n=30)
     X.data = np.floor(X.data) + 2.0  # integers >= 2: a split entry changes the count's terms
     dup = _with_repeats(X, rows=[29])
+    assert not dup.has_canonical_format and dup.nnz > X.nnz
     before = (dup.data.copy(), dup.indices.copy(), dup.indptr.copy())
     a = rng.random((2, X.shape[1])) * 3 + 0.2
     totals = np.full(X.shape[0], np.nan)
@@ -109,6 +110,29 @@ def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monk
     bad.indices[-2] = X.shape[1] + 3  # the repeat (the last entry) stays
     with pytest.raises(ValueError, match="column index outside"):
         _rising.sum_log_rising(a, bad)
+
+
+@pytest.mark.parametrize("threads", ["1", "2"])
+def test_a_clipped_table_grown_again_still_covers_the_blocks_it_covered(monkeypatch, threads):
+    """A clipped table (clip 6: ten features at count 20 overflow a 55-row budget) is
+    grown by a call whose second block brings a new feature: the first block, prepared on
+    the clipped snapshot, is read again on the grown table. Its count 20 is still past
+    the clip (the clip never rises) and evaluated directly; with a clip back at 255 the
+    grown table (depth 6) has no row for it (found by review: IndexError or another
+    feature's row)."""
+    monkeypatch.setattr(_rising, "_TABLE_PER_PARAMETER", 0)
+    monkeypatch.setattr(_rising, "_TABLE_MIN_VALUES", 110)  # 2 classes: 55 rows
+    monkeypatch.setattr(_rising, "_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
+    a = np.ones((2, 11)) * np.array([[1.0], [2.5]])
+    X1 = sp.csr_matrix(np.r_[np.full(10, 20.0), 0.0][None, :])
+    X2 = sp.csr_matrix(np.array([[20.0] + [0.0] * 10, [0.0] * 10 + [5.0]]))
+    _rising._TABLES._entries.clear()
+    np.testing.assert_allclose(_rising.sum_log_rising(a, X1), _exact_dm(a, X1) + _dm_length_term(a, X1), rtol=1e-14, atol=1e-11)
+    assert _rising._tables(a).excess.clip == 6
+    np.testing.assert_allclose(_rising.sum_log_rising(a, X2), _exact_dm(a, X2) + _dm_length_term(a, X2), rtol=1e-14, atol=1e-11)
+    assert _rising._tables(a).excess.clip <= 6 and _rising._tables(a).excess.depth[10] == 5
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float32])
@@ -212,6 +236,28 @@ def test_two_class_totals_do_not_depend_on_the_thread_count(monkeypatch, values)
     Y = np.zeros((X.shape[0], 2))
     Y[np.arange(X.shape[0]), y] = w
     np.testing.assert_allclose(got[0], (X.astype(np.float64).T @ Y).T, rtol=1e-14)
+
+
+def test_class_totals_chunks_bound_the_rows_of_the_one_hot_matrix(monkeypatch):
+    """Empty rows take no entries but a row of the one-hot class matrix each: a chunk
+    is capped in rows too (found by review: a million empty rows made one chunk)."""
+    from bayesnb.core import kernels
+
+    monkeypatch.setattr(stats, "_PRODUCT_CHUNK", 8)
+    seen = []
+    real = kernels.csr_rows_transposed_product
+
+    def spy(indptr, indices, data, Y, out):
+        seen.append(Y.shape[0])
+        return real(indptr, indices, data, Y, out)
+
+    monkeypatch.setattr(kernels, "csr_rows_transposed_product", spy)
+    rng = np.random.default_rng(5)
+    X = sp.vstack([sp.csr_matrix((1000, 6)), sp.random(20, 6, density=0.5, format="csr", random_state=rng)], format="csr")
+    y = rng.integers(0, 2, X.shape[0])
+    got = stats.count_stats(X, y, 2).feature_count
+    np.testing.assert_allclose(got, (X.T @ np.eye(2)[y]).T, rtol=1e-15)
+    assert max(seen) <= 8
 
 
 def test_sparse_products_are_bit_identical_in_slices_threads_and_integer_counts(monkeypatch):

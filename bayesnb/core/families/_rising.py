@@ -92,16 +92,17 @@ def _covers_entries(excess, cols, counts):
     return bool(np.all(np.take(excess.depth, cols) >= counts))
 
 
-def _depths(need, n_classes):
+def _depths(need, n_classes, max_clip=_TABLE_MAX):
     """The table's per-feature depths for the deepest counts ``need`` (uint8, per
     feature), and its clip level: ``need`` itself where the rows fit the budget, else
-    ``min(need, clip)`` with the deepest ``clip`` that fits."""
+    ``min(need, clip)`` with the deepest ``clip`` that fits, and never above ``max_clip``
+    (the clip of the table it replaces: see :meth:`_PredictiveTables.grown`)."""
     budget = max(_TABLE_PER_PARAMETER * need.size, _TABLE_MIN_VALUES // max(n_classes, 1))
     levels = np.arange(_TABLE_MAX + 1)
     features_at = np.bincount(need, minlength=_TABLE_MAX + 1)
     # rows[d]: the table's rows with every depth clipped at d, sum_k features_at[k] * (min(k, d) - 1)+.
     rows = features_at @ np.maximum(np.minimum.outer(levels, levels) - 1, 0)
-    clip = int(np.flatnonzero(rows <= budget)[-1])  # rows[0] = rows[1] = 0
+    clip = min(int(np.flatnonzero(rows <= budget)[-1]), max_clip)  # rows[0] = rows[1] = 0
     depth = need if clip == _TABLE_MAX else np.minimum(need, clip).astype(np.uint8)
     return depth, clip
 
@@ -191,7 +192,12 @@ class _PredictiveTables:
             if _covers(cached, xmax):
                 return cached
             need = xmax if cached is None else np.maximum(xmax, cached.depth)
-            depth, clip = _depths(need, a.shape[0])
+            # The clip never rises: an entry the old table covered (tabled, or past its
+            # clip and so evaluated directly) is then covered by the new one, which the
+            # blocks prepared on an older snapshot and read again rely on. (A higher clip
+            # would table counts that the old depths, capped at the old clip, never
+            # reached: their rows would not exist.)
+            depth, clip = _depths(need, a.shape[0], _TABLE_MAX if cached is None else cached.clip)
             cached = _Excess(depth, clip, *_excess_table(a, depth, self.shift))
             self.excess = cached
             return cached
