@@ -46,7 +46,7 @@ try:  # ...and its CSC x dense kernel, which reads CSR rows as the columns of a 
 except ImportError:  # pragma: no cover - every SciPy in the supported range has it
     _csc_matvecs = None
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "repeated_entries", "repeated_entries_checkable", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "csr_row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "ParamCache", "frozen"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "repeated_entries", "repeated_entries_checkable", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "csr_row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "entry_blocks", "ParamCache", "frozen"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -222,6 +222,26 @@ def release_host_arguments():
 
 # Fewer rows than this are not worth a thread of their own in the row-blocked loops.
 _PARALLEL_MIN_ROWS = 1 << 16
+
+
+def entry_blocks(indptr, step):
+    """``(start, stop)`` runs of whole CSR rows (``indptr``, from 0) holding about ``step``
+    stored entries each: a cut falls at the row where each multiple of ``step`` entries
+    is reached (a longer row is a run of its own), empty runs left out.
+
+    Parameters
+    ----------
+    indptr : int ndarray of shape (n_rows + 1,)
+    step : int, >= 1
+
+    Returns
+    -------
+    list of (int, int)
+    """
+    n, nnz = indptr.shape[0] - 1, int(indptr[-1])
+    cuts = np.searchsorted(indptr, np.arange(step, nnz, step), side="right") - 1
+    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    return [(int(a), int(b)) for a, b in zip(bounds[:-1], bounds[1:]) if b > a]
 
 
 def row_ranges(n, block):
@@ -416,8 +436,7 @@ def matmul(X, W):
     # Slices with about equal numbers of entries: a few per thread (a thread slowed
     # down by other processes then takes fewer), and at most _CONVERT_BLOCK if converted.
     slices = max(workers * _SLICES_PER_THREAD if workers > 1 else 1, -(-X.nnz // _CONVERT_BLOCK) if convert else 1)
-    cuts = np.searchsorted(X.indptr, np.linspace(0, X.nnz, slices + 1)[1:-1])
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
+    blocks = entry_blocks(X.indptr, max(1, -(-X.nnz // slices)))
     out = np.empty((n, W.shape[1]), dtype=np.float64)
 
     def part(r0, r1):
@@ -426,10 +445,10 @@ def matmul(X, W):
         csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e], data, W, out[r0:r1])
 
     if workers == 1:
-        for r0, r1 in zip(bounds[:-1], bounds[1:]):
+        for r0, r1 in blocks:
             part(r0, r1)
         return out
-    map_threads(lambda rb: part(*rb), zip(bounds[:-1], bounds[1:]))
+    map_threads(lambda rb: part(*rb), blocks)
     return out
 
 

@@ -16,6 +16,8 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 
+from bayesnb.core.kernels import csr_rows_transposed_product, entry_blocks, map_threads
+
 __all__ = [
     "CountStats",
     "CategoricalStats",
@@ -145,12 +147,8 @@ def _csr_class_totals_product(X, y_index, n_classes, w):
     estimators refuse others first): an infinite count times a zero of :math:`Y` would
     put NaN in the other classes' totals.
     """
-    from bayesnb.core.kernels import csr_rows_transposed_product, map_threads
-
-    n, n_features = X.shape
+    n_features = X.shape[1]
     indptr = X.indptr
-    cuts = np.searchsorted(indptr, np.linspace(0, X.nnz, _PRODUCT_BLOCKS + 1)[1:-1], side="right") - 1
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
 
     def block(rb):
         r0, r1 = rb
@@ -167,7 +165,7 @@ def _csr_class_totals_product(X, y_index, n_classes, w):
             r0 = c1
         return out
 
-    parts = map_threads(block, list(zip(bounds[:-1], bounds[1:])))
+    parts = map_threads(block, entry_blocks(indptr, max(1, -(-X.nnz // _PRODUCT_BLOCKS))))
     if not parts:
         return np.zeros((n_classes, n_features))
     total = parts[0]
@@ -200,10 +198,8 @@ def _csr_class_totals(X, y_index, n_classes, w):
     # below their own size (a fit's peak memory).
     floor = max(_TOTALS_MIN_BLOCK, X.nnz // _TOTALS_MAX_BLOCKS)
     per_block = max(min(max(2 * size, floor), _TOTALS_BLOCK), size, 1)
-    cuts = np.searchsorted(indptr, np.arange(per_block, X.nnz, per_block), side="right") - 1
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
     out = None
-    for r0, r1 in zip(bounds[:-1], bounds[1:]):
+    for r0, r1 in entry_blocks(indptr, per_block):
         s, e = indptr[r0], indptr[r1]
         if e == s:
             continue

@@ -106,3 +106,24 @@ def test_one_thread_runs_in_the_caller(monkeypatch):
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
     names = kernels.map_threads(lambda i: threading.current_thread().name, range(5))
     assert set(names) == {threading.current_thread().name}
+
+
+def test_entry_blocks_cover_every_row_once_in_runs_of_about_step_entries():
+    import scipy.sparse as sp
+
+    from bayesnb.core.kernels import entry_blocks
+
+    lengths = np.array([3, 0, 0, 7, 1, 1, 20, 0, 2, 2, 2, 0])
+    indptr = np.r_[0, np.cumsum(lengths)]
+    for step in (1, 4, 10, 1000):
+        blocks = entry_blocks(indptr, step)
+        assert blocks[0][0] == 0 and blocks[-1][1] == lengths.size
+        assert all(b0[1] == b1[0] for b0, b1 in zip(blocks[:-1], blocks[1:]))
+        assert all(r1 > r0 for r0, r1 in blocks)
+        # the runs start at the rows holding the entries step, 2 step, ...
+        row_of_entry = np.repeat(np.arange(lengths.size), lengths)
+        starts = {int(r) for r in row_of_entry[np.arange(step, indptr[-1], step)]} - {0}
+        assert {r0 for r0, _ in blocks[1:]} == starts
+    assert entry_blocks(indptr, 1000) == [(0, lengths.size)]
+    assert entry_blocks(sp.csr_matrix((0, 4)).indptr, 5) == []
+    assert entry_blocks(sp.csr_matrix((3, 4)).indptr, 5) == [(0, 3)]

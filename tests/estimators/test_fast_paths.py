@@ -251,7 +251,7 @@ def test_class_totals_chunks_bound_the_rows_of_the_one_hot_matrix(monkeypatch):
         seen.append(Y.shape[0])
         return real(indptr, indices, data, Y, out)
 
-    monkeypatch.setattr(kernels, "csr_rows_transposed_product", spy)
+    monkeypatch.setattr(stats, "csr_rows_transposed_product", spy)
     rng = np.random.default_rng(5)
     X = sp.vstack([sp.csr_matrix((1000, 6)), sp.random(20, 6, density=0.5, format="csr", random_state=rng)], format="csr")
     y = rng.integers(0, 2, X.shape[0])

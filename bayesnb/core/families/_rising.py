@@ -20,6 +20,7 @@ from bayesnb.core.kernels import (
     ParamCache,
     csr_row_sums,
     csr_rows_product,
+    entry_blocks,
     map_threads,
     num_threads,
     repeated_entries,
@@ -290,9 +291,7 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     # _BLOCKS_PER_THREAD blocks per thread, of at most _BLOCK entries (the scratch bound)
     # and at least _MIN_BLOCK.
     block = max(_MIN_BLOCK, min(_BLOCK, -(-X.nnz // (_BLOCKS_PER_THREAD * num_threads()))))
-    cuts = np.searchsorted(indptr, np.arange(block, X.nnz, block), side="right") - 1
-    bounds = np.unique(np.concatenate([[0], cuts, [n]]))
-    blocks = list(zip(bounds[:-1], bounds[1:]))
+    blocks = entry_blocks(indptr, block)
     out = np.empty((n, a.shape[0]))
     # Each row is computed within one block, in the same order whatever the blocks: the
     # result does not depend on the number of threads (numpy's ufuncs and scipy's
