@@ -45,9 +45,29 @@ def _exact_dm(a, X):
     return out
 
 
+@pytest.fixture(params=["pattern", "levels"])
+def first_product(request, monkeypatch):
+    """Both forms of the exact predictive's first product: the data's pattern with log a
+    (no table of levels), and the table of levels, read whatever the share of counts
+    other than 1 (on these small posteriors, 255 levels deep unless a test sets
+    ``_LEVEL_VALUES``)."""
+    if request.param == "pattern":
+        monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)
+    else:
+        monkeypatch.setattr(_rising, "_LEVEL_SHARE", 1 << 40)
+    _rising._TABLES._entries.clear()
+    return request.param
+
+
+def _levels_deep(monkeypatch, a, depth):
+    """A table of levels ``depth`` deep for the posterior ``a``."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", depth * a.size)
+    monkeypatch.setattr(_rising, "_LEVELS_MIN", min(depth, _rising._LEVELS_MIN))
+
+
 @pytest.mark.parametrize(("block", "chunk"), [(1 << 22, 1 << 15), (7, 2), (1, 1)])
 @pytest.mark.parametrize("threads", ["1", "3"])
-def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, block, chunk, threads):
+def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, block, chunk, threads, first_product):
     # The blocks of rows run on threads: neither their size nor the number of threads
     # may change a value.
     monkeypatch.setattr(_rising, "_BLOCK", block)
@@ -84,7 +104,7 @@ def _with_repeats(X, rows):
 
 
 @pytest.mark.parametrize("threads", ["1", "3"])
-def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monkeypatch, threads):
+def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monkeypatch, threads, first_product):
     """Small blocks on threads, the repeated entry in the last block only: the block that
     finds it sends the whole call to a summed copy; the caller's matrix is unchanged,
     and the row totals are those of the matrix."""
@@ -120,6 +140,7 @@ def test_a_clipped_table_grown_again_still_covers_the_blocks_it_covered(monkeypa
     the clip (the clip never rises) and evaluated directly; with a clip back at 255 the
     grown table (depth 6) has no row for it (found by review: IndexError or another
     feature's row)."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_TABLE_PER_PARAMETER", 0)
     monkeypatch.setattr(_rising, "_TABLE_MIN_VALUES", 110)  # 2 classes: 55 rows
     monkeypatch.setattr(_rising, "_BLOCK", 1)
@@ -136,14 +157,19 @@ def test_a_clipped_table_grown_again_still_covers_the_blocks_it_covered(monkeypa
 
 
 @pytest.mark.parametrize("dtype", [np.int64, np.int32, np.uint8, np.float32])
-def test_integer_and_narrow_counts_give_the_float64_values_bit_for_bit(dtype):
-    """The first product reads only the pattern and the scan compares the values as they
-    are: integer and float32 counts give exactly the float64 result."""
+@pytest.mark.parametrize("depth", [None, 9])
+def test_integer_and_narrow_counts_give_the_float64_values_bit_for_bit(monkeypatch, dtype, depth, first_product):
+    """The first product reads only the pattern (or the rows of the counts, cast from
+    the values as they are) and the scan compares the values as they are: integer and
+    float32 counts give exactly the float64 result; with 9 levels most counts fall past
+    them, up to 249 (uint8's range)."""
     rng = np.random.default_rng(32)
     X = sp.random(60, 20, density=0.4, random_state=33, format="csr", data_rvs=lambda k: rng.integers(1, 250, k).astype(float))
     X.data[::3] = 1.0
     X.data[::7] = 0.0  # stored zeros
     a = rng.random((3, 20)) * 4 + 0.1
+    if depth is not None and first_product == "levels":
+        _levels_deep(monkeypatch, a, depth)
     _rising._TABLES._entries.clear()
     want = _rising.sum_log_rising(a, X)
     np.testing.assert_allclose(want, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
@@ -152,13 +178,20 @@ def test_integer_and_narrow_counts_give_the_float64_values_bit_for_bit(dtype):
     binary = X.copy()
     binary.data = binary.data > 1  # stored False entries: zeros
     np.testing.assert_array_equal(_rising.sum_log_rising(a, binary), _rising.sum_log_rising(a, binary.astype(np.float64)))
+    uint64 = X.astype(np.uint64)
+    uint64.data[0] = 2**40 + 3  # past int32 (and float32): a cast must clamp before it
+    big = uint64.astype(np.float64)
+    np.testing.assert_array_equal(_rising.sum_log_rising(a, uint64), _rising.sum_log_rising(a, big))
+    r = int(np.searchsorted(big.indptr, 0, side="right")) - 1  # the row of that entry
+    np.testing.assert_allclose(_rising.sum_log_rising(a, big)[r], (_exact_dm(a, big[r]) + _dm_length_term(a, big[r]))[0], rtol=1e-14)
 
 
 @pytest.mark.parametrize("kept", [1 << 20, 1])
-def test_counts_above_the_table_stored_zeros_and_fractions(monkeypatch, kept):
-    """Counts up to 255 come from the table, 256 and above, fractions and stored zeros
-    are evaluated directly, kept in the correction product at the row of zeros (few) or
-    taken out (many): all against mpmath."""
+@pytest.mark.parametrize("depth", [None, 8])
+def test_counts_above_the_table_stored_zeros_and_fractions(monkeypatch, kept, depth, first_product):
+    """Counts up to 255 come from the table (or the levels, up to their depth), 256 and
+    above, fractions and stored zeros are evaluated directly, kept in the correction
+    product at the row of zeros (few) or taken out (many): all against mpmath."""
     monkeypatch.setattr(_rising, "_DIRECT_KEPT", kept)
     rng = np.random.default_rng(34)
     X = sp.random(25, 12, density=0.5, random_state=35, format="csr", data_rvs=lambda k: rng.integers(1, 40, k).astype(float))
@@ -166,16 +199,26 @@ def test_counts_above_the_table_stored_zeros_and_fractions(monkeypatch, kept):
     X.data[1::9] = 256.0
     X.data[2::9] = 1000.0
     X.data[3::11] = 7.25
+    X.data[4::11] = 1.5  # a fraction that truncates to a level
     X.data[5::13] = 0.0
     a = np.r_[rng.random(6) * 0.3 + 0.01, rng.random(6) * 1e4 + 30][None, :] * np.array([[1.0], [0.4]])
+    if depth is not None and first_product == "levels":
+        _levels_deep(monkeypatch, a, depth)
     _rising._TABLES._entries.clear()
     np.testing.assert_allclose(_rising.sum_log_rising(a, X), _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-11)
-    assert int(_rising._tables(a).excess.depth.max()) == 255
+    tables = _rising._tables(a)
+    if first_product == "levels" and depth is None:  # 255 levels: no count is left to the table
+        assert tables.levels.shape[0] == 256 * 12
+        assert tables.excess is None or not tables.excess.depth.any()
+    else:
+        assert int(tables.excess.depth.max()) == 255
+        assert (tables.levels is None) == (first_product == "pattern")
 
 
 def test_a_table_over_its_budget_is_clipped_and_deeper_counts_evaluated_directly(monkeypatch):
     """A budget of 40 rows for 12 features: every depth is clipped at one level (the
     deepest that fits), counts above it are evaluated directly, values stay exact."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_TABLE_PER_PARAMETER", 0)
     monkeypatch.setattr(_rising, "_TABLE_MIN_VALUES", 40 * 2)  # 2 classes: 40 rows
     rng = np.random.default_rng(36)
@@ -375,7 +418,7 @@ def test_row_blocked_predictions_do_not_depend_on_the_number_of_threads(monkeypa
     np.testing.assert_allclose(results[0][0], expected, rtol=0, atol=1e-12)
 
 
-def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch):
+def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch, first_product):
     """Each row's exact predictive is computed within one block: the block size and the
     number of threads leave every value unchanged, bit for bit."""
     rng = np.random.default_rng(3)
@@ -420,9 +463,90 @@ def test_table_rows_are_what_the_first_product_leaves_of_the_rising_factorial(wi
     assert seen == set(range(1, table.shape[0]))  # every row is some (feature, count), once
 
 
+@pytest.mark.parametrize("with_rate", [False, True])
+def test_level_rows_are_the_whole_count_term(with_rate):
+    """Row x * n_features + j of the table of levels is log G(a + x) - log G(a) - x s
+    against mpmath (s = log1p(rate) or 0), for every count up to its depth; level 0 is
+    zeros, level 1 the first product's log a - s, bit for bit."""
+    rng = np.random.default_rng(15)
+    a = np.r_[rng.random(3) * 0.2 + 1e-3, rng.random(3) * 50 + 0.5, [3e5]][None, :] * np.array([[1.0], [2.5]])
+    rate = rng.random(a.shape) * 3 + 0.01 if with_rate else None
+    tables = _rising._PredictiveTables(a, rate)
+    depth = 40
+    table = _rising._level_table(a, depth, tables.log_a_t, tables.shift_t)
+    p = a.shape[1]
+    assert table.shape == ((depth + 1) * p, a.shape[0])
+    assert not table[:p].any()
+    np.testing.assert_array_equal(table[p : 2 * p], tables.log_a_t)
+    mpmath.mp.dps = 40
+    for x in (1, 2, 3, 17, 40):
+        for j in range(a.shape[1]):
+            want = []
+            for c in range(a.shape[0]):
+                ac = mpmath.mpf(float(a[c, j]))
+                sc = mpmath.log1p(mpmath.mpf(float(rate[c, j]))) if with_rate else 0
+                want.append(float(mpmath.loggamma(ac + x) - mpmath.loggamma(ac) - x * sc))
+            np.testing.assert_allclose(table[x * p + j], want, rtol=1e-13, atol=1e-13)
+
+
+def test_levels_are_read_where_counts_other_than_one_are_common(monkeypatch):
+    """The first product reads the table of levels when at least one value in
+    _LEVEL_SHARE of a sample differs from 1 and the posterior leaves _LEVELS_MIN levels
+    in the budget; otherwise the pattern. Both give the mpmath values."""
+    monkeypatch.setattr(_rising, "_LEVEL_SAMPLE", 16)
+    rng = np.random.default_rng(16)
+    a = rng.random((2, 30)) * 4 + 0.1
+    counts = sp.random(40, 30, density=0.3, random_state=17, format="csr", data_rvs=lambda k: rng.integers(1, 30, k).astype(float))
+    ones = counts.copy()
+    ones.data[:] = 1.0
+    ones.data[::20] = 3.0  # one in 20 other than 1: under one in 8
+    for X, leveled in [(counts, True), (ones, False)]:
+        _rising._TABLES._entries.clear()
+        got = _rising.sum_log_rising(a, X)
+        assert (_rising._tables(a).levels is not None) is leveled
+        np.testing.assert_allclose(got, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
+    # the sample is evenly spread: the counts in the second half of the entries count
+    half = ones.copy()
+    half.data[half.nnz // 2 :] = 5.0
+    _rising._TABLES._entries.clear()
+    _rising.sum_log_rising(a, half)
+    assert _rising._tables(a).levels is not None
+    # a posterior too large for _LEVELS_MIN levels keeps the pattern
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", _rising._LEVELS_MIN * a.size - 1)
+    _rising._TABLES._entries.clear()
+    np.testing.assert_allclose(_rising.sum_log_rising(a, counts), _exact_dm(a, counts) + _dm_length_term(a, counts), rtol=1e-14, atol=1e-12)
+    assert _rising._tables(a).levels is None
+
+
+@pytest.mark.parametrize("depth", [None, 8])
+def test_negative_binomial_count_terms_on_both_first_products(monkeypatch, depth, first_product):
+    """With a rate, every entry's term is log G(a + x) - log G(a) - x log(1 + b), against
+    mpmath, on either first product (levels past 8 through the table of counts)."""
+    rng = np.random.default_rng(18)
+    X = sp.random(30, 14, density=0.5, random_state=19, format="csr", data_rvs=lambda k: rng.integers(1, 60, k).astype(float))
+    X.data[::5] = 1.0
+    X.data[1::7] = 300.0
+    X.data[2::9] = 2.5
+    a = rng.random((2, 14)) * 5 + 0.02
+    b = rng.random((2, 14)) * 4 + 0.05
+    if depth is not None and first_product == "levels":
+        _levels_deep(monkeypatch, a, depth)
+    _rising._TABLES._entries.clear()
+    got = _rising.sum_log_rising(a, X, rate=b)
+    mpmath.mp.dps = 40
+    D = X.toarray()
+    want = np.zeros((X.shape[0], 2))
+    for i, j in zip(*np.nonzero(D)):
+        for c in range(2):
+            ac, bc, x = (mpmath.mpf(float(v)) for v in (a[c, j], b[c, j], D[i, j]))
+            want[i, c] += float(mpmath.loggamma(ac + x) - mpmath.loggamma(ac) - x * mpmath.log1p(bc))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-11)
+
+
 def test_dirichlet_multinomial_table_grows_with_deeper_counts(monkeypatch):
     """One posterior meets shallow counts, then deeper ones, then the shallow again: the
     cached table is grown, and every call equals the value with no cache at all."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     monkeypatch.setattr(_rising, "_BLOCK", 23)
     rng = np.random.default_rng(12)
@@ -452,6 +576,7 @@ def _tiny_dm_case():
 def test_one_call_with_covered_and_deeper_blocks(monkeypatch):
     """Some blocks of one call are covered by the cached table, others need it grown
     (which ranks its rows anew): every block must read the grown table's rows."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     monkeypatch.setattr(_rising, "_BLOCK", 4)
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
@@ -471,6 +596,7 @@ def _dm_length_term(a, X):
 def test_a_table_grown_by_another_call_between_the_passes(monkeypatch):
     """Another caller grows the shared table between this call's two passes: this call
     keeps reading the snapshot its first pass used."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
     a, shallow, mixed = _tiny_dm_case()
     X_a = sp.csr_matrix(np.array([[2.0, 1, 0, 0]]))
@@ -492,10 +618,12 @@ def test_a_table_grown_by_another_call_between_the_passes(monkeypatch):
     np.testing.assert_allclose(_rising.sum_log_rising(a, X_deeper_a), _exact_dm(a, X_deeper_a) + _dm_length_term(a, X_deeper_a), rtol=1e-14, atol=1e-14)
 
 
-def test_threads_growing_one_table_keep_all_counts():
+def test_threads_growing_one_table_keep_all_counts(monkeypatch):
     """Calls on several threads, each with its own deep counts, on one posterior: every
     result is exact and the table ends covering every call's counts."""
     import concurrent.futures
+
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
 
     rng = np.random.default_rng(21)
     a = rng.random((3, 40)) * 3 + 0.1

@@ -1,4 +1,4 @@
-r"""Sums of log rising factorials over sparse counts: the Dirichlet-multinomial and negative-binomial predictives as one sparse product of the data's pattern plus a product over the counts >= 2.
+r"""Sums of log rising factorials over sparse counts: the Dirichlet-multinomial and negative-binomial predictives as one sparse product of the data's pattern (or of their counts' rows in a table of levels) plus a product over the counts it leaves.
 
 :math:`\sum_j \log\Gamma(a_{cj} + x_{ij}) - \log\Gamma(a_{cj})` for every row and class
 is the count part of the exact Dirichlet-multinomial predictive
@@ -42,6 +42,22 @@ _TABLE_MAX = 255
 # times the size of the posterior.
 _TABLE_PER_PARAMETER = 2
 _TABLE_MIN_VALUES = 1 << 20
+
+# Where counts other than 1 are common (long documents: 41 % of their entries) and the
+# posterior is small, the first product reads a table of levels instead of ``log a``:
+# row ``(x - 1) * n_features + j`` holds the whole count term of feature ``j`` at count
+# ``x`` (see _level_table), so the entries up to its depth need no correction at all.
+# Its depth is what _LEVEL_VALUES values allow (at most _TABLE_MAX), and it is used only
+# from _LEVELS_MIN levels: shallower, too many counts would fall past it.
+_LEVEL_VALUES = 1 << 19
+_LEVELS_MIN = 8
+# ... and only where at least one in _LEVEL_SHARE of the stored values differs from 1,
+# in a sample of about _LEVEL_SAMPLE values evenly spread over the matrix (the choice is
+# made once per call: it never depends on the blocks). Below that share, the product of
+# the pattern and a correction over the few other entries costs less than building a
+# table row for every entry (SMS: 7 % of values other than 1).
+_LEVEL_SHARE = 8
+_LEVEL_SAMPLE = 1 << 12
 
 
 # Stored entries per block of rows in ``sum_log_rising``: bounds the scratch arrays of a
@@ -162,6 +178,36 @@ def _excess_table(a, depth, shift=None):
     return table, rank, start
 
 
+def _level_table(a, levels, log_a_t, shift_t=None):
+    r"""The whole count term of every feature at every count up to ``levels``:
+    :math:`L_c(j, x) = \log\Gamma(a_{cj} + x) - \log\Gamma(a_{cj}) - x s_{cj}` at row
+    ``x * n_features + j``, for ``x = 0 .. levels``.
+
+    Level 0 is zeros (stored zeros add nothing); level 1 is ``log_a_t``
+    (:math:`\log a - s`, the first product's table) itself; each next level adds
+    :math:`\log(a + m) - s` to the one before, as :func:`_excess_table` sums its rows. A
+    product of the data's entries (value 1) pointing at the rows of their (feature,
+    count) adds their whole count term in one pass.
+
+    Returns
+    -------
+    ndarray of shape ((levels + 1) * n_features, n_classes)
+    """
+    n_features, n_classes = log_a_t.shape
+    table = np.empty((levels + 1, n_features, n_classes))
+    table[0] = 0.0
+    table[1] = log_a_t
+    a_t = np.ascontiguousarray(a.T)
+    step = np.empty_like(a_t)
+    for m in range(1, levels):
+        np.add(a_t, m, out=step)
+        np.log(step, out=step)
+        if shift_t is not None:
+            step -= shift_t
+        np.add(table[m], step, out=table[m + 1])
+    return table.reshape((levels + 1) * n_features, n_classes)
+
+
 class _PredictiveTables:
     """Per-posterior parts of the predictive: ``log a`` (minus ``shift = log1p(rate)``
     where a negative-binomial rate is given) laid out (features, classes), C-contiguous
@@ -182,8 +228,18 @@ class _PredictiveTables:
             self.shift_t = np.ascontiguousarray(self.shift.T)
             self.log_a_t -= self.shift_t
         self.excess = None
+        self.levels = None  # the table of levels (_level_table), once a call reads it
         self.total = None  # a.sum(axis=1), where asked for
         self._grow = threading.Lock()
+
+    def leveled(self, a):
+        """The table of levels (:func:`_level_table`), made on the first call that reads
+        it, as deep as ``_LEVEL_VALUES`` allows; never changed afterwards."""
+        with self._grow:
+            if self.levels is None:
+                depth = min(_TABLE_MAX, _LEVEL_VALUES // a.size)
+                self.levels = _level_table(a, depth, self.log_a_t, self.shift_t)
+            return self.levels
 
     def grown(self, a, xmax):
         """A snapshot of the table covering ``xmax`` (and all it covered before), grown
@@ -256,6 +312,12 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     alone, added to the first; larger or fractional values, and stored zeros, add theirs
     directly.
 
+    Where counts other than 1 are common and the posterior small (long documents), the
+    first product instead points every entry at the row of its count in a table of the
+    whole count terms up to some depth (:func:`_level_table`, :func:`_level_rows`): only
+    the entries it puts at level 1 (deeper counts, fractions) go on to the second
+    product and the direct terms, as above.
+
     Two passes over blocks of rows, each on threads: the first products with the scan
     for values other than 1, then the corrections. Each pass reads one table (``log a``,
     then the remainder): alternating them block by block would keep both in the cache at
@@ -287,6 +349,11 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     n, n_features = X.shape
     tables = _tables(a, rate)
     integral = X.dtype.kind in "iub"
+    leveled = _leveled(tables, a, X)
+    # The first product's table: levels 1 .. `levels` (one level: log a - s).
+    first_table = tables.log_a_t if leveled is None else leveled
+    # Counts 0 .. levels in the table of levels; None: the pattern with log a - s.
+    levels = None if leveled is None else first_table.shape[0] // n_features - 1
     indptr = X.indptr
     # _BLOCKS_PER_THREAD blocks per thread, of at most _BLOCK entries (the scratch bound)
     # and at least _MIN_BLOCK.
@@ -300,7 +367,7 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     snapshot = tables.excess
 
     def first(rb):
-        return _first_pass(X, *rb, tables.log_a_t, snapshot, out, check, integral, row_totals)
+        return _first_pass(X, *rb, first_table, levels, snapshot, out, check, integral, row_totals)
 
     jobs = map_threads(first, blocks)
     if any(job is _REPEATED for job in jobs):
@@ -321,7 +388,7 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     def correct(item):
         (r0, r1), job = item
         if isinstance(job, _Correction) and job.excess is not excess:
-            job = _scan(X, r0, r1, integral)  # its rows index an older table: read the block again
+            job = _scan(X, r0, r1, integral, levels)  # its rows index an older table: read the block again
         if isinstance(job, _Scan):
             job = _correction(X, r0, r1, job, excess)
         _add_correction(r0, r1, job, a, tables, out)
@@ -350,19 +417,27 @@ class _Correction(NamedTuple):
     excess: _Excess
 
 
-def _first_pass(X, r0, r1, log_a_t, snapshot, out, check, integral, row_totals):
-    """Rows ``r0:r1``: the product of their pattern with ``log_a_t`` into ``out``, and the
-    scan for the entries with a non-zero remainder: ``None`` where there are none, their
-    :class:`_Correction` where the table ``snapshot`` covers them, else the
-    :class:`_Scan` (the table is grown first). ``_REPEATED`` where ``check`` finds an
-    entry stored twice. The rows' totals go to ``row_totals`` where given."""
+def _first_pass(X, r0, r1, first_table, levels, snapshot, out, check, integral, row_totals):
+    """Rows ``r0:r1``: the first product into ``out`` (their pattern with ``log a - s``,
+    ``first_table``, where ``levels`` is None; or every entry at the row of its count in
+    the table of levels 0 .. ``levels``, :func:`_level_rows`), and the scan for the
+    entries it leaves a remainder of: ``None`` where there are none, their :class:`_Correction` where the
+    table ``snapshot`` covers them, else the :class:`_Scan` (the table is grown first).
+    ``_REPEATED`` where ``check`` finds an entry stored twice. The rows' totals go to
+    ``row_totals`` where given."""
     if check and repeated_entries(X, r0, r1):
         return _REPEATED
     s, e = X.indptr[r0], X.indptr[r1]
-    csr_rows_product(X.indptr[r0 : r1 + 1] - s, X.indices[s:e], _ones(e - s), log_a_t, out[r0:r1])
+    pos = None
+    if levels is None:
+        rows = X.indices[s:e]
+    else:
+        rows, pos = _level_rows(X.data[s:e], X.indices[s:e], levels, X.shape[1], X.indptr.dtype)
+    csr_rows_product(X.indptr[r0 : r1 + 1] - s, rows, _ones(e - s), first_table, out[r0:r1])
+    del rows
     if row_totals is not None:
         csr_row_sums(X.indptr[r0 : r1 + 1], X.data, row_totals[r0:r1])
-    scan = _scan(X, r0, r1, integral)
+    scan = _scan(X, r0, r1, integral, levels, pos)
     if scan is None:
         return None
     # Kept until the second pass: the compact form where the table is ready (every call
@@ -372,11 +447,60 @@ def _first_pass(X, r0, r1, log_a_t, snapshot, out, check, integral, row_totals):
     return scan
 
 
-def _scan(X, r0, r1, integral):
-    """The entries of rows ``r0:r1`` other than 1 (:class:`_Scan`), or ``None``."""
+def _leveled(tables, a, X):
+    """The table of levels if this call's first product reads it (see ``_LEVEL_VALUES``
+    and ``_LEVEL_SHARE``), else ``None``: decided from the posterior's size and a sample
+    of the values, never from the blocks."""
+    if min(_TABLE_MAX, _LEVEL_VALUES // a.size) < _LEVELS_MIN or not X.nnz:
+        return None
+    sample = X.data[:: -(-X.nnz // _LEVEL_SAMPLE)]
+    if np.count_nonzero(sample != 1) * _LEVEL_SHARE < sample.size:
+        return None
+    return tables.leveled(a)
+
+
+def _level_rows(v, cols, levels, n_features, dtype=np.int32):
+    """The row of each entry (values ``v``, features ``cols``) in the table of ``levels``
+    levels (:func:`_level_table`): ``x * n_features + j`` for the integer counts
+    ``0 <= x <= levels``; the others (fractions, deeper counts) are put at level 1 and
+    their positions returned, for the correction.
+
+    Returns
+    -------
+    rows : ndarray of shape (n_entries,), of ``dtype`` (the matrix's index dtype)
+    pos : int ndarray, the positions of the entries put at level 1
+    """
+    rows = np.empty(v.shape[0], dtype=dtype)
+    if v.dtype == np.bool_:
+        v = v.view(np.uint8)
+    # The cast alone, checked against the values: a fraction, or a value past the range
+    # of `dtype` (whatever its cast gives: wrapped or saturated), differs from its row's
+    # count. (Clamping first, in the values' type, costs a pass as long as the cast;
+    # the comparison casts the counts in small buffers: no copy of the block.)
+    with np.errstate(invalid="ignore"):
+        np.copyto(rows, v, casting="unsafe")
+    off = np.not_equal(rows, v)
+    # Counts past the levels, and negative ones (read as unsigned: past them too).
+    off |= rows.view(f"u{rows.itemsize}") > levels
+    pos = np.flatnonzero(off)
+    rows *= n_features
+    np.add(rows, cols, out=rows, casting="unsafe")  # < (levels + 1) * n_features: no overflow
+    rows[pos] = n_features + np.take(cols, pos)
+    return rows, pos
+
+
+def _scan(X, r0, r1, integral, levels=None, pos=None):
+    """The entries of rows ``r0:r1`` that the first product leaves a remainder of
+    (:class:`_Scan`), or ``None``: those other than 1 (``levels`` None: the pattern), or
+    those put at level 1 of the table of levels (``pos``, found by :func:`_level_rows`
+    where not given)."""
     s, e = X.indptr[r0], X.indptr[r1]
     v = X.data[s:e]
-    pos = np.flatnonzero(v != 1)
+    if pos is None:
+        if levels is None:
+            pos = np.flatnonzero(v != 1)
+        else:
+            pos = _level_rows(v, X.indices[s:e], levels, X.shape[1])[1]
     if not pos.size:
         return None
     vals = np.take(v, pos)
