@@ -48,15 +48,28 @@ def _exact_dm(a, X):
 @pytest.fixture(params=["pattern", "levels"])
 def first_product(request, monkeypatch):
     """Both forms of the exact predictive's first product: the data's pattern with log a
-    (no table of levels), and the table of levels, read whatever the share of counts
-    other than 1 (on these small posteriors, 255 levels deep unless a test sets
-    ``_LEVEL_VALUES``)."""
+    (no table of levels), and the table of levels, read by any call with some sampled
+    value other than 1, however few its entries (as deep as the sample's largest count,
+    up to 255 on these small posteriors, unless a test sets ``_LEVEL_VALUES``)."""
     if request.param == "pattern":
         monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)
     else:
         monkeypatch.setattr(_rising, "_LEVEL_SHARE", 1 << 40)
+        monkeypatch.setattr(_rising, "_LEVEL_ENTRIES_PER_VALUE", 0)
     _rising._TABLES._entries.clear()
     return request.param
+
+
+@pytest.fixture
+def pattern_only(monkeypatch):
+    """The pattern's first product alone: tests of the table of counts' own mechanics
+    (its growth, clip and snapshots), which the levels would mostly bypass."""
+    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)
+
+
+def _assert_path(a, first_product):
+    """The first product that the last call with the posterior ``a`` read."""
+    assert (_rising._tables(a).levels is not None) == (first_product == "levels")
 
 
 def _levels_deep(monkeypatch, a, depth):
@@ -79,6 +92,7 @@ def test_dirichlet_multinomial_matches_mpmath_whatever_the_blocks(monkeypatch, b
     a = np.r_[rng.random(12) * 0.5 + 0.01, rng.random(13) * 1e5 + 30][None, :] * np.array([[1.0], [0.6], [1.7]])
     got = multinomial.log_predictive(Dirichlet(a), X)
     np.testing.assert_allclose(got, _exact_dm(a, X), rtol=1e-14, atol=1e-12)
+    _assert_path(a, first_product)
     # duplicate entries are summed, not scored separately (a (data, (row, col)) build
     # would sum them itself: the CSR arrays are written directly)
     dup = _with_repeats(X, rows=[0, X.shape[0] - 1])
@@ -120,6 +134,7 @@ def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monk
     a = rng.random((2, X.shape[1])) * 3 + 0.2
     totals = np.full(X.shape[0], np.nan)
     got = _rising.sum_log_rising(a, dup, row_totals=totals)
+    _assert_path(a, first_product)
     np.testing.assert_array_equal(got, _rising.sum_log_rising(a, X))
     np.testing.assert_allclose(got, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
     np.testing.assert_array_equal(totals, np.asarray(X.sum(axis=1)).ravel())
@@ -133,14 +148,13 @@ def test_entries_stored_twice_in_one_block_are_summed_before_the_predictive(monk
 
 
 @pytest.mark.parametrize("threads", ["1", "2"])
-def test_a_clipped_table_grown_again_still_covers_the_blocks_it_covered(monkeypatch, threads):
+def test_a_clipped_table_grown_again_still_covers_the_blocks_it_covered(monkeypatch, threads, pattern_only):
     """A clipped table (clip 6: ten features at count 20 overflow a 55-row budget) is
     grown by a call whose second block brings a new feature: the first block, prepared on
     the clipped snapshot, is read again on the grown table. Its count 20 is still past
     the clip (the clip never rises) and evaluated directly; with a clip back at 255 the
     grown table (depth 6) has no row for it (found by review: IndexError or another
     feature's row)."""
-    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_TABLE_PER_PARAMETER", 0)
     monkeypatch.setattr(_rising, "_TABLE_MIN_VALUES", 110)  # 2 classes: 55 rows
     monkeypatch.setattr(_rising, "_BLOCK", 1)
@@ -173,13 +187,18 @@ def test_integer_and_narrow_counts_give_the_float64_values_bit_for_bit(monkeypat
     _rising._TABLES._entries.clear()
     want = _rising.sum_log_rising(a, X)
     np.testing.assert_allclose(want, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
+    _assert_path(a, first_product)
     _rising._TABLES._entries.clear()
     np.testing.assert_array_equal(_rising.sum_log_rising(a, X.astype(dtype)), want)
+    wide = X.astype(dtype)  # 64-bit index arrays: the levels' rows are 64-bit too
+    wide.indices, wide.indptr = wide.indices.astype(np.int64), wide.indptr.astype(np.int64)
+    assert wide.indptr.dtype == np.int64
+    np.testing.assert_array_equal(_rising.sum_log_rising(a, wide), want)
     binary = X.copy()
     binary.data = binary.data > 1  # stored False entries: zeros
     np.testing.assert_array_equal(_rising.sum_log_rising(a, binary), _rising.sum_log_rising(a, binary.astype(np.float64)))
     uint64 = X.astype(np.uint64)
-    uint64.data[0] = 2**40 + 3  # past int32 (and float32): a cast must clamp before it
+    uint64.data[0] = 2**40 + 3  # past int32: its cast wraps to 3, which must not be read as a count
     big = uint64.astype(np.float64)
     np.testing.assert_array_equal(_rising.sum_log_rising(a, uint64), _rising.sum_log_rising(a, big))
     r = int(np.searchsorted(big.indptr, 0, side="right")) - 1  # the row of that entry
@@ -215,10 +234,9 @@ def test_counts_above_the_table_stored_zeros_and_fractions(monkeypatch, kept, de
         assert (tables.levels is None) == (first_product == "pattern")
 
 
-def test_a_table_over_its_budget_is_clipped_and_deeper_counts_evaluated_directly(monkeypatch):
+def test_a_table_over_its_budget_is_clipped_and_deeper_counts_evaluated_directly(monkeypatch, pattern_only):
     """A budget of 40 rows for 12 features: every depth is clipped at one level (the
     deepest that fits), counts above it are evaluated directly, values stay exact."""
-    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_TABLE_PER_PARAMETER", 0)
     monkeypatch.setattr(_rising, "_TABLE_MIN_VALUES", 40 * 2)  # 2 classes: 40 rows
     rng = np.random.default_rng(36)
@@ -435,6 +453,7 @@ def test_dirichlet_multinomial_blocks_on_threads_are_bit_identical(monkeypatch, 
         monkeypatch.setenv("BAYESNB_NUM_THREADS", threads)
         _rising._TABLES._entries.clear()
         np.testing.assert_array_equal(multinomial.log_predictive(Dirichlet(a), X), whole)
+        _assert_path(a, first_product)
 
 
 @pytest.mark.parametrize("with_rate", [False, True])
@@ -464,7 +483,7 @@ def test_table_rows_are_what_the_first_product_leaves_of_the_rising_factorial(wi
 
 
 @pytest.mark.parametrize("with_rate", [False, True])
-def test_level_rows_are_the_whole_count_term(with_rate):
+def test_level_table_rows_are_the_whole_count_term(with_rate):
     """Row x * n_features + j of the table of levels is log G(a + x) - log G(a) - x s
     against mpmath (s = log1p(rate) or 0), for every count up to its depth; level 0 is
     zeros, level 1 the first product's log a - s, bit for bit."""
@@ -487,16 +506,21 @@ def test_level_rows_are_the_whole_count_term(with_rate):
                 sc = mpmath.log1p(mpmath.mpf(float(rate[c, j]))) if with_rate else 0
                 want.append(float(mpmath.loggamma(ac + x) - mpmath.loggamma(ac) - x * sc))
             np.testing.assert_allclose(table[x * p + j], want, rtol=1e-13, atol=1e-13)
+    # grown from a shallower table: the same numbers, bit for bit
+    shallow = _rising._level_table(a, 5, tables.log_a_t, tables.shift_t)
+    np.testing.assert_array_equal(_rising._level_table(a, depth, tables.log_a_t, tables.shift_t, shallow), table)
 
 
 def test_levels_are_read_where_counts_other_than_one_are_common(monkeypatch):
     """The first product reads the table of levels when at least one value in
-    _LEVEL_SHARE of a sample differs from 1 and the posterior leaves _LEVELS_MIN levels
-    in the budget; otherwise the pattern. Both give the mpmath values."""
+    _LEVEL_SHARE of a sample differs from 1, the call has as many entries as the
+    posterior has values and the budget leaves _LEVELS_MIN levels; as deep as the
+    sample's largest count. Otherwise the pattern. Both give the mpmath values."""
     monkeypatch.setattr(_rising, "_LEVEL_SAMPLE", 16)
     rng = np.random.default_rng(16)
     a = rng.random((2, 30)) * 4 + 0.1
     counts = sp.random(40, 30, density=0.3, random_state=17, format="csr", data_rvs=lambda k: rng.integers(1, 30, k).astype(float))
+    counts.data[1] = 200.0  # not in the sample (every 23rd entry): past the levels it sets
     ones = counts.copy()
     ones.data[:] = 1.0
     ones.data[::20] = 3.0  # one in 20 other than 1: under one in 8
@@ -505,17 +529,31 @@ def test_levels_are_read_where_counts_other_than_one_are_common(monkeypatch):
         got = _rising.sum_log_rising(a, X)
         assert (_rising._tables(a).levels is not None) is leveled
         np.testing.assert_allclose(got, _exact_dm(a, X) + _dm_length_term(a, X), rtol=1e-14, atol=1e-12)
+    sample = counts.data[:: -(-counts.nnz // 16)]
+    assert _rising._levels(a, counts) == int(sample.max()) < int(counts.data.max())
+    _rising._TABLES._entries.clear()
+    _rising.sum_log_rising(a, counts)
+    assert _rising._tables(a).levels.shape[0] == (int(sample.max()) + 1) * 30
     # the sample is evenly spread: the counts in the second half of the entries count
     half = ones.copy()
     half.data[half.nnz // 2 :] = 5.0
-    _rising._TABLES._entries.clear()
-    _rising.sum_log_rising(a, half)
-    assert _rising._tables(a).levels is not None
+    assert _rising._levels(a, half) == 5
+    # a few rows (fewer entries than the posterior has values) keep the pattern
+    few = counts[:4]
+    assert few.nnz < a.size and _rising._levels(a, few) is None
     # a posterior too large for _LEVELS_MIN levels keeps the pattern
     monkeypatch.setattr(_rising, "_LEVEL_VALUES", _rising._LEVELS_MIN * a.size - 1)
+    assert _rising._levels(a, counts) is None
     _rising._TABLES._entries.clear()
     np.testing.assert_allclose(_rising.sum_log_rising(a, counts), _exact_dm(a, counts) + _dm_length_term(a, counts), rtol=1e-14, atol=1e-12)
     assert _rising._tables(a).levels is None
+
+
+def test_the_exact_predictive_refuses_a_width_other_than_the_posteriors():
+    a = np.ones((2, 5))
+    with pytest.raises(ValueError, match="4 features, the concentrations 5"):
+        _rising.sum_log_rising(a, sp.csr_matrix(np.ones((3, 4))))
+    np.testing.assert_array_equal(_rising.sum_log_rising(np.ones((2, 0)), sp.csr_matrix((3, 0))), np.zeros((3, 2)))
 
 
 @pytest.mark.parametrize("depth", [None, 8])
@@ -543,10 +581,10 @@ def test_negative_binomial_count_terms_on_both_first_products(monkeypatch, depth
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=1e-11)
 
 
-def test_dirichlet_multinomial_table_grows_with_deeper_counts(monkeypatch):
+def test_dirichlet_multinomial_table_grows_with_deeper_counts(monkeypatch, first_product):
     """One posterior meets shallow counts, then deeper ones, then the shallow again: the
-    cached table is grown, and every call equals the value with no cache at all."""
-    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
+    cached table (of counts, or of levels) is grown, and every call equals the value
+    with no cache at all, bit for bit."""
     monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     monkeypatch.setattr(_rising, "_BLOCK", 23)
     rng = np.random.default_rng(12)
@@ -573,10 +611,9 @@ def _tiny_dm_case():
     return a, shallow, mixed
 
 
-def test_one_call_with_covered_and_deeper_blocks(monkeypatch):
+def test_one_call_with_covered_and_deeper_blocks(monkeypatch, pattern_only):
     """Some blocks of one call are covered by the cached table, others need it grown
     (which ranks its rows anew): every block must read the grown table's rows."""
-    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
     monkeypatch.setattr(_rising, "_BLOCK", 4)
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
@@ -586,6 +623,30 @@ def test_one_call_with_covered_and_deeper_blocks(monkeypatch):
     np.testing.assert_allclose(_rising.sum_log_rising(a, mixed), _exact_dm(a, mixed) + _dm_length_term(a, mixed), rtol=1e-14, atol=1e-14)
 
 
+def test_blocks_read_again_on_a_grown_table_of_counts_keep_their_levels(monkeypatch, first_product):
+    """With two levels, counts of 3 and 4 fall past them, to the table of counts. The
+    first call tables feature 0 at count 3; the second call's first blocks are covered by
+    that table, its last ones grow it (feature 1 at count 4), so the first blocks are
+    read again: on the grown table they must correct the same entries the levels left
+    (the counts past 2), not every entry other than 1."""
+    monkeypatch.setattr(_rising, "_MIN_BLOCK", 1)
+    monkeypatch.setattr(_rising, "_BLOCK", 4)
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
+    a = np.array([[0.5, 2.0, 3.0, 7.0], [1.5, 0.7, 4.0, 0.2]])
+    if first_product == "levels":
+        _levels_deep(monkeypatch, a, 2)
+    first = sp.csr_matrix(np.array([[3.0, 2, 0, 0]]))
+    second = sp.csr_matrix(np.array([[3.0, 2, 1, 2], [3, 0, 2, 0], [0, 4, 1, 1], [1, 4, 0, 2]]))
+    _rising._TABLES._entries.clear()
+    _rising.sum_log_rising(a, first)
+    before = _rising._tables(a).excess
+    assert before.depth[0] == 3 and before.depth[1] < 4
+    got = _rising.sum_log_rising(a, second)
+    _assert_path(a, first_product)
+    assert _rising._tables(a).excess is not before and _rising._tables(a).excess.depth[1] == 4
+    np.testing.assert_allclose(got, _exact_dm(a, second) + _dm_length_term(a, second), rtol=1e-14, atol=1e-14)
+
+
 def _dm_length_term(a, X):
     # _exact_dm includes the class-total term that sum_log_rising leaves out.
     mpmath.mp.dps = 40
@@ -593,10 +654,9 @@ def _dm_length_term(a, X):
     return np.array([[float(mpmath.loggamma(mpmath.fsum(a[c]) + k) - mpmath.loggamma(mpmath.fsum(a[c]))) for c in range(a.shape[0])] for k in n])
 
 
-def test_a_table_grown_by_another_call_between_the_passes(monkeypatch):
+def test_a_table_grown_by_another_call_between_the_passes(monkeypatch, pattern_only):
     """Another caller grows the shared table between this call's two passes: this call
     keeps reading the snapshot its first pass used."""
-    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "1")
     a, shallow, mixed = _tiny_dm_case()
     X_a = sp.csr_matrix(np.array([[2.0, 1, 0, 0]]))
@@ -618,12 +678,11 @@ def test_a_table_grown_by_another_call_between_the_passes(monkeypatch):
     np.testing.assert_allclose(_rising.sum_log_rising(a, X_deeper_a), _exact_dm(a, X_deeper_a) + _dm_length_term(a, X_deeper_a), rtol=1e-14, atol=1e-14)
 
 
-def test_threads_growing_one_table_keep_all_counts(monkeypatch):
+def test_threads_growing_one_table_keep_all_counts(pattern_only):
     """Calls on several threads, each with its own deep counts, on one posterior: every
     result is exact and the table ends covering every call's counts."""
     import concurrent.futures
 
-    monkeypatch.setattr(_rising, "_LEVEL_VALUES", 0)  # the table of counts alone
 
     rng = np.random.default_rng(21)
     a = rng.random((3, 40)) * 3 + 0.1

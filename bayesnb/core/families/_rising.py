@@ -45,23 +45,29 @@ _TABLE_MIN_VALUES = 1 << 20
 
 # Where counts other than 1 are common (long documents: 41 % of their entries) and the
 # posterior is small, the first product reads a table of levels instead of ``log a``:
-# row ``(x - 1) * n_features + j`` holds the whole count term of feature ``j`` at count
-# ``x`` (see _level_table), so the entries up to its depth need no correction at all.
-# Its depth is what _LEVEL_VALUES values allow (at most _TABLE_MAX), and it is used only
-# from _LEVELS_MIN levels: shallower, too many counts would fall past it.
+# row ``x * n_features + j`` holds the whole count term of feature ``j`` at count ``x``
+# (level 0 zeros; see _level_table), so the entries up to its depth need no correction
+# at all. The budget allows _LEVEL_VALUES values (and at most _TABLE_MAX levels); the
+# levels are used only where it allows _LEVELS_MIN (shallower, too many counts would
+# fall past them).
 _LEVEL_VALUES = 1 << 19
 _LEVELS_MIN = 8
 # ... and only where at least one in _LEVEL_SHARE of the stored values differs from 1,
-# in a sample of about _LEVEL_SAMPLE values evenly spread over the matrix (the choice is
-# made once per call: it never depends on the blocks). Below that share, the product of
-# the pattern and a correction over the few other entries costs less than building a
-# table row for every entry (SMS: 7 % of values other than 1).
+# in a sample of about _LEVEL_SAMPLE values evenly spread over the matrix. Below that
+# share, the product of the pattern and a correction over the few other entries costs
+# less than a table row for every entry (SMS: 7 % of values other than 1). A call reads
+# the levels up to the sample's largest count (within the budget).
 _LEVEL_SHARE = 8
 _LEVEL_SAMPLE = 1 << 12
+# ... and only for calls with at least this many stored entries per value of the
+# posterior: a few rows (one per call in a loop over folds or draws, each with its own
+# posterior) would pay for a table of levels many times their own size.
+_LEVEL_ENTRIES_PER_VALUE = 1
 
 
 # Stored entries per block of rows in ``sum_log_rising``: bounds the scratch arrays of a
-# block (positions, features and table rows of its entries other than 1).
+# block (positions, features and table rows of its entries other than 1; with the
+# levels, the table row of every entry).
 _BLOCK = 1 << 19
 _MIN_BLOCK = 1 << 16
 # Two blocks per thread: the calling thread and the pool's share them from one queue
@@ -178,7 +184,7 @@ def _excess_table(a, depth, shift=None):
     return table, rank, start
 
 
-def _level_table(a, levels, log_a_t, shift_t=None):
+def _level_table(a, levels, log_a_t, shift_t=None, start=None):
     r"""The whole count term of every feature at every count up to ``levels``:
     :math:`L_c(j, x) = \log\Gamma(a_{cj} + x) - \log\Gamma(a_{cj}) - x s_{cj}` at row
     ``x * n_features + j``, for ``x = 0 .. levels``.
@@ -187,7 +193,9 @@ def _level_table(a, levels, log_a_t, shift_t=None):
     (:math:`\log a - s`, the first product's table) itself; each next level adds
     :math:`\log(a + m) - s` to the one before, as :func:`_excess_table` sums its rows. A
     product of the data's entries (value 1) pointing at the rows of their (feature,
-    count) adds their whole count term in one pass.
+    count) adds their whole count term in one pass. ``start``, a shallower table of the
+    same posterior, is copied and continued: the rows are the same numbers however the
+    table was grown.
 
     Returns
     -------
@@ -195,11 +203,16 @@ def _level_table(a, levels, log_a_t, shift_t=None):
     """
     n_features, n_classes = log_a_t.shape
     table = np.empty((levels + 1, n_features, n_classes))
-    table[0] = 0.0
-    table[1] = log_a_t
+    if start is None:
+        table[0] = 0.0
+        table[1] = log_a_t
+        done = 1
+    else:
+        done = start.shape[0] // n_features - 1
+        table[: done + 1] = start.reshape(done + 1, n_features, n_classes)
     a_t = np.ascontiguousarray(a.T)
     step = np.empty_like(a_t)
-    for m in range(1, levels):
+    for m in range(done, levels):
         np.add(a_t, m, out=step)
         np.log(step, out=step)
         if shift_t is not None:
@@ -232,14 +245,16 @@ class _PredictiveTables:
         self.total = None  # a.sum(axis=1), where asked for
         self._grow = threading.Lock()
 
-    def leveled(self, a):
-        """The table of levels (:func:`_level_table`), made on the first call that reads
-        it, as deep as ``_LEVEL_VALUES`` allows; never changed afterwards."""
+    def leveled(self, a, depth):
+        """The table of levels (:func:`_level_table`) at least ``depth`` deep, grown here
+        if needed. Replaced whole, never written after it is made: a snapshot stays valid,
+        and its rows are those of any deeper table."""
         with self._grow:
-            if self.levels is None:
-                depth = min(_TABLE_MAX, _LEVEL_VALUES // a.size)
-                self.levels = _level_table(a, depth, self.log_a_t, self.shift_t)
-            return self.levels
+            table = self.levels
+            if table is None or table.shape[0] // a.shape[1] - 1 < depth:
+                table = _level_table(a, depth, self.log_a_t, self.shift_t, table)
+                self.levels = table
+            return table
 
     def grown(self, a, xmax):
         """A snapshot of the table covering ``xmax`` (and all it covered before), grown
@@ -314,14 +329,14 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
 
     Where counts other than 1 are common and the posterior small (long documents), the
     first product instead points every entry at the row of its count in a table of the
-    whole count terms up to some depth (:func:`_level_table`, :func:`_level_rows`): only
-    the entries it puts at level 1 (deeper counts, fractions) go on to the second
-    product and the direct terms, as above.
+    whole count terms up to some depth (:func:`_level_table`, :func:`_level_rows`; see
+    :func:`_levels` for the choice): only the entries it puts at level 1 (deeper counts,
+    fractions) go on to the second product and the direct terms, as above.
 
     Two passes over blocks of rows, each on threads: the first products with the scan
-    for values other than 1, then the corrections. Each pass reads one table (``log a``,
-    then the remainder): alternating them block by block would keep both in the cache at
-    once. The terms of an entry are not additive in its count, so an entry stored twice
+    for the entries they leave a remainder of, then the corrections. Each pass reads one
+    table (``log a`` or the levels, then the remainder): alternating them block by block
+    would keep both in the cache at once. The terms of an entry are not additive in its count, so an entry stored twice
     (a non-canonical CSR matrix) must be summed first: the first pass looks for such
     entries in its block where the matrix is not known to be canonical, and if one is
     found the call starts again on a summed copy (the caller's matrix is not altered).
@@ -343,17 +358,17 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     ndarray of shape (n_samples, n_classes)
     """
     X = sp.csr_matrix(X) if not sp.issparse(X) else X.tocsr()
+    if X.shape[1] != a.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} features, the concentrations {a.shape[1]}")
     check = not X.has_canonical_format
     if check and not repeated_entries_checkable(X):
         X, check = summed(X), False
     n, n_features = X.shape
     tables = _tables(a, rate)
     integral = X.dtype.kind in "iub"
-    leveled = _leveled(tables, a, X)
-    # The first product's table: levels 1 .. `levels` (one level: log a - s).
-    first_table = tables.log_a_t if leveled is None else leveled
-    # Counts 0 .. levels in the table of levels; None: the pattern with log a - s.
-    levels = None if leveled is None else first_table.shape[0] // n_features - 1
+    # Counts 0 .. levels read from the table of levels; None: the pattern with log a - s.
+    levels = _levels(a, X)
+    first_table = tables.log_a_t if levels is None else tables.leveled(a, levels)
     indptr = X.indptr
     # _BLOCKS_PER_THREAD blocks per thread, of at most _BLOCK entries (the scratch bound)
     # and at least _MIN_BLOCK.
@@ -398,7 +413,8 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
 
 
 class _Scan(NamedTuple):
-    """The entries of a block with a non-zero remainder (values other than 1)."""
+    """The entries of a block with a non-zero remainder after the first product (values
+    other than 1; with the levels, those put at level 1)."""
 
     pos: np.ndarray  # positions in the block
     cols: np.ndarray  # features
@@ -447,21 +463,47 @@ def _first_pass(X, r0, r1, first_table, levels, snapshot, out, check, integral, 
     return scan
 
 
-def _leveled(tables, a, X):
-    """The table of levels if this call's first product reads it (see ``_LEVEL_VALUES``
-    and ``_LEVEL_SHARE``), else ``None``: decided from the posterior's size and a sample
-    of the values, never from the blocks."""
-    if min(_TABLE_MAX, _LEVEL_VALUES // a.size) < _LEVELS_MIN or not X.nnz:
+def _levels(a, X):
+    """How many levels of the table of levels this call's first product reads (see
+    ``_LEVEL_VALUES``, ``_LEVEL_SHARE``, ``_LEVEL_ENTRIES_PER_VALUE``), or ``None`` (the
+    pattern with ``log a - s``). Decided from the posterior's size and the call's data
+    alone (never from the blocks, the threads or what the cache holds): a row's value
+    is the same in any call that decides alike, to the bit; between calls that decide
+    differently (a batch of mostly 1s, or a few rows), the two products sum the same
+    terms in another order (last bits)."""
+    if not a.size or not X.nnz or X.nnz < _LEVEL_ENTRIES_PER_VALUE * a.size:
+        return None
+    budget = min(_TABLE_MAX, _LEVEL_VALUES // a.size)
+    if budget < _LEVELS_MIN:
         return None
     sample = X.data[:: -(-X.nnz // _LEVEL_SAMPLE)]
     if np.count_nonzero(sample != 1) * _LEVEL_SHARE < sample.size:
         return None
-    return tables.leveled(a)
+    levels = min(budget, float(sample.max()))
+    return int(levels) if levels >= 2 else None
+
+
+def _level_counts(v, levels, dtype=np.int32):
+    """The values ``v`` cast to ``dtype``, and the positions of those that are not an
+    integer count from 0 to ``levels`` (fractions, deeper counts)."""
+    counts = np.empty(v.shape[0], dtype=dtype)
+    if v.dtype == np.bool_:
+        v = v.view(np.uint8)
+    # The cast alone, checked against the values: a fraction, or a value past the range
+    # of `dtype` (whatever its cast gives: wrapped or saturated), differs from its cast.
+    # (Clamping first, in the values' type, costs a pass as long as the cast; the
+    # comparison casts the counts in small buffers: no copy of the block.)
+    with np.errstate(invalid="ignore"):
+        np.copyto(counts, v, casting="unsafe")
+    off = np.not_equal(counts, v)
+    # Counts past the levels, and negative ones (read as unsigned: past them too).
+    off |= counts.view(f"u{counts.itemsize}") > levels
+    return counts, np.flatnonzero(off)
 
 
 def _level_rows(v, cols, levels, n_features, dtype=np.int32):
-    """The row of each entry (values ``v``, features ``cols``) in the table of ``levels``
-    levels (:func:`_level_table`): ``x * n_features + j`` for the integer counts
+    """The row of each entry (values ``v``, features ``cols``) in the table of levels
+    0 .. ``levels`` (:func:`_level_table`): ``x * n_features + j`` for the integer counts
     ``0 <= x <= levels``; the others (fractions, deeper counts) are put at level 1 and
     their positions returned, for the correction.
 
@@ -470,19 +512,7 @@ def _level_rows(v, cols, levels, n_features, dtype=np.int32):
     rows : ndarray of shape (n_entries,), of ``dtype`` (the matrix's index dtype)
     pos : int ndarray, the positions of the entries put at level 1
     """
-    rows = np.empty(v.shape[0], dtype=dtype)
-    if v.dtype == np.bool_:
-        v = v.view(np.uint8)
-    # The cast alone, checked against the values: a fraction, or a value past the range
-    # of `dtype` (whatever its cast gives: wrapped or saturated), differs from its row's
-    # count. (Clamping first, in the values' type, costs a pass as long as the cast;
-    # the comparison casts the counts in small buffers: no copy of the block.)
-    with np.errstate(invalid="ignore"):
-        np.copyto(rows, v, casting="unsafe")
-    off = np.not_equal(rows, v)
-    # Counts past the levels, and negative ones (read as unsigned: past them too).
-    off |= rows.view(f"u{rows.itemsize}") > levels
-    pos = np.flatnonzero(off)
+    rows, pos = _level_counts(v, levels, dtype)
     rows *= n_features
     np.add(rows, cols, out=rows, casting="unsafe")  # < (levels + 1) * n_features: no overflow
     rows[pos] = n_features + np.take(cols, pos)
@@ -500,7 +530,7 @@ def _scan(X, r0, r1, integral, levels=None, pos=None):
         if levels is None:
             pos = np.flatnonzero(v != 1)
         else:
-            pos = _level_rows(v, X.indices[s:e], levels, X.shape[1])[1]
+            pos = _level_counts(v, levels)[1]
     if not pos.size:
         return None
     vals = np.take(v, pos)
