@@ -91,7 +91,7 @@ def log_factorial_np(x):
 
     Parameters
     ----------
-    x : ndarray of non-negative reals
+    x : ndarray of non-negative reals (any integer, boolean or float dtype)
 
     Returns
     -------
@@ -102,13 +102,22 @@ def log_factorial_np(x):
     global _LOG_FACTORIAL
     if _LOG_FACTORIAL is None:
         _LOG_FACTORIAL = gammaln(np.arange(_LOG_FACTORIAL_SIZE, dtype=np.float64) + 1.0)
-    x = np.asarray(x, dtype=np.float64)
+    x = np.asarray(x)
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    if x.dtype.kind not in "iuf":
+        x = x.astype(np.float64)
+    # The values cast alone and checked against themselves (a fraction, or a value past
+    # the range of int32, differs from its cast), then one gather: no float64 copy of
+    # integer counts, no comparison in mixed types beyond one.
+    k = np.empty(x.shape, dtype=np.int32)
     with np.errstate(invalid="ignore"):
-        k = x.astype(np.intp)
-    tabled = (k == x) & (k >= 0) & (k < _LOG_FACTORIAL_SIZE)
+        np.copyto(k, x, casting="unsafe")
+    tabled = k.view(np.uint32) < _LOG_FACTORIAL_SIZE  # negatives read as unsigned fail too
+    tabled &= np.equal(k, x)
     if tabled.all():
-        return _LOG_FACTORIAL[k]
-    out = gammaln(x + 1.0)
+        return np.take(_LOG_FACTORIAL, k)
+    out = gammaln(x.astype(np.float64) + 1.0)
     out[tabled] = _LOG_FACTORIAL[k[tabled]]
     return out
 

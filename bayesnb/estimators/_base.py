@@ -255,9 +255,13 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             return self._family.log_likelihood_contrast(params, X, self.prior_)
         return self._log_likelihood(params, X)
 
-    def _feature_lp(self, X):
+    def _feature_lp(self, X, contrast=False):
+        """Exact log predictive of validated rows; ``contrast``: up to a per-row term
+        common to the classes, where the family has a cheaper form for that."""
         if isinstance(X, _missing.MaskedX):
             return self._family.log_predictive(self.posterior_, X.X, mask=X.mask)
+        if contrast and self._family.log_predictive_contrast is not None:
+            return self._family.log_predictive_contrast(self.posterior_, X)
         return self._log_predictive(X)
 
     def _fits_missing(self):
@@ -484,7 +488,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         """``predict_joint_log_proba`` of validated rows for ``kind``, at this estimator's
         prior (``contrast``: see :meth:`_scores`)."""
         if kind == "predictive" and not self._predictive_is_plugin():
-            joint = self._feature_lp(X)
+            joint = self._feature_lp(X, contrast)
         else:
             joint = self._feature_ll(self._point(kind), X, contrast)
         # The family's result is a fresh array of this call, written over in place (two

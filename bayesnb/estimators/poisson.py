@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from bayesnb.core._validation import check_non_negative, first_non_integer
+from bayesnb.core._validation import check_non_negative, first_non_integer, sparse_counts_input
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import poisson
 from bayesnb.core.kernels import summed
@@ -15,9 +15,12 @@ from bayesnb.estimators._gamma import GammaRateNB
 __all__ = ["PoissonNB"]
 
 
-def _check_counts(X, who):
-    """Raise ``ValueError`` unless every entry of ``X`` is a non-negative integer."""
+def _check_counts(X, who, integral=False):
+    """Raise ``ValueError`` unless every entry of ``X`` is a non-negative integer
+    (``integral``: its dtype holds nothing else, only the sign is checked)."""
     X = check_non_negative(X, who)
+    if integral:
+        return X
     found = first_non_integer(X.data if sp.issparse(X) else X)
     if found is not None:
         raise ValueError(
@@ -178,9 +181,15 @@ class PoissonNB(GammaRateNB):
         )
 
     def _check_X(self, X, reset):
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=reset)
-        X = summed(X)  # a copy where duplicates are summed: never the caller's matrix
-        return _check_counts(X, type(self).__name__)
+        # Integer CSR counts are read as they are (no float64 copy). Entries stored twice
+        # stay: every use of the counts that is not linear in them sums them itself (the
+        # log factorials, the negative-binomial predictive); float values are summed
+        # first, so that halves of a whole count pass the integer check as their sum.
+        X, dtype, integral = sparse_counts_input(X, linear=True)
+        X = validate_data(self, X, accept_sparse="csr", dtype=dtype, reset=reset, ensure_all_finite=not integral)
+        if sp.issparse(X) and not integral:
+            X = summed(X)  # a copy where duplicates are summed: never the caller's matrix
+        return _check_counts(X, type(self).__name__, integral)
 
     def _start_prior(self, shape):
         return poisson.make_prior(

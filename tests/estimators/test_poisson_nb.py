@@ -586,3 +586,74 @@ def test_prior_instance_equals_alpha_beta_and_is_validated():
         PoissonNB(prior=Gamma(1.0, -1.0)).fit(X, y)
     with pytest.raises(TypeError, match=r"prior must be a bayesnb.core.priors.Gamma"):
         PoissonNB(prior=(1.0, 1.0)).fit(X, y)
+
+
+# ----------------------------------------------------------------------------- class contrast
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_class_contrast_is_the_likelihood_less_each_rows_log_factorial(sparse):
+    """``predict_proba`` scores the contrast: the plug-in likelihood without
+    -sum_j log x_j!, a term of the row alone. Against scipy's Poisson log pmf, row by
+    row; entries stored twice (linear: their sum) give the same contrast; the class
+    posteriors equal those of the full joint; the joint itself keeps the term."""
+    X, y = _data(seed=41)
+    clf = PoissonNB(estimate="mean").fit(X, y)
+    params = clf._point("mean")
+    log_rate = np.asarray(params.log_rate)
+    full = stats.poisson.logpmf(X[:, None, :], np.exp(log_rate)[None]).sum(axis=-1)
+    log_fact = gammaln(X + 1.0).sum(axis=1)
+    Xin = sp.csr_matrix(X) if sparse else X
+    contrast = poisson.log_likelihood_contrast(params, Xin)
+    assert_allclose(contrast, full + log_fact[:, None], rtol=1e-13, atol=1e-12)
+    assert np.ptp(contrast - poisson.log_likelihood(params, Xin), axis=1).max() < 1e-12
+    if sparse:
+        # every value stored as two halves (the CSR arrays written directly: a COO build
+        # would sum them)
+        split = sp.csr_matrix(X)
+        dup = sp.csr_matrix((np.r_[split.data / 2, split.data / 2], np.r_[split.indices, split.indices], np.r_[0, 2 * np.cumsum(np.diff(split.indptr))]), shape=X.shape)
+        dup.data[:] = np.concatenate([np.r_[d, d] for d in np.split(split.data / 2, split.indptr[1:-1])])
+        dup.indices[:] = np.concatenate([np.r_[j, j] for j in np.split(split.indices, split.indptr[1:-1])])
+        assert not dup.has_canonical_format and dup.nnz == 2 * split.nnz
+        assert_allclose(poisson.log_likelihood_contrast(params, dup), contrast, rtol=1e-14, atol=1e-12)
+    joint = full + clf.class_log_prior_
+    proba = np.exp(joint - np.logaddexp.reduce(joint, axis=1, keepdims=True))
+    assert_allclose(clf.predict_proba(Xin), proba, rtol=1e-12, atol=1e-14)
+    assert_allclose(clf.predict_joint_log_proba(Xin), joint, rtol=1e-12, atol=1e-10)
+
+
+def test_the_class_contrast_with_a_mask_is_the_likelihood_of_the_observed_entries():
+    X, y = _data(seed=42)
+    params = PoissonNB(estimate="mean").fit(X, y)._point("mean")
+    mask = np.ones(X.shape, dtype=bool)
+    mask[::3, 1] = False
+    assert_array_equal(poisson.family.log_likelihood_contrast(params, X, None, mask=mask), poisson.family.log_likelihood(params, X, None, mask=mask))
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_the_predictive_contrast_is_the_negative_binomial_less_each_rows_log_factorial(sparse):
+    """``predict_proba`` with ``estimate="predictive"`` scores the exact predictive less
+    -sum_j log x_j!: against scipy's negative binomial, row by row; the class posteriors
+    equal those of the full joint, which keeps the term."""
+    X, y = _data(seed=43)
+    X[0, 1] = 300.0  # a count past the tables
+    clf = PoissonNB(estimate="predictive").fit(X, y)
+    a = np.asarray(clf.posterior_.concentration)
+    b = np.asarray(clf.posterior_.rate)
+    full = np.stack([_nb_logpmf_scipy(X, a[c], b[c]).sum(axis=1) for c in range(a.shape[0])], axis=1)
+    Xin = sp.csr_matrix(X) if sparse else X
+    contrast = poisson.log_predictive_contrast(clf.posterior_, Xin)
+    assert_allclose(contrast, full + gammaln(X + 1.0).sum(axis=1)[:, None], rtol=1e-12, atol=1e-10)
+    joint = full + clf.class_log_prior_
+    assert_allclose(clf.predict_joint_log_proba(Xin), joint, rtol=1e-12, atol=1e-10)
+    assert_allclose(clf.predict_proba(Xin), np.exp(joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)), rtol=1e-11, atol=1e-14)
+
+
+def test_predict_proba_leaves_the_log_factorials_out_and_the_joint_keeps_them(monkeypatch):
+    X, y = _data(seed=44)
+    clf = PoissonNB(estimate="predictive").fit(sp.csr_matrix(X), y)
+    real, seen = poisson._log_predictive, []
+    monkeypatch.setattr(poisson, "_log_predictive", lambda post, X, factorials: seen.append(factorials) or real(post, X, factorials))
+    clf.predict_proba(X)
+    clf.predict_joint_log_proba(X)
+    assert seen == [False, True]

@@ -64,12 +64,12 @@ from bayesnb.core.families._rising import sum_log_rising
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import (
     ParamCache,
+    csr_row_sums,
     dense_jax,
     is_traced,
     log_linear,
     matmul,
     namespace,
-    row_sums,
     sum_log_rising_jax,
     summed,
 )
@@ -83,7 +83,9 @@ __all__ = [
     "posterior",
     "point",
     "log_likelihood",
+    "log_likelihood_contrast",
     "log_predictive",
+    "log_predictive_contrast",
     "log_evidence",
     "sample",
     "simulate",
@@ -168,7 +170,7 @@ def _canonical(X):
 def _row_log_factorial(X):
     r""":math:`\sum_j \log x_{ij}!` of every row, shape (n_samples,); only non-zeros of CSR."""
     if sp.issparse(X):
-        return row_sums(sp.csr_matrix((log_factorial_np(X.data), X.indices, X.indptr), shape=X.shape))
+        return csr_row_sums(X.indptr, log_factorial_np(X.data), np.empty(X.shape[0]))
     if is_traced(X):
         return jax.scipy.special.gammaln(dense_jax(X) + 1.0).sum(axis=1)
     return log_factorial_np(X).sum(axis=1)
@@ -198,6 +200,18 @@ def log_likelihood(params, X):
     return log_linear(X, log_rate, bias=-total_rate) - _row_log_factorial(X)[:, None]
 
 
+def log_likelihood_contrast(params, X, prior=None, mask=None):
+    r""":func:`log_likelihood` without :math:`-\sum_j \log x_j!`, the same under every
+    class: what class posteriors depend on (``predict_proba``), one product with the log
+    rates. Linear in the counts, so entries stored twice need not be summed. With a
+    ``mask``: the likelihood of the observed entries itself."""
+    if mask is not None:
+        return _masked_log_likelihood(params, X, mask=mask)
+    xp = namespace(params, X)
+    log_rate = xp.asarray(params.log_rate, dtype=np.float64)
+    return log_linear(X, log_rate, bias=-xp.exp(log_rate).sum(axis=-1))
+
+
 def log_predictive(post, X):
     r"""Exact negative-binomial posterior predictive of each row, shape (n_samples, n_classes).
 
@@ -216,19 +230,31 @@ def log_predictive(post, X):
     X : ndarray or CSR matrix of shape (n_samples, n_features)
         Non-negative counts.
     """
+    return _log_predictive(post, X, factorials=True)
+
+
+def log_predictive_contrast(post, X):
+    r""":func:`log_predictive` without :math:`-\sum_j \log x_j!`, the same under every
+    class: what class posteriors depend on (``predict_proba``)."""
+    return _log_predictive(post, X, factorials=False)
+
+
+def _log_predictive(post, X, factorials):
     X = _canonical(X)
     if is_traced(post, X):
         a = jnp.asarray(post.concentration, dtype=jnp.float64)
         b = jnp.asarray(post.rate, dtype=jnp.float64)
         bias = -(a * jnp.log1p(1.0 / b)).sum(axis=1)
-        return sum_log_rising_jax(a, X) - matmul(X, jnp.log1p(b).T) + bias - _row_log_factorial(X)[:, None]
+        out = sum_log_rising_jax(a, X) - matmul(X, jnp.log1p(b).T) + bias
+        return out - _row_log_factorial(X)[:, None] if factorials else out
     a = np.asarray(post.concentration, dtype=np.float64)
     b = np.asarray(post.rate, dtype=np.float64)
     # The rising factorials and the x log1p(b) terms: the product of the data's pattern
     # with log(a / (1 + b)) plus the remainder of the values other than 1 (see _rising).
     out = sum_log_rising(a, X, rate=b)
     out += _BIAS.get((a, b), "negative-binomial bias", lambda: -(a * np.log1p(1.0 / b)).sum(axis=1))
-    out -= _row_log_factorial(X)[:, None]
+    if factorials:
+        out -= _row_log_factorial(X)[:, None]
     return out
 
 
@@ -423,7 +449,9 @@ family = register(
         posterior=_mask.cellwise(posterior),
         point=_mask.cellwise(point),
         log_likelihood=_masked_log_likelihood,
+        log_likelihood_contrast=log_likelihood_contrast,
         log_predictive=_mask.masked_log_predictive(log_predictive),
+        log_predictive_contrast=log_predictive_contrast,
         log_evidence=_mask.cellwise(_evidence),
         sample=sample,
         simulate=lambda key, params, y_index, stats=None: simulate(key, params, y_index),

@@ -52,6 +52,10 @@ log_likelihood_contrast : callable ``(params, X, prior, mask=None) -> (n_samples
 log_predictive : callable ``(posterior, X, mask=None) -> (n_samples, n_classes)``
     Exact log posterior predictive of each row under each class (with ``mask``: of its
     observed entries).
+log_predictive_contrast : callable ``(posterior, X) -> (n_samples, n_classes)`` or None
+    ``log_predictive`` up to a term of each row that is the same under every class, as
+    ``log_likelihood_contrast`` is to ``log_likelihood`` (the Poisson family's
+    :math:`-\sum_j \log x_j!`). None: callers use ``log_predictive``.
 log_evidence : callable ``(prior, stats) -> scalar``
     Log marginal likelihood of the features given the labels (traceable: see *Tracing
     with JAX* below).
@@ -225,6 +229,7 @@ class Family(NamedTuple):
     simulate: Callable[..., Any]
     default_prior: Callable[..., Any]
     log_likelihood_contrast: Callable[..., Any] | None = None
+    log_predictive_contrast: Callable[..., Any] | None = None
     mean_params: Callable[..., Any] | None = None
     relevance_log_bayes_factor: Callable[..., Any] | None = None
     model: Callable[..., Any] | None = None
