@@ -117,7 +117,7 @@ def log_factorial_np(x):
     tabled &= np.equal(k, x)
     if tabled.all():
         return np.take(_LOG_FACTORIAL, k)
-    out = gammaln(x.astype(np.float64) + 1.0)
+    out = gammaln(x.astype(np.float64) + 1.0, out=np.empty(x.shape))
     out[tabled] = _LOG_FACTORIAL[k[tabled]]
     return out
 

@@ -310,8 +310,10 @@ def sparse_counts_input(X, *, linear=False):
 
     * Integer or boolean values (``CountVectorizer``'s int64 counts) are kept as they
       are: every consumer converts them where it reads them, a block of rows at a time
-      (:func:`bayesnb.core.stats.count_stats`, :func:`bayesnb.core.kernels.matmul`), and they are
-      finite, so the NaN/inf pass is skipped.
+      (:func:`bayesnb.core.stats.count_stats`, :func:`bayesnb.core.kernels.matmul`), or
+      sums entries stored twice in int64 (:func:`bayesnb.core.kernels.summed`: two stored
+      Trues are 2, as the products read them), and they are finite, so the NaN/inf pass
+      is skipped.
     * Other non-float64 values (float32) are converted alone, sharing the index arrays.
     * Anything else is left to ``validate_data(dtype=np.float64)``.
     * Duplicate entries are summed (:func:`canonical_csr`) unless ``linear``.

@@ -329,7 +329,8 @@ def summed(X):
     never altered). Whether there are any is found without sorting, in one pass over
     the indices (:func:`_repeated_entries`): unsorted indices are common (a sparse
     product's output; ``CountVectorizer``'s rows, in order of first occurrence). Dense
-    input is returned as it is.
+    input is returned as it is. Booleans and values narrower than 64 bits are summed as
+    int64 (float64 for floats), as the products read them.
 
     Parameters
     ----------
@@ -346,7 +347,15 @@ def summed(X):
         return X
     if not _repeated_entries(X):
         return X
-    X = X.copy()
+    data = X.data
+    if data.dtype.kind == "b" or data.dtype.itemsize < 8:
+        # Summed in a type that holds the sums, as the products and totals read them
+        # (each stored value a number: two stored Trues are 2, two int8 100s are 200);
+        # SciPy sums in the values' own type (booleans by OR, narrow integers wrapping).
+        data = data.astype(np.float64 if data.dtype.kind == "f" else np.int64)
+    else:
+        data = data.copy()
+    X = sp.csr_matrix((data, X.indices.copy(), X.indptr.copy()), shape=X.shape)
     X.sum_duplicates()
     return X
 

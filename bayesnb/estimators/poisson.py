@@ -182,9 +182,10 @@ class PoissonNB(GammaRateNB):
 
     def _check_X(self, X, reset):
         # Integer CSR counts are read as they are (no float64 copy). Entries stored twice
-        # stay: every use of the counts that is not linear in them sums them itself (the
-        # log factorials, the negative-binomial predictive); float values are summed
-        # first, so that halves of a whole count pass the integer check as their sum.
+        # stay: every use of the counts that is not linear in them sums them itself
+        # (kernels.summed, in int64: the log factorials, the negative-binomial
+        # predictive, the statistics); float values are summed first, so that halves of
+        # a whole count pass the integer check as their sum.
         X, dtype, integral = sparse_counts_input(X, linear=True)
         X = validate_data(self, X, accept_sparse="csr", dtype=dtype, reset=reset, ensure_all_finite=not integral)
         if sp.issparse(X) and not integral:

@@ -132,6 +132,8 @@ def test_log_factorial_is_gammaln_bit_for_bit_in_every_dtype(dtype):
     np.testing.assert_array_equal(got, gammaln(x.astype(np.float64) + 1.0))
     grid = np.resize(x, (4, 6))
     np.testing.assert_array_equal(log_factorial_np(grid), gammaln(grid.astype(np.float64) + 1.0))
+    for v in x[-2:]:  # 0-d, in and (for most dtypes) past the table
+        np.testing.assert_array_equal(log_factorial_np(np.asarray(v)), gammaln(np.float64(v) + 1.0))
 
 
 def test_naive_gammaln_difference_fails_the_bound_at_large_a():

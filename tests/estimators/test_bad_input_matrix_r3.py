@@ -245,6 +245,37 @@ def test_count_estimators_on_csr_duplicates_equal_dense(make):
             assert_allclose(est.predict_proba(Xt), ref.predict_proba(dense), rtol=1e-12, atol=1e-15)
 
 
+@pytest.mark.parametrize("make", [MultinomialNB, PoissonNB], ids=lambda c: c.__name__)
+@pytest.mark.parametrize("dtype", [np.int8, np.uint8, np.bool_])
+def test_narrow_and_boolean_csr_duplicates_are_summed_as_the_products_read_them(make, dtype):
+    """Two stored 100s of int8 (uint8: 200 and 100; bool: two Trues) are 200 (300; 2)
+    everywhere: the products and totals read each stored value as a number, and the
+    non-linear terms (log x!, the rising factorials) sum them in int64, not in the
+    values' own type (SciPy: wrapped around, or OR). The joint equals the dense int64
+    matrix's, predict_proba the softmax of the joint; a negative int8 pair is refused by
+    its sum."""
+    import scipy.sparse as sp
+
+    vals = {np.int8: [100, 100, 3, 1], np.uint8: [200, 100, 3, 1], np.bool_: [True, True, True, True]}[dtype]
+    X = sp.csr_matrix((np.array(vals, dtype=dtype), np.array([0, 0, 1, 0]), np.array([0, 2, 3, 4])), shape=(3, 2))
+    X.has_canonical_format = False
+    dense = np.zeros((3, 2), dtype=np.int64)
+    for v, j, i in zip(vals, [0, 0, 1, 0], [0, 0, 1, 2]):
+        dense[i, j] += int(v)
+    y = np.array([0, 1, 1])
+    for estimate in ("mean", "predictive"):
+        est, ref = make(estimate=estimate).fit(X, y), make(estimate=estimate).fit(dense, y)
+        joint = est.predict_joint_log_proba(X)
+        assert np.isfinite(joint).all()
+        assert_allclose(joint, ref.predict_joint_log_proba(dense), rtol=1e-12)
+        assert_allclose(est.predict_proba(X), np.exp(joint - np.logaddexp.reduce(joint, axis=1, keepdims=True)), rtol=1e-12)
+        assert_allclose(est.log_evidence(), ref.log_evidence(), rtol=1e-12)
+    if dtype is np.int8:
+        negative = sp.csr_matrix((np.array([-100, -100, 3, 1], dtype=np.int8), X.indices, X.indptr), shape=X.shape)
+        with pytest.raises(ValueError, match="Negative"):
+            make().fit(negative, y)
+
+
 @pytest.mark.parametrize("estimate", ["mle", "map", "mean", "predictive"])
 def test_multinomial_leaves_csr_duplicates_to_its_nonlinear_consumers(estimate):
     # MultinomialNB's validation does not search for duplicate entries (its counts and

@@ -29,7 +29,9 @@ the log evidence all contain :math:`-\sum_j \log x_j!`. The term is the same for
 class, so it cancels in class posteriors, but without it the "evidence" would not be the
 probability of the observed counts (and could not be compared with another model of the
 same counts); keeping it in all three keeps the chain rule
-:math:`\log p(D) = \sum_i \log p(x_i \mid D_{<i})` exact. (The multinomial family, by
+:math:`\log p(D) = \sum_i \log p(x_i \mid D_{<i})` exact. Only the class contrasts that
+``predict_proba`` scores (:func:`log_likelihood_contrast`, :func:`log_predictive_contrast`)
+leave it out. (The multinomial family, by
 contrast, scores the token *sequence*; see :mod:`bayesnb.core.families.multinomial`.)
 
 Point estimates of :math:`\lambda`: ``"mean"`` :math:`a / b`; ``"map"``
