@@ -336,10 +336,11 @@ def sum_log_rising(a, X, rate=None, row_totals=None):
     Two passes over blocks of rows, each on threads: the first products with the scan
     for the entries they leave a remainder of, then the corrections. Each pass reads one
     table (``log a`` or the levels, then the remainder): alternating them block by block
-    would keep both in the cache at once. The terms of an entry are not additive in its count, so an entry stored twice
-    (a non-canonical CSR matrix) must be summed first: the first pass looks for such
-    entries in its block where the matrix is not known to be canonical, and if one is
-    found the call starts again on a summed copy (the caller's matrix is not altered).
+    would keep both in the cache at once. The terms of an entry are not additive in its
+    count, so an entry stored twice (a non-canonical CSR matrix) must be summed first:
+    the first pass looks for such entries in its block where the matrix is not known to
+    be canonical, and if one is found the call starts again on a summed copy (the
+    caller's matrix is not altered).
 
     Parameters
     ----------
@@ -437,8 +438,9 @@ def _first_pass(X, r0, r1, first_table, levels, snapshot, out, check, integral, 
     """Rows ``r0:r1``: the first product into ``out`` (their pattern with ``log a - s``,
     ``first_table``, where ``levels`` is None; or every entry at the row of its count in
     the table of levels 0 .. ``levels``, :func:`_level_rows`), and the scan for the
-    entries it leaves a remainder of: ``None`` where there are none, their :class:`_Correction` where the
-    table ``snapshot`` covers them, else the :class:`_Scan` (the table is grown first).
+    entries it leaves a remainder of: ``None`` where there are none, their
+    :class:`_Correction` where the table ``snapshot`` covers them, else the
+    :class:`_Scan` (the table is grown first).
     ``_REPEATED`` where ``check`` finds an entry stored twice. The rows' totals go to
     ``row_totals`` where given."""
     if check and repeated_entries(X, r0, r1):
@@ -468,9 +470,9 @@ def _levels(a, X):
     ``_LEVEL_VALUES``, ``_LEVEL_SHARE``, ``_LEVEL_ENTRIES_PER_VALUE``), or ``None`` (the
     pattern with ``log a - s``). Decided from the posterior's size and the call's data
     alone (never from the blocks, the threads or what the cache holds): a row's value
-    is the same in any call that decides alike, to the bit; between calls that decide
-    differently (a batch of mostly 1s, or a few rows), the two products sum the same
-    terms in another order (last bits)."""
+    is the same, to the bit, in any call that reads the same levels; between calls that
+    read other levels or none (a batch of mostly 1s, a few rows, a shallower sample),
+    some of its terms are summed in another order (last bits)."""
     if not a.size or not X.nnz or X.nnz < _LEVEL_ENTRIES_PER_VALUE * a.size:
         return None
     budget = min(_TABLE_MAX, _LEVEL_VALUES // a.size)
