@@ -86,6 +86,36 @@ _LOG_FACTORIAL_SIZE = 1024
 _LOG_FACTORIAL = None
 
 
+def small_counts(x, top, dtype=np.int32):
+    """The values ``x`` cast to ``dtype``, and where they are whole counts ``0 .. top``.
+
+    The cast alone, checked against the values: a fraction, or a value past the range of
+    ``dtype`` (whatever its cast gives: wrapped or saturated), differs from its cast, and
+    negative counts read as unsigned are past ``top``. (Clamping first, in the values'
+    type, costs a pass as long as the cast; the comparison casts the counts in small
+    buffers: no float64 copy.)
+
+    Parameters
+    ----------
+    x : ndarray of integer, boolean or float values
+    top : int, below the largest value of ``dtype``
+    dtype : signed integer dtype
+
+    Returns
+    -------
+    counts : ndarray of ``dtype``, the shape of ``x``
+    ok : bool ndarray, the shape of ``x``
+    """
+    if x.dtype == np.bool_:
+        x = x.view(np.uint8)
+    counts = np.empty(x.shape, dtype=dtype)
+    with np.errstate(invalid="ignore"):
+        np.copyto(counts, x, casting="unsafe")
+    ok = counts.view(f"u{counts.itemsize}") <= top
+    ok &= np.equal(counts, x)
+    return counts, ok
+
+
 def log_factorial_np(x):
     r""":math:`\log x! = \log\Gamma(x + 1)` elementwise (numpy), by table for integers below 1024.
 
@@ -103,18 +133,10 @@ def log_factorial_np(x):
     if _LOG_FACTORIAL is None:
         _LOG_FACTORIAL = gammaln(np.arange(_LOG_FACTORIAL_SIZE, dtype=np.float64) + 1.0)
     x = np.asarray(x)
-    if x.dtype == np.bool_:
-        x = x.view(np.uint8)
-    if x.dtype.kind not in "iuf":
+    if x.dtype.kind not in "iufb":
         x = x.astype(np.float64)
-    # The values cast alone and checked against themselves (a fraction, or a value past
-    # the range of int32, differs from its cast), then one gather: no float64 copy of
-    # integer counts, no comparison in mixed types beyond one.
-    k = np.empty(x.shape, dtype=np.int32)
-    with np.errstate(invalid="ignore"):
-        np.copyto(k, x, casting="unsafe")
-    tabled = k.view(np.uint32) < _LOG_FACTORIAL_SIZE  # negatives read as unsigned fail too
-    tabled &= np.equal(k, x)
+    # No float64 copy of integer counts: one checked cast, then one gather.
+    k, tabled = small_counts(x, _LOG_FACTORIAL_SIZE - 1)
     if tabled.all():
         return np.take(_LOG_FACTORIAL, k)
     out = gammaln(x.astype(np.float64) + 1.0, out=np.empty(x.shape))
@@ -122,4 +144,4 @@ def log_factorial_np(x):
     return out
 
 
-__all__ += ["log_factorial_np"]
+__all__ += ["log_factorial_np", "small_counts"]

@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
+from bayesnb.core._special import small_counts
 from bayesnb.core.kernels import (
     ParamCache,
     csr_row_sums,
@@ -487,20 +488,9 @@ def _levels(a, X):
 
 def _level_counts(v, levels, dtype=np.int32):
     """The values ``v`` cast to ``dtype``, and the positions of those that are not an
-    integer count from 0 to ``levels`` (fractions, deeper counts)."""
-    counts = np.empty(v.shape[0], dtype=dtype)
-    if v.dtype == np.bool_:
-        v = v.view(np.uint8)
-    # The cast alone, checked against the values: a fraction, or a value past the range
-    # of `dtype` (whatever its cast gives: wrapped or saturated), differs from its cast.
-    # (Clamping first, in the values' type, costs a pass as long as the cast; the
-    # comparison casts the counts in small buffers: no copy of the block.)
-    with np.errstate(invalid="ignore"):
-        np.copyto(counts, v, casting="unsafe")
-    off = np.not_equal(counts, v)
-    # Counts past the levels, and negative ones (read as unsigned: past them too).
-    off |= counts.view(f"u{counts.itemsize}") > levels
-    return counts, np.flatnonzero(off)
+    integer count from 0 to ``levels`` (fractions, deeper counts): :func:`small_counts`."""
+    counts, ok = small_counts(v, levels, dtype)
+    return counts, np.flatnonzero(~ok)
 
 
 def _level_rows(v, cols, levels, n_features, dtype=np.int32):
