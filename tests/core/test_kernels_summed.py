@@ -70,15 +70,15 @@ def test_dense_passes_through():
     assert summed(X) is X
 
 
-@pytest.fixture(params=["block-counter", "column-major"])
+@pytest.fixture(params=["product-counter", "column-major"])
 def detector(request, monkeypatch):
-    """Both duplicate detectors of ``summed``: SciPy's block counter and the fallback."""
+    """Both duplicate detectors of ``summed``: SciPy's product counter and the fallback."""
     from bayesnb.core import kernels
 
     if request.param == "column-major":
-        monkeypatch.setattr(kernels, "_count_blocks", None)
-    elif kernels._count_blocks is None:  # pragma: no cover
-        pytest.fail("this SciPy has no csr_count_blocks: the fast path is never taken")
+        monkeypatch.setattr(kernels, "_count_product", None)
+    elif kernels._count_product is None:  # pragma: no cover
+        pytest.fail("this SciPy has no csr_matmat_maxnnz: the fast path is never taken")
     return request.param
 
 
@@ -115,3 +115,32 @@ def test_corrupt_column_indices_are_refused_before_they_index_anything(detector)
         X.has_sorted_indices = False
         with pytest.raises(ValueError, match=r"column index outside 0\.\.7"):
             summed(X)
+
+
+@pytest.mark.parametrize("seed", range(20))
+@pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
+def test_a_block_of_rows_repeats_an_entry_exactly_when_its_own_rows_do(seed, index_dtype):
+    # repeated_entries(X, r0, r1) reads rows r0:r1 in place (offsets into the whole
+    # indices): a repeat outside them is not seen, one inside is.
+    from bayesnb.core.kernels import repeated_entries
+
+    rng = np.random.default_rng(100 + seed)
+    n, f = int(rng.integers(2, 25)), int(rng.integers(1, 30))
+    X = _with_duplicates(rng, n=n, f=f, nnz=int(rng.integers(0, 3 * n)))
+    X = sp.csr_matrix((X.data, X.indices.astype(index_dtype), X.indptr.astype(index_dtype)), shape=X.shape)
+    X.has_sorted_indices = False
+    for _ in range(5):
+        r0 = int(rng.integers(0, n))
+        r1 = int(rng.integers(r0, n + 1))
+        part = X[r0:r1]
+        distinct = sum(np.unique(part.indices[part.indptr[r] : part.indptr[r + 1]]).size for r in range(r1 - r0))
+        assert repeated_entries(X, r0, r1) == (distinct < part.nnz)
+
+
+def test_a_column_index_out_of_range_is_refused_not_read():
+    from bayesnb.core.kernels import repeated_entries
+
+    X = sp.csr_matrix((np.ones(3), np.array([0, 2, 1], dtype=np.int32), np.array([0, 2, 3], dtype=np.int32)), shape=(2, 3))
+    X.indices[1] = 3  # past the last column: the counter's marker array would be overrun
+    with pytest.raises(ValueError, match="column index outside"):
+        repeated_entries(X)
