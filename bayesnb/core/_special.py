@@ -89,11 +89,12 @@ _LOG_FACTORIAL = None
 def small_counts(x, top, dtype=np.int32):
     """The values ``x`` cast to ``dtype``, and where they are whole counts ``0 .. top``.
 
-    The cast alone, checked against the values: a fraction, or a value past the range of
-    ``dtype`` (whatever its cast gives: wrapped or saturated), differs from its cast, and
-    negative counts read as unsigned are past ``top``. (Clamping first, in the values'
-    type, costs a pass as long as the cast; the comparison casts the counts in small
-    buffers: no float64 copy.)
+    Integers: their range, read on the values themselves (negatives read as unsigned
+    are past ``top``), then the cast. Floats: the cast alone, checked against the
+    values: a fraction, or a value past the range of ``dtype`` (whatever its cast gives:
+    wrapped or saturated), differs from its cast, and negative counts read as unsigned
+    are past ``top``. (Clamping first, in the values' type, costs a pass as long as the
+    cast; the comparison casts the counts in small buffers: no float64 copy.)
 
     Parameters
     ----------
@@ -109,6 +110,13 @@ def small_counts(x, top, dtype=np.int32):
     if x.dtype == np.bool_:
         x = x.view(np.uint8)
     counts = np.empty(x.shape, dtype=dtype)
+    if x.dtype.kind == "u" or (x.dtype.kind == "i" and top < 2 ** (8 * x.itemsize - 1)):
+        # Whole by their type: the range alone, read on the values (negatives read as
+        # unsigned are at least 2**(bits - 1), past ``top``); where it holds, the cast is
+        # exact. (Not for int8 with top >= 128: -100 reads as 156.)
+        ok = x.view(x.dtype.str.replace("i", "u")) <= top  # same byte order
+        np.copyto(counts, x, casting="unsafe")
+        return counts, ok
     with np.errstate(invalid="ignore"):
         np.copyto(counts, x, casting="unsafe")
     ok = counts.view(f"u{counts.itemsize}") <= top

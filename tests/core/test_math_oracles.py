@@ -136,6 +136,43 @@ def test_log_factorial_is_gammaln_bit_for_bit_in_every_dtype(dtype):
         np.testing.assert_array_equal(log_factorial_np(np.asarray(v)), gammaln(np.float64(v) + 1.0))
 
 
+_SMALL_COUNTS_VALUES = {
+    "f8": [0, 1, 2, 200, 201, 255, -1, -0.5, 0.5, 2.5, 2**31, 2**32 + 3, 1e300, np.nan, np.inf, -np.inf],
+    "f4": [0, 1, 2, 200, 201, -1, 0.5, 2**31, 2**32, 3e38, np.nan],
+    "i8": [0, 1, 2, 200, 201, -1, -(2**63), 2**31, 2**32 + 3, 2**63 - 1],
+    "i4": [0, 1, 200, 201, -1, -(2**31), 2**31 - 1],
+    "i1": [0, 1, 100, 127, -1, -100, -128],
+    "u8": [0, 1, 200, 201, 2**32 + 3, 2**63, 2**64 - 1],
+    "u4": [0, 1, 200, 201, 2**31, 2**32 - 1],
+    "u1": [0, 1, 200, 201, 255],
+    ">i8": [0, 1, 200, 201, -1, 2**32 + 3],
+    ">f8": [0, 1, 200, 201, -1, 0.5, 2**32 + 3],
+    "?": [True, False],
+}
+
+
+@pytest.mark.parametrize("dtype", list(_SMALL_COUNTS_VALUES))
+@pytest.mark.parametrize("strided", [False, True])
+def test_small_counts_finds_exactly_the_whole_counts_up_to_top(dtype, strided):
+    """_special.small_counts against Python's own arithmetic: ``ok`` where the value is a
+    whole number from 0 to ``top`` (whatever its dtype, byte order or strides), and there
+    the cast is the count. Negatives, fractions, NaN, inf, values past the cast's range
+    (which wrap or saturate into it) and past ``top`` are not ok."""
+    from bayesnb.core._special import small_counts
+
+    top = 200
+    values = _SMALL_COUNTS_VALUES[dtype]
+    x = np.array(values, dtype=dtype)
+    if strided:  # every other value of a twice-as-long array: a non-contiguous view
+        x = np.repeat(x, 2)[::2]
+    for out_dtype in (np.int32, np.int64):
+        counts, ok = small_counts(x, top, out_dtype)
+        assert counts.dtype == out_dtype and ok.dtype == np.bool_ and ok.shape == x.shape
+        expect = np.array([float(v) == int(v) and 0 <= int(v) <= top if np.isfinite(float(v)) else False for v in x.tolist()])
+        np.testing.assert_array_equal(ok, expect)
+        np.testing.assert_array_equal(counts[ok], np.array([int(v) for v in x[ok].tolist()], dtype=out_dtype))
+
+
 def test_naive_gammaln_difference_fails_the_bound_at_large_a():
     """Why log_rising_factorial exists: lgamma(a + x) − lgamma(a) cancels catastrophically."""
     import jax.scipy.special as jsp
