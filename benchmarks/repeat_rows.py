@@ -18,7 +18,9 @@ Rows (MultinomialNB, ``alpha=1``, fitted as in ``real_corpora.text_rows``):
   the test split, ``estimate="mean"`` and the exact Dirichlet-multinomial
   (``estimate="predictive"``) against scikit-learn's ``predict_proba``;
 * ``long-fit``, ``long-mean``, ``long-exact``: the 556 long documents of
-  ``real_corpora.long_documents`` (200 SMS of one class each).
+  ``real_corpora.long_documents`` (200 SMS of one class each);
+* ``longint-exact``: the same documents as ``CountVectorizer`` gives counts
+  (``real_corpora.as_counted``: int64, sorted rows).
 
 The corpora are read from ``../shared/data``; a row whose corpus is absent is skipped
 with a message.
@@ -41,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import bench_discrete  # noqa: E402
 import real_corpora  # noqa: E402
 
-ROWS = ("20ng-mean", "20ng-exact", "long-fit", "long-mean", "long-exact")
+ROWS = ("20ng-mean", "20ng-exact", "long-fit", "long-mean", "long-exact", "longint-exact")
 
 
 def _back_to_back(sk_fn, bn_fn, repeat):
@@ -59,7 +61,7 @@ def _back_to_back(sk_fn, bn_fn, repeat):
 
 
 def _corpora(rows):
-    """{'20ng': (X_train, y_train, X_test), 'long': (X, y, X)} for the rows asked for."""
+    """{'20ng': (X_train, y_train, X_test), 'long': (X, y, X), 'longint': ...} for the rows asked for."""
     out = {}
     if any(r.startswith("20ng") for r in rows):
         if bench_discrete.NEWSGROUPS.is_file():
@@ -67,11 +69,13 @@ def _corpora(rows):
             out["20ng"] = (X_train, y_train, X_test)
         else:
             print(f"20ng rows skipped: {bench_discrete.NEWSGROUPS} not found")
-    if any(r.startswith("long") for r in rows):
+    if any(r.startswith("long") for r in rows):  # long-* and longint-*
         if real_corpora.SMS.is_file():
             _, _, X1, y1 = real_corpora.load_sms(True)
             X, y = real_corpora.long_documents(sp.vstack([X1] * 20, format="csr"), np.tile(y1, 20))
             out["long"] = (X, y, X)
+            Xi = real_corpora.as_counted(X)
+            out["longint"] = (Xi, y, Xi)
         else:
             print(f"long rows skipped: {real_corpora.SMS} not found")
     return out
