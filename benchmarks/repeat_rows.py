@@ -74,8 +74,9 @@ def _corpora(rows):
             _, _, X1, y1 = real_corpora.load_sms(True)
             X, y = real_corpora.long_documents(sp.vstack([X1] * 20, format="csr"), np.tile(y1, 20))
             out["long"] = (X, y, X)
-            Xi = real_corpora.as_counted(X)
-            out["longint"] = (Xi, y, Xi)
+            if any(r.startswith("longint") for r in rows):
+                Xi = real_corpora.as_counted(X)
+                out["longint"] = (Xi, y, Xi)
         else:
             print(f"long rows skipped: {real_corpora.SMS} not found")
     return out

@@ -89,11 +89,12 @@ _LOG_FACTORIAL = None
 def small_counts(x, top, dtype=np.int32):
     """The values ``x`` cast to ``dtype``, and where they are whole counts ``0 .. top``.
 
-    Integers: their range, read on the values themselves (negatives read as unsigned
-    are past ``top``), then the cast. Floats: the cast alone, checked against the
-    values: a fraction, or a value past the range of ``dtype`` (whatever its cast gives:
-    wrapped or saturated), differs from its cast, and negative counts read as unsigned
-    are past ``top``. (Clamping first, in the values' type, costs a pass as long as the
+    Unsigned integers, and signed ones whose negatives read as unsigned are past ``top``
+    (``top`` below 2**(bits - 1)): their range, read on the values themselves, then the
+    cast. Others (floats; int8 with ``top`` of 128 or more): the cast alone, checked
+    against the values: a fraction, or a value past the range of ``dtype`` (whatever
+    its cast gives: wrapped or saturated), differs from its cast, and negative counts
+    read as unsigned are past ``top``. (Clamping first, in the values' type, costs a pass as long as the
     cast; the comparison casts the counts in small buffers: no float64 copy.)
 
     Parameters
@@ -105,7 +106,7 @@ def small_counts(x, top, dtype=np.int32):
     Returns
     -------
     counts : ndarray of ``dtype``, the shape of ``x``
-    ok : bool ndarray, the shape of ``x``
+    ok : bool ndarray of the shape of ``x`` (a bool scalar for 0-d ``x``)
     """
     if x.dtype == np.bool_:
         x = x.view(np.uint8)

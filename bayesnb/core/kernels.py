@@ -391,18 +391,24 @@ def repeated_entries_checkable(X):
     return _count_product is not None and X.indptr.dtype == X.indices.dtype
 
 
-# The identity's CSR index arrays (indptr, indices) for the last few (n, dtype) asked.
-_IDENTITIES = {}
+# 0, 1, 2, ... per index dtype, grown on demand and read-only: the identity's CSR index
+# arrays of any size n are its first n + 1 and n values (see repeated_entries).
+_ARANGES = {}
+_ARANGES_LOCK = threading.Lock()
 
 
 def _identity_indices(n, dtype):
-    key = (n, np.dtype(dtype))
-    found = _IDENTITIES.get(key)
-    if found is None:
-        if len(_IDENTITIES) >= 4:
-            _IDENTITIES.clear()
-        found = _IDENTITIES[key] = (np.arange(n + 1, dtype=dtype), np.arange(n, dtype=dtype))
-    return found
+    """(indptr, indices) of the n x n identity in ``dtype``: views of one shared range."""
+    dtype = np.dtype(dtype)
+    found = _ARANGES.get(dtype)
+    if found is None or found.size < n + 1:
+        with _ARANGES_LOCK:  # blocks on threads ask at once: one range is built
+            found = _ARANGES.get(dtype)
+            if found is None or found.size < n + 1:
+                found = np.arange(max(n + 1, 2 * (0 if found is None else found.size)), dtype=dtype)
+                found.flags.writeable = False
+                _ARANGES[dtype] = found
+    return found[: n + 1], found[:n]
 
 
 def repeated_entries(X, r0=0, r1=None):
@@ -418,6 +424,8 @@ def repeated_entries(X, r0=0, r1=None):
     column index out of range is refused (``ValueError``). Needs
     :func:`repeated_entries_checkable`.
     """
+    if not repeated_entries_checkable(X):
+        raise ValueError("repeated_entries needs SciPy's product counter and index arrays of one dtype (see repeated_entries_checkable)")
     r1 = X.shape[0] if r1 is None else r1
     s, e = int(X.indptr[r0]), int(X.indptr[r1])
     n_columns = X.shape[1]

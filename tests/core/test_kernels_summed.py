@@ -144,3 +144,27 @@ def test_a_column_index_out_of_range_is_refused_not_read():
     X.indices[1] = 3  # past the last column: the counter's marker array would be overrun
     with pytest.raises(ValueError, match="column index outside"):
         repeated_entries(X)
+
+
+def test_index_arrays_of_two_dtypes_are_refused_not_converted_per_block():
+    from bayesnb.core.kernels import repeated_entries
+
+    X = sp.csr_matrix((np.ones(2), np.array([0, 1], dtype=np.int32), np.array([0, 1, 2], dtype=np.int64)), shape=(2, 3))
+    X.indptr = X.indptr.astype(np.int64)
+    X.indices = X.indices.astype(np.int32)
+    with pytest.raises(ValueError, match="one dtype"):
+        repeated_entries(X)
+
+
+def test_the_identity_for_the_counter_is_one_read_only_range_grown_for_wider_matrices():
+    from bayesnb.core import kernels
+
+    small = kernels._identity_indices(5, np.int32)
+    wide = kernels._identity_indices(5000, np.int32)
+    again = kernels._identity_indices(7, np.int32)
+    for (indptr, indices), n in ((small, 5), (wide, 5000), (again, 7)):
+        np.testing.assert_array_equal(indptr, np.arange(n + 1))
+        np.testing.assert_array_equal(indices, np.arange(n))
+        assert indptr.dtype == indices.dtype == np.int32
+        assert not indptr.flags.writeable and not indices.flags.writeable
+    assert np.shares_memory(wide[0], again[0])  # no range built for a narrower matrix

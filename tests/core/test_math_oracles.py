@@ -141,7 +141,10 @@ _SMALL_COUNTS_VALUES = {
     "f4": [0, 1, 2, 200, 201, -1, 0.5, 2**31, 2**32, 3e38, np.nan],
     "i8": [0, 1, 2, 200, 201, -1, -(2**63), 2**31, 2**32 + 3, 2**63 - 1],
     "i4": [0, 1, 200, 201, -1, -(2**31), 2**31 - 1],
-    "i1": [0, 1, 100, 127, -1, -100, -128],
+    "i1": [0, 1, 100, 101, 127, -1, -100, -128],
+    "i2": [0, 1, 100, 101, 200, 201, 1023, 1024, -1, -(2**15)],
+    ">u4": [0, 1, 100, 101, 200, 201, 1023, 1024, 2**31, 2**32 - 1],
+    "f2": [0, 1, 2, 100, 101, 200, 201, 1023, 1024, -1, 0.5, 2.5, 65504, np.nan, np.inf],
     "u8": [0, 1, 200, 201, 2**32 + 3, 2**63, 2**64 - 1],
     "u4": [0, 1, 200, 201, 2**31, 2**32 - 1],
     "u1": [0, 1, 200, 201, 255],
@@ -151,26 +154,37 @@ _SMALL_COUNTS_VALUES = {
 }
 
 
+def _whole_up_to(v, top):
+    v = float(v)
+    return bool(np.isfinite(v) and v == int(v) and 0 <= int(v) <= top)
+
+
 @pytest.mark.parametrize("dtype", list(_SMALL_COUNTS_VALUES))
 @pytest.mark.parametrize("strided", [False, True])
-def test_small_counts_finds_exactly_the_whole_counts_up_to_top(dtype, strided):
+@pytest.mark.parametrize("top", [100, 200, 1023])
+def test_small_counts_finds_exactly_the_whole_counts_up_to_top(dtype, strided, top):
     """_special.small_counts against Python's own arithmetic: ``ok`` where the value is a
     whole number from 0 to ``top`` (whatever its dtype, byte order or strides), and there
     the cast is the count. Negatives, fractions, NaN, inf, values past the cast's range
-    (which wrap or saturate into it) and past ``top`` are not ok."""
+    (which wrap or saturate into it) and past ``top`` are not ok. ``top`` 100 takes the
+    integer path for int8 too (its negatives read as unsigned are past 127), 200 and 1023
+    do not."""
     from bayesnb.core._special import small_counts
 
-    top = 200
-    values = _SMALL_COUNTS_VALUES[dtype]
-    x = np.array(values, dtype=dtype)
+    x = np.array(_SMALL_COUNTS_VALUES[dtype], dtype=dtype)
     if strided:  # every other value of a twice-as-long array: a non-contiguous view
         x = np.repeat(x, 2)[::2]
     for out_dtype in (np.int32, np.int64):
         counts, ok = small_counts(x, top, out_dtype)
         assert counts.dtype == out_dtype and ok.dtype == np.bool_ and ok.shape == x.shape
-        expect = np.array([float(v) == int(v) and 0 <= int(v) <= top if np.isfinite(float(v)) else False for v in x.tolist()])
+        expect = np.array([_whole_up_to(v, top) for v in x.tolist()])
         np.testing.assert_array_equal(ok, expect)
         np.testing.assert_array_equal(counts[ok], np.array([int(v) for v in x[ok].tolist()], dtype=out_dtype))
+        for v in x[:: max(1, x.size // 3)]:  # 0-d
+            c0, ok0 = small_counts(np.asarray(v), top, out_dtype)
+            assert c0.shape == () and bool(ok0) == _whole_up_to(v, top)
+            if ok0:
+                assert int(c0) == int(v)
 
 
 def test_naive_gammaln_difference_fails_the_bound_at_large_a():
