@@ -94,8 +94,9 @@ def small_counts(x, top, dtype=np.int32):
     cast. Others (floats; int8 with ``top`` of 128 or more): the cast alone, checked
     against the values: a fraction, or a value past the range of ``dtype`` (whatever
     its cast gives: wrapped or saturated), differs from its cast, and negative counts
-    read as unsigned are past ``top``. (Clamping first, in the values' type, costs a pass as long as the
-    cast; the comparison casts the counts in small buffers: no float64 copy.)
+    read as unsigned are past ``top``. (Clamping first, in the values' type, costs a
+    pass as long as the cast; the comparison casts the counts in small buffers: no
+    float64 copy.)
 
     Parameters
     ----------
