@@ -195,11 +195,8 @@ def log_likelihood(params, X):
     ndarray of shape (n_samples, n_classes)
         ``-inf`` exactly where a positive count meets a zero rate.
     """
-    X = _canonical(X)
-    xp = namespace(params, X)
-    log_rate = xp.asarray(params.log_rate, dtype=np.float64)
-    total_rate = xp.exp(log_rate).sum(axis=-1)
-    return log_linear(X, log_rate, bias=-total_rate) - _row_log_factorial(X)[:, None]
+    X = _canonical(X)  # the log factorials need each count whole
+    return log_likelihood_contrast(params, X) - _row_log_factorial(X)[:, None]
 
 
 def log_likelihood_contrast(params, X, prior=None, mask=None):
