@@ -68,6 +68,8 @@ __all__ = [
     "feature_log_loo",
     "joint",
     "log_loss",
+    "row_feature_log_loo",
+    "log_proba",
     "TEMPERATURE_BOUNDS",
 ]
 
@@ -147,6 +149,32 @@ def _row_downdate(family, prior, stats, X, y_index, weight, mask, kind, i, point
     return _score(family, prior, _merge(stats, down), row, kind, row_mask, point_options)[0]
 
 
+def row_feature_log_loo(family, prior, stats, X, y_index, weight, i, *, kind="predictive", mask=None, point_options=None):
+    r"""Every class's :math:`\log p(x_i \mid y=c, D_{-i})` for one training row, by one downdate of all the statistics.
+
+    The slow, always exact path of :func:`feature_log_loo` (statistics of all the
+    classes with row :math:`i` merged out at weight :math:`-w_i`, then the family's
+    score), for rows whose refit changes more than their class's statistics: a
+    ``prior`` of its own (a table of categories learned without the row), or a point
+    estimate that reads the statistics of every class (a variance floor scaled to the
+    pooled variance).
+
+    Parameters
+    ----------
+    family, prior, stats, X, y_index, weight, kind, mask, point_options
+        As for :func:`feature_log_loo` (``X`` and ``mask`` unpacked: not a ``MaskedX``).
+    i : int
+        The row.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+    """
+    y_index = np.asarray(y_index, dtype=np.intp)
+    weight = np.ones(y_index.size) if weight is None else np.asarray(weight, dtype=np.float64)
+    return _row_downdate(family, prior, stats, X, y_index, weight, mask, kind, int(i), point_options)
+
+
 def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="predictive", mask=None, point_options=None):
     r"""Leave-one-out feature log-probabilities :math:`\log p(x_i \mid y=c, D_{-i})`, shape (n_samples, n_classes).
 
@@ -209,6 +237,16 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
                     for s in range(0, n, _BLOCK)
                 ]
             )
+            # Leaving nothing out can agree by coincidence where classes share parameters:
+            # a shared MLE covariance pooled over the block's "classes" is the data's own
+            # when the block holds the classes in the proportions of the data (balanced
+            # classes). Leaving rows out cannot: a row's value in the block must be that
+            # of its own downdate (which is exact for shared parameters too).
+            for i in sorted({0, min(n, _BLOCK) - 1}):
+                own = _row_downdate(family, prior, stats, X, y_index, weight, mask, kind, i, point_options)[y_index[i]]
+                if not np.allclose(diag[i], own, rtol=1e-9, atol=1e-9, equal_nan=True):
+                    diag = None
+                    break
     except (ValueError, TypeError, IndexError):
         diag = None
     if diag is not None:
@@ -246,10 +284,32 @@ def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="p
     return np.asarray(_class_prior.point_log(class_dirichlet, down, kind), dtype=np.float64)
 
 
+def log_proba(terms, temperature=1.0):
+    r"""Every class's :math:`\log p(y=c \mid x_i, D_{-i})`, the features tempered by ``temperature``.
+
+    The class probabilities are :math:`\propto p(c \mid D_{-i})\, p(x_i \mid c, D_{-i})^{1/T}`;
+    a row impossible under every class gets its class proportions, as ``predict_proba``.
+
+    Parameters
+    ----------
+    terms : LooTerms
+    temperature : float >= 1
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    scores = terms.class_log + terms.feature_log / float(temperature)
+    dead = np.isneginf(scores.max(axis=1, initial=-np.inf))
+    scores = np.where(dead[:, None], terms.class_log, scores)
+    return scores - logsumexp(scores, axis=1, keepdims=True)
+
+
 def conditional(terms, temperature=1.0):
     r"""Pointwise :math:`\log p(y_i \mid x_i, D_{-i})` with the features tempered by ``temperature``.
 
-    The class probabilities are :math:`\propto p(c \mid D_{-i})\, p(x_i \mid c, D_{-i})^{1/T}`.
+    The class probabilities are :math:`\propto p(c \mid D_{-i})\, p(x_i \mid c, D_{-i})^{1/T}`
+    (see :func:`log_proba`).
 
     Parameters
     ----------
@@ -260,12 +320,7 @@ def conditional(terms, temperature=1.0):
     -------
     ndarray of shape (n_samples,)
     """
-    scores = terms.class_log + terms.feature_log / float(temperature)
-    # A row impossible under every class gets its class proportions, as predict_proba.
-    dead = np.isneginf(scores.max(axis=1, initial=-np.inf))
-    scores = np.where(dead[:, None], terms.class_log, scores)
-    log_p = scores - logsumexp(scores, axis=1, keepdims=True)
-    return log_p[np.arange(terms.y_index.size), terms.y_index]
+    return log_proba(terms, temperature)[np.arange(terms.y_index.size), terms.y_index]
 
 
 def joint(terms):

@@ -51,7 +51,8 @@ from scipy import special
 
 from bayesnb.core import _fitted
 from bayesnb.core._fitted import stacked_log_likelihood
-from bayesnb.core._normalize import normalize_proba
+from bayesnb.analysis import calibration as _calibration
+from bayesnb.core._normalize import log_normalize, normalize_proba
 from bayesnb.core._validation import check_level, check_n_draws
 
 __all__ = [
@@ -250,6 +251,9 @@ class DrawSource(NamedTuple):
     take_rows : callable ``(X, start, stop) -> X_rows``
     draw_size : int
         float64 entries of one draw of the feature parameters (memory planning).
+    calibration : CalibrationMap or None
+        The estimator's calibration map, applied to every draw's class probabilities
+        (:mod:`bayesnb.analysis.calibration`).
     """
 
     X: Any
@@ -260,6 +264,7 @@ class DrawSource(NamedTuple):
     log_likelihood: Callable
     take_rows: Callable
     draw_size: int
+    calibration: Any = None
 
 
 def draw_size(posterior):
@@ -320,6 +325,7 @@ def _plain_source(estimator, X, n_draws, key):
         log_likelihood=lambda params, rows: _tempered(_fitted.log_likelihood_draws(estimator, params, rows), estimator),
         take_rows=lambda rows, start, stop: _fitted.take_rows(estimator, rows, start, stop),
         draw_size=draw_size(estimator.posterior_),
+        calibration=_fitted.calibration(estimator),
     )
 
 
@@ -502,7 +508,15 @@ def _proba_block(source, params, d0, d1, r0, r1, out=None, entropy=None):
     joint = np.add(ll, log_class, out=np.empty(ll.shape) if out is None else out)
     # A row impossible under every class for one draw (a zero probability in that draw)
     # gets that draw's class proportions, as predict_proba does.
-    return normalize_proba(joint, log_class, out=joint, entropy=entropy)[0]
+    cmap = source.calibration
+    if cmap is None or cmap.family == "identity":
+        return normalize_proba(joint, log_class, out=joint, entropy=entropy)[0]
+    # Calibrated as the estimator's predict_proba: normalised in log space, mapped, then
+    # exponentiated (each draw's class probabilities go through the same map).
+    proba = np.exp(_calibration.apply(cmap, log_normalize(joint, log_class)[0]), out=joint)
+    if entropy is not None:
+        entropy[...] = _entropy(proba)
+    return proba
 
 
 def _iter_by_draws(source, chunk, rows_chunk=None, out=None):

@@ -54,6 +54,7 @@ __all__ = [
     "stacked_log_likelihood",
     "take_rows",
     "temperature",
+    "calibration",
 ]
 
 
@@ -217,6 +218,15 @@ def temperature(estimator):
     feature log-likelihood by it.
     """
     return float(getattr(estimator, "temperature_", 1.0))
+
+
+def calibration(estimator):
+    """The calibration map a fitted estimator's class probabilities go through (``calibration_``; None where none).
+
+    See :mod:`bayesnb.analysis.calibration`: the layers that turn draws of the parameters
+    into class probabilities apply it after normalising, as ``predict_proba`` does.
+    """
+    return getattr(estimator, "calibration_", None)
 
 
 def class_log_draws(key, estimator, n, *, prior=False):

@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from bayesnb.analysis import calibration as _calibration
 from bayesnb.analysis import loo as _loo
 from bayesnb.analysis import uncertainty as _uncertainty
 from bayesnb.analysis.uncertainty import check_interval_args
@@ -43,6 +44,9 @@ from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.estimators import _shards
 from bayesnb.estimators._hyper import HyperpriorMixin
 from bayesnb.exceptions import ZeroLikelihoodWarning
+from bayesnb.io.persistence import register_pytree
+
+register_pytree(_calibration.CalibrationMap)
 
 __all__ = ["BaseNB"]
 
@@ -80,6 +84,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -92,6 +97,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         self.estimate = estimate
         self.missing = missing
         self.temperature = temperature
+        self.calibrate = calibrate
         # The NUTS settings of hyperpriors are parameters of the estimators that list them
         # in their signature (scikit-learn: __init__ sets its parameters and nothing else);
         # the others integrate with the defaults (bayesnb.estimators._hyper).
@@ -111,6 +117,63 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         """Family: the conjugate family of the fitted feature model (see :mod:`bayesnb.core.families`)."""
         check_is_fitted(self, "stats_")
         return self._family
+
+    @property
+    def temperature_(self):
+        """float: the likelihood temperature predictions use.
+
+        A number given as ``temperature`` is used as it is, also when set after ``fit``;
+        ``temperature="loo"`` is the value chosen at ``fit`` from the training rows'
+        exact leave-one-out scores, which a ``set_params(temperature="loo")`` after
+        ``fit`` cannot choose (the rows are not kept): predictions then raise until the
+        next ``fit``.
+        """
+        check_is_fitted(self, "stats_")
+        if not _is_loo(self.temperature):
+            return check_temperature(self.temperature)
+        chosen = self.__dict__.get("temperature_")
+        if chosen is None:
+            raise ValueError(
+                f"{type(self).__name__}: temperature='loo' was set after fit; it is chosen from the training rows' "
+                "leave-one-out scores at fit, which are not kept: call fit again"
+            )
+        return chosen
+
+    @property
+    def calibration_(self):
+        """CalibrationMap or None: the calibration map predictions apply.
+
+        None with ``calibrate=None`` (also when set after ``fit``: it takes effect at
+        once). With ``calibrate="loo"``, the map fitted at ``fit`` to the training rows'
+        exact leave-one-out scores (:func:`bayesnb.analysis.calibration.choose`); the map
+        belongs to the scores of one ``estimate`` and temperature, so after
+        ``set_params`` changes either (or sets ``calibrate="loo"`` on an estimator
+        fitted without it) predictions raise until the next ``fit``.
+        """
+        check_is_fitted(self, "stats_")
+        if check_calibrate(self.calibrate) is None:
+            return None
+        cmap = self.__dict__.get("calibration_")
+        name = type(self).__name__
+        if cmap is None:
+            raise ValueError(
+                f"{name}: calibrate='loo' was set after fit; the map is fitted to the training rows' leave-one-out "
+                "scores at fit, which are not kept: call fit again"
+            )
+        if cmap.estimate != self.estimate or cmap.temperature != self.temperature_:
+            raise ValueError(
+                f"{name}: the calibration map was fitted to the leave-one-out scores of estimate={cmap.estimate!r}, "
+                f"temperature={cmap.temperature:g}, not estimate={self.estimate!r}, temperature="
+                f"{self.temperature_:g}: call fit again (or set calibrate=None for the model as written)"
+            )
+        return cmap
+
+    def __repr__(self, N_CHAR_MAX=700):
+        text = super().__repr__(N_CHAR_MAX)
+        cmap = self.__dict__.get("calibration_")
+        if cmap is not None and hasattr(self, "stats_") and check_calibrate(self.calibrate) is not None:
+            text += f"\n# calibration_: {cmap!r}"
+        return text
 
     # ------------------------------------------------------------------ hooks
     def _check_X(self, X, reset):  # pragma: no cover - abstract
@@ -372,14 +435,21 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         new = self._stats(X, y_index, w)
         self.stats_ = new if not hasattr(self, "stats_") else merge(self.stats_, new)
         self._refresh()
-        if _is_loo(self.temperature):
+        calibrate = check_calibrate(self.calibrate)
+        if _is_loo(self.temperature) or calibrate is not None:
             # The rows of this call, each left out of everything seen so far. A row of
             # weight w counts as w copies (scikit-learn's convention): one copy (the whole
             # row where w < 1) is left out, and its loss counts w times, so that weights
-            # and repeated rows choose the same T.
+            # and repeated rows choose the same T and the same map.
             w = np.ones(X.shape[0]) if w is None else np.asarray(w, np.float64)
             terms = self._loo_terms(X, y_index, np.minimum(w, 1.0))
-            self.temperature_ = _loo.choose_temperature(terms, weight=w) if w.sum() > 0 else 1.0
+            if _is_loo(self.temperature):
+                self.__dict__["temperature_"] = _loo.choose_temperature(terms, weight=w) if w.sum() > 0 else 1.0
+            if calibrate is not None:
+                t = self.temperature_
+                self.__dict__["calibration_"] = _calibration.choose(
+                    _loo.log_proba(terms, t), terms.y_index, weight=w, estimate=self.estimate, temperature=t
+                )
         return new if batch else self
 
     def _refresh(self):
@@ -426,12 +496,12 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             self.class_posterior_ = self._class_posterior(self.stats_.class_count)
         self.class_count_ = np.asarray(self.stats_.class_count)
         self._cache = {}
-        if _is_loo(self.temperature):
-            # Chosen from the training rows by fit / partial_fit (update_prior keeps the
-            # last choice: it has no rows to leave out).
-            self.temperature_ = getattr(self, "temperature_", 1.0)
-        else:
-            self.temperature_ = check_temperature(self.temperature)
+        # temperature="loo" and calibrate="loo" are chosen from the training rows by fit /
+        # partial_fit (update_prior keeps the last choice: it has no rows to leave out);
+        # a fixed temperature is read at prediction (see temperature_).
+        check_calibrate(self.calibrate)
+        if not _is_loo(self.temperature):
+            check_temperature(self.temperature)
 
     # ----------------------------------------------------------- estimates
     def _class_log_prob(self, kind):
@@ -495,8 +565,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         # passes and a result-sized allocation fewer); a read-only one (a JAX array, a
         # broadcast view) is copied by the arithmetic instead.
         owned = isinstance(joint, np.ndarray) and joint.flags.writeable and joint.flags.owndata
-        if self.temperature_ != 1.0:
-            joint = np.divide(joint, self.temperature_, out=joint if owned else None)
+        temperature = self.temperature_
+        if temperature != 1.0:
+            joint = np.divide(joint, temperature, out=joint if owned else None)
             owned = True
         return np.add(joint, self._class_log_prob(kind), out=joint if owned else None)
 
@@ -505,8 +576,16 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         themselves, normalised from the joint without a logarithm (see
         :func:`~bayesnb.core._normalize.normalize_proba`)."""
         joint = self._scores(X, contrast=True)
-        normalize = normalize_proba if probabilities else log_normalize
-        log_proba, dead = normalize(joint, self._class_log_prob(self.estimate))
+        cmap = self.calibration_
+        if cmap is not None and cmap.family != "identity":
+            # The map reads log-probabilities: normalised in log space, mapped, then (for
+            # predict_proba) exponentiated.
+            log_proba, dead = log_normalize(joint, self._class_log_prob(self.estimate))
+            log_proba = _calibration.apply(cmap, log_proba)
+            log_proba = np.exp(log_proba) if probabilities else log_proba
+        else:
+            normalize = normalize_proba if probabilities else log_normalize
+            log_proba, dead = normalize(joint, self._class_log_prob(self.estimate))
         if dead.any():
             warnings.warn(
                 f"{int(dead.sum())} row(s) have zero likelihood under every class with "
@@ -1139,6 +1218,13 @@ def _signature_params(cls):
 
 def _is_loo(temperature):
     return isinstance(temperature, str) and temperature == "loo"
+
+
+def check_calibrate(calibrate):
+    """``calibrate`` checked: None or ``"loo"``, or a clear error."""
+    if calibrate is None or (isinstance(calibrate, str) and calibrate == "loo"):
+        return calibrate
+    raise ValueError(f"calibrate must be None or 'loo', got {calibrate!r}")
 
 
 def check_temperature(temperature):

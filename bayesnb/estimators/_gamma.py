@@ -25,10 +25,11 @@ class GammaRateNB(BaseNB):
     set ``_family`` (whose module provides ``make_prior``) and ``_start_prior``.
     """
 
-    def __init__(self, *, alpha, beta, prior, class_alpha, class_prior, fit_prior, estimate, missing, temperature=1.0, **hyper):
+    def __init__(self, *, alpha, beta, prior, class_alpha, class_prior, fit_prior, estimate, missing, temperature=1.0, calibrate=None, **hyper):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             **hyper,
         )
         self.alpha = alpha

@@ -7,7 +7,9 @@ import scipy.sparse as sp
 from sklearn.preprocessing import binarize as _binarize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from bayesnb.analysis import loo as _loo
 from bayesnb.core import empirical_bayes
+from bayesnb.core import missing as _missing
 from bayesnb.core._validation import (
     binarize_csr,
     check_binary,
@@ -45,6 +47,7 @@ class _DiscreteNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -54,6 +57,7 @@ class _DiscreteNB(BaseNB):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             hyper_chains=hyper_chains,
             hyper_warmup=hyper_warmup,
             hyper_draws=hyper_draws,
@@ -142,6 +146,18 @@ _COMMON_PARAMS = """
         rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
+        A large :math:`T` leaves the class proportions at full weight and can hand the
+        decision to them (accuracy falls where the classes are unbalanced): prefer
+        ``calibrate="loo"``, which fits the class offsets with the scale.
+    calibrate : {None, "loo"}, default=None
+        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
+        one compression of large log-odds, per-class offsets; the family chosen by
+        cross-validation over the scores) fitted to the training rows' exact
+        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
+        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
+        ``predict``, draws and intervals. A calibration of a misspecified model
+        (generalised Bayes): the posterior, the evidence and generated data are the
+        model's as written. None: the model as written.
 """
 
 _COMMON_ATTRS = """
@@ -310,6 +326,7 @@ class BernoulliNB(_DiscreteNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -325,6 +342,7 @@ class BernoulliNB(_DiscreteNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             hyper_chains=hyper_chains,
             hyper_warmup=hyper_warmup,
             hyper_draws=hyper_draws,
@@ -449,6 +467,7 @@ class CategoricalNB(_DiscreteNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -464,6 +483,7 @@ class CategoricalNB(_DiscreteNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             hyper_chains=hyper_chains,
             hyper_warmup=hyper_warmup,
             hyper_draws=hyper_draws,
@@ -508,6 +528,48 @@ class CategoricalNB(_DiscreteNB):
 
     def _stats_options(self):
         return {"n_categories": self.n_categories_}
+
+    def _loo_feature(self, X, y_index, weight, kind):
+        """Leave-one-out feature scores, with the table of categories a refit without the row would learn.
+
+        ``n_categories_`` is learned from the codes seen (the largest code plus one, or
+        ``min_categories``). A row holding the only occurrence of a feature's largest
+        code, with a gap below it (no row holds the code just under it), is scored by a
+        refit without it against a shorter table, in which its code is a new category
+        (the share of one extra category). Those rows (at most one per feature) are
+        scored by a downdate of all the classes' statistics under that table; elsewhere
+        the table is the same and the base downdate is exact.
+        """
+        out = super()._loo_feature(X, y_index, weight, kind)
+        codes, mask = (X.X, X.mask) if isinstance(X, _missing.MaskedX) else (X, None)
+        codes = np.asarray(codes)
+        if codes.shape[0] == 0:
+            return out
+        n_cat = np.asarray(self.n_categories_, dtype=np.int64)
+        floor = np.ones_like(n_cat) if self.min_categories is None else np.broadcast_to(
+            np.asarray(self.min_categories, dtype=np.int64), n_cat.shape
+        )
+        top = codes.max(axis=0)
+        at_top = codes == top
+        below = np.where(at_top, -1, codes).max(axis=0, initial=-1)
+        # The table a refit without the top row learns, where that row is alone at the top.
+        shorter = np.maximum(below + 1, floor)
+        features = np.flatnonzero((at_top.sum(axis=0) == 1) & (shorter < n_cat))
+        if not features.size:
+            return out
+        w = np.ones(codes.shape[0]) if weight is None else np.asarray(weight, dtype=np.float64)
+        y_index = np.asarray(y_index, dtype=np.intp)
+        owner = np.argmax(at_top[:, features], axis=0)
+        for i in np.unique(owner):
+            table = n_cat.copy()
+            mine = features[owner == i]
+            table[mine] = shorter[mine]
+            prior = self.prior_._replace(n_categories=table)
+            out[i] = _loo.row_feature_log_loo(
+                self._family, prior, self.stats_, codes, y_index, w, int(i), kind=kind, mask=mask,
+                point_options=self._point_options(kind),
+            )
+        return out
 
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.categorical_alpha(self.stats_, self.n_categories_, scope)

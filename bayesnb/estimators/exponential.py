@@ -75,6 +75,18 @@ class ExponentialNB(GammaRateNB):
         rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
+        A large :math:`T` leaves the class proportions at full weight and can hand the
+        decision to them (accuracy falls where the classes are unbalanced): prefer
+        ``calibrate="loo"``, which fits the class offsets with the scale.
+    calibrate : {None, "loo"}, default=None
+        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
+        one compression of large log-odds, per-class offsets; the family chosen by
+        cross-validation over the scores) fitted to the training rows' exact
+        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
+        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
+        ``predict``, draws and intervals. A calibration of a misspecified model
+        (generalised Bayes): the posterior, the evidence and generated data are the
+        model's as written. None: the model as written.
 
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``, ``alpha``, ``beta``) is given
@@ -133,6 +145,7 @@ class ExponentialNB(GammaRateNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -149,6 +162,7 @@ class ExponentialNB(GammaRateNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             hyper_chains=hyper_chains,
             hyper_warmup=hyper_warmup,
             hyper_draws=hyper_draws,
@@ -167,6 +181,15 @@ class ExponentialNB(GammaRateNB):
             alpha = exponential.make_prior(alpha, 1.0, shape, names=("alpha", "beta")).concentration
             return exponential.default_prior(self.stats_, concentration=alpha)
         return exponential.make_prior(alpha, self.beta, shape, names=("alpha", "beta"))
+
+    def _loo_prior_reasons(self):
+        reasons = super()._loo_prior_reasons()
+        if self.prior is None and self.beta is None:
+            reasons = (
+                "beta=None: the prior's rate is scaled to the pooled mean of all rows and held at prior_ "
+                "(pass beta for an exact leave-one-out)",
+            ) + reasons
+        return reasons
 
     @property
     def feature_total_(self):

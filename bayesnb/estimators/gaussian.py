@@ -8,9 +8,12 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from bayesnb.analysis import loo as _loo
+from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_estimate
 from bayesnb.core.empirical_bayes import check_scope, gaussian_prior, is_evidence
 from bayesnb.core.families import gaussian
+from bayesnb.core.stats import is_masked
 from bayesnb.estimators._base import BaseNB
 
 __all__ = ["GaussianNB"]
@@ -95,6 +98,18 @@ class GaussianNB(BaseNB):
         rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
+        A large :math:`T` leaves the class proportions at full weight and can hand the
+        decision to them (accuracy falls where the classes are unbalanced): prefer
+        ``calibrate="loo"``, which fits the class offsets with the scale.
+    calibrate : {None, "loo"}, default=None
+        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
+        one compression of large log-odds, per-class offsets; the family chosen by
+        cross-validation over the scores) fitted to the training rows' exact
+        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
+        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
+        ``predict``, draws and intervals. A calibration of a misspecified model
+        (generalised Bayes): the posterior, the evidence and generated data are the
+        model's as written. None: the model as written.
 
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``) is given
@@ -156,6 +171,7 @@ class GaussianNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -165,6 +181,7 @@ class GaussianNB(BaseNB):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             hyper_chains=hyper_chains,
             hyper_warmup=hyper_warmup,
             hyper_draws=hyper_draws,
@@ -208,6 +225,44 @@ class GaussianNB(BaseNB):
     def _point_options(self, kind):
         return {"var_smoothing": self._var_smoothing()}
 
+    def _loo_prior_reasons(self):
+        reasons = super()._loo_prior_reasons()
+        if self.prior is None:
+            reasons = (
+                "prior=None: the default prior is scaled to the pooled means and variances of all rows "
+                "and held at prior_ (pass a prior for an exact leave-one-out)",
+            ) + reasons
+        return reasons
+
+    def _loo_feature(self, X, y_index, weight, kind):
+        r"""Leave-one-out feature scores, the "mle" variance floor rescaled without the row.
+
+        The "mle" floor :math:`\epsilon = \texttt{var\_smoothing} \max_j v_j` is scaled
+        to the pooled variances of all the training rows, so a refit without row
+        :math:`i` adds :math:`\epsilon^{(-i)}` (from the pooled variances without the
+        row) to every class's variance, not only to the row's own class. For
+        ``estimate="mle"`` with ``var_smoothing > 0`` every row is scored so: the pooled
+        statistics and the row's class downdated, the floor recomputed, every class's
+        plug-in Gaussian evaluated (blocks of rows; rows with unobserved entries one at
+        a time, by a downdate of all the statistics). The other estimates do not read
+        the floor (the base downdate).
+        """
+        vs = self._var_smoothing()
+        if kind != "mle" or vs == 0.0:
+            return super()._loo_feature(X, y_index, weight, kind)
+        y_index = np.asarray(y_index, dtype=np.intp)
+        n = y_index.size
+        w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+        if isinstance(X, _missing.MaskedX) or is_masked(self.stats_):
+            Xd, mask = (X.X, X.mask) if isinstance(X, _missing.MaskedX) else (X, None)
+            options = self._point_options(kind)
+            return np.array([
+                _loo.row_feature_log_loo(self._family, self.prior_, self.stats_, Xd, y_index, w, i, kind=kind,
+                                         mask=mask, point_options=options)
+                for i in range(n)
+            ]).reshape(n, self.classes_.size)
+        return _mle_loo_scores(self.stats_, np.asarray(X, dtype=np.float64), y_index, w, vs)
+
     def _point(self, kind):
         kind = "mean" if kind == "predictive" else kind
         vs = self._var_smoothing()
@@ -249,3 +304,51 @@ class GaussianNB(BaseNB):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = False
         return tags
+
+
+def _mle_loo_scores(stats, X, y_index, w, var_smoothing, block=64):
+    r"""GaussianNB "mle" feature scores of every training row under every class without the row, (n, n_classes).
+
+    The refit's :func:`bayesnb.core.families.gaussian.point` ("mle") in closed form:
+    the row's class downdated (the family's statistics of the row merged at weight
+    :math:`-w_i`), every class's variance floored by :math:`\epsilon^{(-i)}`, the
+    pooled variances downdated by the row (:math:`N' = N - w`,
+    :math:`M_2' = M_2 - w\,N (x - \bar x)^2 / N'`), scored by the family's
+    log-likelihood with one pseudo-class per (row, class).
+    """
+    family = gaussian.family
+    n_classes = np.asarray(stats.class_count).shape[0]
+    total, pooled_mean, pooled_var = gaussian.pooled(stats)
+    counts = np.asarray(stats.class_count, dtype=np.float64)
+    means = np.asarray(stats.mean, dtype=np.float64)
+    m2 = np.asarray(stats.m2, dtype=np.float64)
+    out = np.empty((y_index.size, n_classes))
+    for start in range(0, y_index.size, block):
+        stop = min(y_index.size, start + block)
+        rows, m, c, wr = X[start:stop], stop - start, y_index[start:stop], w[start:stop]
+        left = total - wr
+        dev = rows - pooled_mean
+        with np.errstate(divide="ignore", invalid="ignore"):
+            var = (total * pooled_var - wr[:, None] * total * dev * dev / left[:, None]) / left[:, None]
+        epsilon = var_smoothing * np.max(np.where(left[:, None] > 0, var, 0.0), axis=1, initial=0.0)
+        down = family.stats(rows, np.arange(m), m, -wr)
+        mine = down.merge(type(stats)(*(np.asarray(f)[c] if np.ndim(f) and np.shape(f)[0] == n_classes else f
+                                        for f in stats)))
+        n_c = np.broadcast_to(counts, (m, n_classes)).copy()
+        n_c[np.arange(m), c] = np.asarray(mine.class_count, dtype=np.float64)
+        loc = np.broadcast_to(means, (m,) + means.shape).copy()
+        loc[np.arange(m), c] = np.asarray(mine.mean, dtype=np.float64)
+        sq = np.broadcast_to(m2, (m,) + m2.shape).copy()
+        sq[np.arange(m), c] = np.asarray(mine.m2, dtype=np.float64)
+        if np.any(n_c <= 0):
+            r, k = (int(v) for v in np.argwhere(n_c <= 0)[0])
+            raise ValueError(
+                f"estimate='mle' is undefined without training row {start + r}: class index {k} has no "
+                "other rows, so its mean and variance have no maximum-likelihood estimate. Use "
+                "estimate='map', 'mean' or 'predictive'."
+            )
+        v = sq / n_c[:, :, None] + epsilon[:, None, None]
+        params = gaussian.GaussianParams(loc.reshape(m * n_classes, -1), v.reshape(m * n_classes, -1))
+        scores = np.asarray(family.log_likelihood(params, rows, None), dtype=np.float64).reshape(m, m, n_classes)
+        out[start:stop] = scores[np.arange(m), np.arange(m)]
+    return out

@@ -108,6 +108,18 @@ class GaussianBayesClassifier(BaseNB):
         rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
+        A large :math:`T` leaves the class proportions at full weight and can hand the
+        decision to them (accuracy falls where the classes are unbalanced): prefer
+        ``calibrate="loo"``, which fits the class offsets with the scale.
+    calibrate : {None, "loo"}, default=None
+        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
+        one compression of large log-odds, per-class offsets; the family chosen by
+        cross-validation over the scores) fitted to the training rows' exact
+        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
+        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
+        ``predict``, draws and intervals. A calibration of a misspecified model
+        (generalised Bayes): the posterior, the evidence and generated data are the
+        model's as written. None: the model as written.
 
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``) is given
@@ -171,6 +183,7 @@ class GaussianBayesClassifier(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
         hyper_chains=2,
         hyper_warmup=500,
         hyper_draws=500,
@@ -180,6 +193,7 @@ class GaussianBayesClassifier(BaseNB):
         super().__init__(
             class_alpha=class_alpha, class_prior=class_prior, fit_prior=fit_prior, estimate=estimate, missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
             hyper_chains=hyper_chains,
             hyper_warmup=hyper_warmup,
             hyper_draws=hyper_draws,
@@ -266,6 +280,15 @@ class GaussianBayesClassifier(BaseNB):
         if self.prior is None:
             return gaussian_mv.default_prior(self.stats_, shared)
         return gaussian_mv.check_prior(self.prior, n_classes, n_features, shared)
+
+    def _loo_prior_reasons(self):
+        reasons = super()._loo_prior_reasons()
+        if self.prior is None:
+            reasons = (
+                "prior=None: the default prior is scaled to the pooled means and variances of all rows "
+                "and held at prior_ (pass a prior for an exact leave-one-out)",
+            ) + reasons
+        return reasons
 
     def _as_mv(self, params):
         """Family parameters as :class:`gaussian_mv.GaussianParams` (diagonal ones expanded)."""

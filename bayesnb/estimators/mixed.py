@@ -144,6 +144,18 @@ class MixedNB(BaseNB):
         rows (:func:`bayesnb.analysis.loo.choose_temperature`), stored in ``temperature_``. A
         calibration device for a misspecified model, not its posterior (see the
         tempering guide); draws, intervals and feature log-odds are tempered alike.
+        A large :math:`T` leaves the class proportions at full weight and can hand the
+        decision to them (accuracy falls where the classes are unbalanced): prefer
+        ``calibrate="loo"``, which fits the class offsets with the scale.
+    calibrate : {None, "loo"}, default=None
+        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
+        one compression of large log-odds, per-class offsets; the family chosen by
+        cross-validation over the scores) fitted to the training rows' exact
+        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
+        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
+        ``predict``, draws and intervals. A calibration of a misspecified model
+        (generalised Bayes): the posterior, the evidence and generated data are the
+        model's as written. None: the model as written.
 
     Attributes
     ----------
@@ -211,6 +223,7 @@ class MixedNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
     ):
         super().__init__(
             class_alpha=class_alpha,
@@ -219,6 +232,7 @@ class MixedNB(BaseNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
         )
         self.blocks = blocks
         self.remainder = remainder
@@ -579,7 +593,21 @@ class MixedNB(BaseNB):
         # product family's leave-one-out takes them validated.
         if not X.validated:
             X = BlockRows([est._input(part, reset=False) for (_, est, _), part in zip(self.estimators_, X.parts)], X.shape)
-        return super()._loo_feature(X, y_index, weight, kind)
+        if any(self.stats_.blocks[name] is not est.__dict__.get("stats_") for name, est, _ in self.estimators_):
+            # Statistics that are not the blocks' own (see _feature_posterior): the product
+            # family's downdate under the blocks' priors.
+            return super()._loo_feature(X, y_index, weight, kind)
+        # Each block's own leave-one-out, which is exact where a block's prior is not the
+        # same function of every row (PolyaNB re-learns its mean and precision without
+        # the row; CategoricalNB's table of categories; GaussianNB's "mle" variance
+        # floor); the blocks' feature scores add up.
+        return sum(
+            np.asarray(est._loo_feature(part, y_index, weight, kind), dtype=np.float64)
+            for (_, est, _), part in zip(self.estimators_, X.parts)
+        )
+
+    def _loo_prior_reasons(self):
+        return tuple(f"block {name!r}: {r}" for name, est, _ in self.estimators_ for r in est._loo_prior_reasons())
 
     def _named_draws(self, params):
         out = {}

@@ -133,6 +133,9 @@ class PolyaNB(BaseNB):
         observed words; fitting needs complete rows (the evidence needs each length).
     temperature : float >= 1 or "loo", default=1.0
         Likelihood tempering, as for every estimator (see the tempering guide).
+    calibrate : {None, "loo"}, default=None
+        A calibration map fitted to the exact leave-one-out class probabilities, as for
+        every estimator (:mod:`bayesnb.analysis.calibration`).
 
     Attributes
     ----------
@@ -192,6 +195,7 @@ class PolyaNB(BaseNB):
         estimate="predictive",
         missing="error",
         temperature=1.0,
+        calibrate=None,
     ):
         super().__init__(
             class_alpha=class_alpha,
@@ -200,6 +204,7 @@ class PolyaNB(BaseNB):
             estimate=estimate,
             missing=missing,
             temperature=temperature,
+            calibrate=calibrate,
         )
         self.alpha = alpha
         self.precision = precision

@@ -114,6 +114,9 @@ _STATE = (
     "_user_min_categories",
     # temperature="loo" chose it from the training rows, which are not stored.
     "temperature_",
+    # calibrate="loo" fitted it to the training rows' leave-one-out scores (its type is
+    # registered by bayesnb.estimators).
+    "calibration_",
 )
 
 

@@ -50,6 +50,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from bayesnb.analysis import calibration as _calibration
 from bayesnb.analysis import uncertainty as _uncertainty
 from bayesnb.core import _fitted
 from bayesnb.core._normalize import log_normalize
@@ -498,12 +499,14 @@ def to_inference_data(
         n_new = checked_new.shape[0]
         proba = np.empty((total, n_new, estimator.classes_.size))
         temperature = _fitted.temperature(estimator)
+        cmap = _fitted.calibration(estimator)
         for start, stop, lj in _joint_draws(estimator, log_class, params, checked_new):
             lc = log_class[start:stop, None, :]
             if temperature != 1.0:
                 # Tempered as the estimator's predict_proba: the feature part over T.
                 lj = lc + (lj - lc) / temperature
-            proba[start:stop] = np.exp(log_normalize(lj, lc)[0])
+            # Calibrated as predict_proba (the map of bayesnb.analysis.calibration, if any).
+            proba[start:stop] = np.exp(_calibration.apply(cmap, log_normalize(lj, lc)[0]))
         groups["predictions"] = _chains({"class_proba": proba}, n_chains, n_draws)
         groups["predictions_constant_data"] = {f"{k}_new": v for k, v in new_arrays.items()}
         dims["class_proba"] = ("new_data", "class")
