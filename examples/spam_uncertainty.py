@@ -88,10 +88,10 @@ def main(argv=None):
         )
     print()
 
-    top = top_features(clf, "spam", 15, level=0.9, n_draws=n_draws, random_state=args.seed)
+    top = top_features(clf, "spam", 15, level=0.9, n_draws=n_draws, random_state=args.seed, feature_names=words)
     print(f"words that most raise p(spam): log-odds per occurrence, median [90% interval] ({n_draws} draws)")
-    for f, m, a, b in zip(top.feature, top.median, top.lower, top.upper):
-        print(f"  {words[f]:<12} {m:6.2f}  [{a:5.2f}, {b:5.2f}]")
+    for word, m, a, b in zip(top.name, top.median, top.lower, top.upper):
+        print(f"  {word:<12} {m:6.2f}  [{a:5.2f}, {b:5.2f}]")
     above = int(np.sum(top.lower > 0))
     print(f"{above} of these {len(top.feature)} words raise p(spam) with posterior probability > 95% (interval above 0)")
 

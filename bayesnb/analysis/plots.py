@@ -232,16 +232,12 @@ def top_features(
     """
     from bayesnb.analysis.uncertainty import top_features as _top
 
-    top = _top(estimator, target, n, level=level, versus=versus, n_draws=n_draws, random_state=random_state)
-    if feature_names is None:
-        # The estimator's own names, with category labels where it knows them (MixedNB).
-        labels = [str(v) for v in top.name]
-    else:
-        names = _feature_names(estimator, feature_names)
-        labels = [
-            names[f] if top.category is None or c < 0 else f"{names[f]}={c}"
-            for f, c in zip(top.feature, top.category if top.category is not None else [None] * len(top.feature))
-        ]
+    top = _top(
+        estimator, target, n, level=level, versus=versus, n_draws=n_draws, random_state=random_state,
+        feature_names=feature_names,
+    )
+    # The names (with category labels where the estimator knows them: MixedNB).
+    labels = [str(v) for v in top.name]
     ax = _new_axes(ax, (6.5, 0.9 + 0.3 * len(labels)))
     y = np.arange(len(labels))[::-1]
     ax.errorbar(
@@ -259,17 +255,6 @@ def top_features(
     ax.set_xlabel(f"log-odds contribution to {target!s} ({top.unit}), nats")
     ax.set_title(f"Top {len(labels)} features for {target!s}: median and {level:.0%} credible interval")
     return ax
-
-
-def _feature_names(estimator, feature_names):
-    n = estimator.n_features_in_
-    if feature_names is None:
-        names = getattr(estimator, "feature_names_in_", None)
-        return [str(v) for v in names] if names is not None else [f"x{j}" for j in range(n)]
-    names = [str(v) for v in feature_names]
-    if len(names) != n:
-        raise ValueError(f"feature_names has {len(names)} names; the estimator has {n} features")
-    return names
 
 
 def uncertainty_histogram(

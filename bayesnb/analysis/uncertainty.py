@@ -986,16 +986,29 @@ class EpistemicRanking(NamedTuple):
 
     Attributes
     ----------
-    index : int ndarray of shape (k,)
-        Row indices into ``X``.
+    index : ndarray of shape (k,)
+        The rows' labels: for a pandas ``X`` its index labels (select the rows with
+        ``X.loc[r.index]``), else the row positions (``X[r.index]``).
     epistemic, aleatoric, total : ndarrays of shape (k,)
         The decomposition of those rows (nats).
+    position : int ndarray of shape (k,)
+        The rows' 0-based positions in ``X`` whatever its index (``X.iloc[r.position]``
+        for a DataFrame); equal to ``index`` for an array.
     """
 
     index: np.ndarray
     epistemic: np.ndarray
     aleatoric: np.ndarray
     total: np.ndarray
+    position: np.ndarray | None = None
+
+
+def _row_labels(X, positions):
+    """The index labels of the rows of a pandas ``X`` at ``positions``; else the positions."""
+    index = getattr(X, "index", None)
+    if hasattr(X, "iloc") and index is not None and not callable(index) and len(index) == X.shape[0]:
+        return np.asarray(index)[positions]
+    return positions
 
 
 def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None, chunk_entries=None):
@@ -1017,6 +1030,8 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
     Returns
     -------
     EpistemicRanking
+        ``index`` holds the rows' labels (a DataFrame's index labels, for ``X.loc``),
+        ``position`` their 0-based positions.
 
     Examples
     --------
@@ -1025,6 +1040,14 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
     >>> r = rank_by_epistemic(clf, [[1, 0], [0, 1], [1, 1]], top=2, n_draws=200, random_state=0)
     >>> r.index.shape, bool(r.epistemic[0] >= r.epistemic[1])
     ((2,), True)
+
+    A DataFrame's rows are named by its index:
+
+    >>> import pandas as pd
+    >>> X = pd.DataFrame([[1, 0], [0, 1], [1, 1]], index=["a", "b", "c"])
+    >>> r = rank_by_epistemic(clf, X, n_draws=200, random_state=0)
+    >>> X.loc[r.index].equals(X.iloc[r.position])
+    True
     """
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1):
         raise ValueError(f"top must be a positive integer or None, got {top!r}")
@@ -1033,7 +1056,7 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
     order = np.argsort(-u.epistemic, kind="stable")
     if top is not None:
         order = order[:top]
-    return EpistemicRanking(order, u.epistemic[order], u.aleatoric[order], u.total[order])
+    return EpistemicRanking(_row_labels(X, order), u.epistemic[order], u.aleatoric[order], u.total[order], order)
 
 
 # ------------------------------------------------------------ estimator-level entry points
@@ -1110,7 +1133,7 @@ class FeatureLogOdds(NamedTuple):
     ----------
     draws : ndarray of shape (n_draws, n_terms)
     feature : int ndarray of shape (n_terms,)
-        Column of each term.
+        Column of each term (its position; ``name`` names it).
     category : int ndarray of shape (n_terms,) or None
         For categorical features, the category code of each term (one term per
         (feature, category) pair; -1 for the terms of a MixedNB's other blocks); None
@@ -1118,9 +1141,10 @@ class FeatureLogOdds(NamedTuple):
     unit : str
         What one term measures (e.g. "one occurrence"; in a MixedNB, per block).
     name : ndarray of str, shape (n_terms,)
-        The term's feature name (``feature_names_in_`` when fitted on a DataFrame, else
-        ``x<column>``), with ``=<category>`` for a categorical term (the category's label
-        where the estimator knows it, e.g. a MixedNB's ``categories_``).
+        The term's feature name (``feature_names`` when given, else
+        ``feature_names_in_`` when fitted on a DataFrame, else ``x<column>``), with
+        ``=<category>`` for a categorical term (the category's label where the
+        estimator knows it, e.g. a MixedNB's ``categories_``).
     """
 
     draws: np.ndarray
@@ -1146,7 +1170,23 @@ def _class_index(estimator, label, what):
     return matches[0]
 
 
-def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, random_state=None):
+def _feature_names(estimator, feature_names):
+    """One name per feature: ``feature_names`` (checked), else ``feature_names_in_``, else x0, x1, ..."""
+    n = estimator.n_features_in_
+    if feature_names is None:
+        names = getattr(estimator, "feature_names_in_", None)
+        return [f"x{j}" for j in range(n)] if names is None else [str(v) for v in names]
+    if isinstance(feature_names, (str, bytes)):
+        raise TypeError(f"feature_names must be a sequence of {n} names, one per feature, not one string")
+    names = np.asarray(feature_names, dtype=object)
+    if names.ndim != 1:
+        raise ValueError(f"feature_names must be one-dimensional, got shape {names.shape}")
+    if names.size != n:
+        raise ValueError(f"feature_names has {names.size} names but the estimator was fitted on {n} features")
+    return [str(v) for v in names]
+
+
+def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, random_state=None, feature_names=None):
     r"""Posterior draws of each feature's contribution to the log-odds of class ``target``.
 
     In naive Bayes the log-odds of two classes is a sum of one term per feature. With
@@ -1177,6 +1217,10 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     versus : a class label, optional
     n_draws : int
     random_state : int, RandomState, Generator, jax key or None
+    feature_names : sequence of str of length n_features_in_, optional
+        The names of the columns (e.g. a ``CountVectorizer``'s
+        ``get_feature_names_out()``) for ``name``; by default ``feature_names_in_``
+        when fitted on a DataFrame, else ``"x0"``, ``"x1"``, ...
 
     Returns
     -------
@@ -1216,9 +1260,8 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     k = None if versus is None else _class_index(estimator, versus, "versus")
     if k == c:
         raise ValueError("versus must differ from target")
+    names = _feature_names(estimator, feature_names)
     _, params = _fitted.draws(estimator, n_draws, random_state)
-    names = getattr(estimator, "feature_names_in_", None)
-    names = [f"x{j}" for j in range(estimator.n_features_in_)] if names is None else [str(v) for v in names]
     labels = getattr(estimator, "categories_", None) or {}
     parts = []
     for name, family, prior, idx in ((b.name, b.family, b.prior, b.columns) for b in blocks):
@@ -1270,7 +1313,9 @@ class TopFeatures(NamedTuple):
     name: np.ndarray | None = None
 
 
-def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=1000, random_state=None):
+def top_features(
+    estimator, target, n=15, *, level=0.9, versus=None, n_draws=1000, random_state=None, feature_names=None
+):
     """The ``n`` terms with the highest posterior median contribution to the log-odds of ``target``.
 
     See :func:`feature_log_odds_draws` for the terms.
@@ -1287,11 +1332,20 @@ def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=100
     versus : a class label, optional
     n_draws : int
     random_state : int, RandomState, Generator, jax key or None
+    feature_names : sequence of str of length n_features_in_, optional
+        The names of the columns, for ``name`` (e.g. a ``CountVectorizer``'s
+        ``get_feature_names_out()``: the top words by name); by default
+        ``feature_names_in_`` when fitted on a DataFrame, else ``"x0"``, ``"x1"``, ...
 
     Returns
     -------
     TopFeatures
         Sorted by decreasing median.
+
+    Raises
+    ------
+    ValueError
+        If ``feature_names`` does not hold one name per feature.
 
     Examples
     --------
@@ -1302,11 +1356,15 @@ def top_features(estimator, target, n=15, *, level=0.9, versus=None, n_draws=100
     >>> top = top_features(clf, "spam", n=1, n_draws=500, random_state=0)
     >>> int(top.feature[0]), bool(top.lower[0] < top.median[0] < top.upper[0])
     (0, True)
+    >>> top_features(clf, "spam", n=2, n_draws=500, random_state=0, feature_names=["free", "lunch", "today"]).name
+    array(['free', 'today'], dtype=object)
     """
     check_level(level)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    odds = feature_log_odds_draws(estimator, target, versus=versus, n_draws=n_draws, random_state=random_state)
+    odds = feature_log_odds_draws(
+        estimator, target, versus=versus, n_draws=n_draws, random_state=random_state, feature_names=feature_names
+    )
     median = np.median(odds.draws, axis=0)
     order = np.argsort(-median, kind="stable")[:n]
     lower, upper = credible_interval(odds.draws[:, order], level=level)

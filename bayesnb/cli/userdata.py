@@ -1,8 +1,12 @@
 """A user's CSV/TSV data for the ``bayesnb`` command: columns, encodings, model files.
 
 ``bayesnb fit`` learns a *column layout* from the training file: which column holds the
-label, which the text (modelled as word counts) or the features (numbers, or categories
-encoded by their sorted distinct values), the vocabulary and the categories. The model is
+label, which the text (modelled as word counts: ``--text``, or an ARFF file's only
+string attribute) or the features (numbers, or categories encoded by their sorted
+distinct values), the vocabulary and the categories. Each feature column's family
+follows the rule of ``MixedNB()`` on a DataFrame of the file
+(:func:`bayesnb.estimators.mixed.infer_blocks`: numbers, integers included, Gaussian;
+other values categorical). The model is
 saved with ``estimator.save`` (a file ``bayesnb.load`` reads) and the layout next to it
 as JSON (``MODEL.cli.json``), so that ``bayesnb predict`` turns a new file into the same
 columns. The layout is bound to its model: it records the SHA-256 of the model file's
@@ -17,6 +21,8 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import re
+import sys
 import zipfile
 from pathlib import Path
 
@@ -63,6 +69,89 @@ def resolve_family(name):
 
 def _text_families():
     return tuple(n for n in families.names() if families.get(n).support in _TEXT_SUPPORTS)
+
+
+def note(message):
+    """Tell the user, on stderr, how the command reads their data where it had to choose."""
+    print(f"bayesnb: note: {message}", file=sys.stderr, flush=True)
+
+
+def _string_attributes(table, label):
+    """``(string columns, other feature columns)`` of an ARFF file (both empty for CSV/TSV)."""
+    declared = table.types or {}
+    strings = [c for j, c in enumerate(table.columns) if j != label and declared.get(c) == "string"]
+    others = [c for j, c in enumerate(table.columns) if j != label and declared.get(c) != "string"] if strings else []
+    return strings, others
+
+
+def _text_column(args, table, label):
+    """The column to model as text: ``--text``, or an ARFF file's one string attribute.
+
+    A ``string`` attribute is free text (one document per row): as categories, every new
+    document would be a category never seen in training and every prediction the class
+    prior. Without ``--text`` and ``--features``, the file's only feature column, if it is
+    a string attribute, is modelled as text (with a note); a string attribute beside
+    other feature columns is refused, naming the options.
+    """
+    if args.text is not None or args.features is not None:
+        return args.text
+    strings, others = _string_attributes(table, label)
+    if not strings:
+        return None
+    family = args.family
+    if len(strings) == 1 and not others and (family == "auto" or family in _text_families()):
+        note(
+            f"{table.path}: column {strings[0]!r} is an ARFF string attribute (free text): modelling its word "
+            f"counts (bag of words), as --text {_quoted(strings[0])} does"
+        )
+        return strings[0]
+    named = ", ".join(map(repr, strings))
+    which = (
+        f"column {named} is an ARFF string attribute" if len(strings) == 1
+        else f"columns {named} are ARFF string attributes"
+    )
+    raise DataError(
+        f"{table.path}: {which} (free text, one document per row), which a model of categories cannot use: "
+        "every new document would be a category never seen in training. Model its words with "
+        f"--text {_quoted(strings[0])} (a text model uses that column alone), or leave "
+        f"{'it' if len(strings) == 1 else 'them'} out with --features naming the other columns"
+    )
+
+
+def _quoted(name):
+    """``name`` as typed on a command line."""
+    import shlex
+
+    return shlex.quote(str(name))
+
+
+#: A value of several words: free text rather than a category.
+_WORDS = re.compile(r"\S+\s+\S+")
+
+
+def _looks_like_text(values):
+    """Whether the (present) values of a column read as free text: mostly distinct, mostly several words."""
+    values = values.tolist()
+    n = len(values)
+    if n < 10:
+        return False
+    distinct = len(set(values))
+    worded = sum(1 for v in values if _WORDS.search(str(v)))
+    return distinct >= 0.5 * n and worded >= 0.5 * n
+
+
+def _numeric_kind(values, numbers, absent):
+    """``"int"`` if every present value is written as an integer (as pandas would read the
+    column: int64), else ``"float"``; the kind :func:`~bayesnb.estimators.mixed.infer_blocks` takes."""
+    import numpy as np
+
+    present = ~absent
+    x = numbers[present]
+    if x.size == 0 or not np.all(np.isfinite(x)) or not np.all(x == np.round(x)):
+        return "float"
+    # Integral values written with a decimal point or an exponent ("3.0", "1e3") are floats.
+    text = "".join(str(v) for v in np.asarray(values)[present].tolist())
+    return "float" if any(c in text for c in ".eE") else "int"
 
 
 def split(X, y, test_size, seed):
@@ -134,11 +223,12 @@ def spec_from_args(args, table):
         "na_values": sorted(na_values_of(getattr(args, "na_values", DEFAULT_NA_VALUES), table)),
     }
     na = set(spec["na_values"])
-    if args.text is not None:
+    text_column = _text_column(args, table, label)
+    if text_column is not None:
         if args.features is not None:
             raise DataError("--text and --features are exclusive: a model of a text column uses no other column")
         try:
-            text = table.index(args.text)
+            text = table.index(text_column)
         except ValueError as exc:
             raise DataError(str(exc)) from None
         if text == label:
@@ -161,7 +251,7 @@ def spec_from_args(args, table):
         cols = [j for j in range(len(table.columns)) if j != label]
     if not cols:
         raise DataError(f"{table.path}: no feature columns besides the label")
-    types, not_finite = {}, {}
+    types, kinds, not_finite, notes = {}, {}, {}, []
     declared = table.types or {}
     for j in cols:
         name = table.columns[j]
@@ -180,12 +270,30 @@ def spec_from_args(args, table):
             # A number column with missing values is numeric, not categorical.
             numbers = _parse_numbers(table.values[j], absent) if not absent.all() else None
         types[name] = "categorical" if numbers is None else "numeric"
+        # The kind of column MixedNB would see in a DataFrame read from this file.
+        kinds[name] = "nominal" if numbers is None else _numeric_kind(table.values[j], numbers, absent)
         if numbers is not None and not np.all(np.isfinite(numbers[~absent])):
             not_finite[name] = int(np.flatnonzero(~np.isfinite(numbers) & ~absent)[0])
+        if numbers is None and declared.get(name) == "string":
+            notes.append(
+                f"{table.path}: column {name!r} is an ARFF string attribute (free text) modelled as categories, "
+                "as --features asks: every value not seen in training is a new category; model its words "
+                f"with --text {_quoted(name)}"
+            )
+        elif numbers is None and name not in declared and _looks_like_text(table.values[j][~absent]):
+            notes.append(
+                f"{table.path}: column {name!r} looks like free text (most of its values distinct, of several "
+                "words), modelled as categories: every value not seen in training is a new category; model "
+                f"its words with --text {_quoted(name)}"
+            )
     family = args.family
     if family == "auto":
-        kinds = set(types.values())
-        family = "gaussian" if kinds == {"numeric"} else "categorical" if "numeric" not in kinds else "mixed"
+        # The rule of MixedNB(blocks=None) on a DataFrame of these columns: one family for
+        # all of them is that family's estimator, several are a MixedNB of their blocks.
+        from bayesnb.estimators.mixed import infer_blocks
+
+        blocks = infer_blocks([kinds[table.columns[j]] for j in cols])
+        family = blocks[0][0] if len(blocks) == 1 else "mixed"
     codes = family != "mixed" and resolve_family(family)[0].support == "codes"
     if family != "mixed" and not codes:
         bad = [c for c, t in types.items() if t != "numeric"]
@@ -208,7 +316,9 @@ def spec_from_args(args, table):
             "finite number (numeric columns need finite numbers; remove or fill that row, or choose "
             "--family categorical to treat the values as categories)"
         )
-    spec.update(kind="tabular", features=[table.columns[j] for j in cols], types=types, family=family)
+    spec.update(kind="tabular", features=[table.columns[j] for j in cols], types=types, kinds=kinds, family=family)
+    for message in notes:  # once the columns are known to be modelled as categories
+        note(message)
     return spec
 
 
@@ -368,15 +478,20 @@ def make_estimator(spec, alpha):
         fam, params = resolve_family(family)
         extra = categories(spec["features"]) if fam.support == "codes" else {}
         return E.estimator_for(fam.name, alpha=alpha, missing=missing, **params, **extra)
-    # mixed: one Gaussian block of the numeric columns, one categorical block of the others
-    numeric = [j for j, c in enumerate(spec["features"]) if spec["types"][c] == "numeric"]
-    nominal = [j for j, c in enumerate(spec["features"]) if spec["types"][c] != "numeric"]
+    # mixed: the blocks MixedNB(blocks=None) infers from a DataFrame of these columns (one
+    # rule for both): by default the numeric columns Gaussian, the others categorical.
+    from bayesnb.estimators.mixed import infer_blocks
+
+    features = spec["features"]
+    kinds = spec.get("kinds") or {c: "float" if spec["types"][c] == "numeric" else "nominal" for c in features}
     blocks = []
-    if numeric:
-        blocks.append(("gaussian", E.estimator_for("gaussian"), numeric))
-    if nominal:
-        extra = categories([spec["features"][j] for j in nominal])
-        blocks.append(("categorical", E.estimator_for("categorical", alpha=alpha, **extra), nominal))
+    for name, est, idx in infer_blocks([kinds[c] for c in features]):
+        params = est.get_params(deep=False)
+        if families.get(name).support == "codes":
+            params.update(categories([features[j] for j in idx]))
+        if "alpha" in params:
+            params["alpha"] = alpha
+        blocks.append((name, est.set_params(**params), idx.tolist()))
     return E.MixedNB(blocks=blocks, missing=missing)
 
 

@@ -29,7 +29,7 @@ from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialN
 from bayesnb.estimators.gaussian import GaussianNB
 from bayesnb.estimators.poisson import PoissonNB
 
-__all__ = ["MixedNB"]
+__all__ = ["MixedNB", "infer_blocks"]
 
 
 @contextlib.contextmanager
@@ -63,13 +63,88 @@ def _dtype_kind(dtype):
     return None
 
 
-# The family chosen for each inferred column kind, and its block name.
-_INFERRED = {
-    "float": ("gaussian", lambda: GaussianNB()),
-    "bool": ("bernoulli", lambda: BernoulliNB(binarize=None)),
-    "nominal": ("categorical", lambda: CategoricalNB()),
-    "int": ("poisson", lambda: PoissonNB()),
-}
+#: The kinds of column that ``MixedNB(blocks=None)`` and the ``bayesnb`` command tell
+#: apart, in the order of the blocks they make.
+COLUMN_KINDS = ("float", "bool", "nominal", "int")
+#: The estimators an integer column may be modelled with (``integer_columns``): a number
+#: on a line (like a float column), a count, or a category code.
+_INTEGER_MODELS = (GaussianNB, PoissonNB, CategoricalNB)
+INTEGER_COLUMNS = tuple(cls._family.name for cls in _INTEGER_MODELS)
+
+
+def _model_of(kind, integer_columns):
+    """A new unfitted estimator for a column of ``kind`` (see :func:`infer_blocks`)."""
+    if kind == "float":
+        return GaussianNB()
+    if kind == "bool":
+        return BernoulliNB(binarize=None)
+    if kind == "nominal":
+        return CategoricalNB()
+    if kind == "int":
+        for cls in _INTEGER_MODELS:
+            if cls._family.name == integer_columns:
+                return cls()
+        raise ValueError(
+            f"integer_columns must be one of {', '.join(map(repr, INTEGER_COLUMNS))}, got {integer_columns!r}"
+        )
+    raise ValueError(f"unknown column kind {kind!r}; kinds are {', '.join(map(repr, COLUMN_KINDS))}")
+
+
+def infer_blocks(kinds, *, integer_columns="gaussian"):
+    """The blocks that model columns of the given kinds: the one rule of the library and the command.
+
+    :class:`MixedNB` with ``blocks=None`` applies it to a DataFrame's dtypes, and the
+    ``bayesnb`` command to the columns of a user's file (numbers, or anything else), so
+    that both model the same column the same way:
+
+    * ``"float"`` → ``GaussianNB()``;
+    * ``"int"`` → ``integer_columns``: ``"gaussian"`` (default) ``GaussianNB()``, as a
+      float column; ``"poisson"`` ``PoissonNB()``, counts; ``"categorical"``
+      ``CategoricalNB()``, category codes 0, 1, ...;
+    * ``"bool"`` → ``BernoulliNB(binarize=None)``;
+    * ``"nominal"`` (pandas ``category``, object or string; a file's non-numeric column)
+      → ``CategoricalNB()``.
+
+    Parameters
+    ----------
+    kinds : sequence of {"float", "int", "bool", "nominal"}
+        The kind of each column.
+    integer_columns : {"gaussian", "poisson", "categorical"}, default="gaussian"
+
+    Returns
+    -------
+    list of (name, estimator, columns)
+        One block per family used, named after the family, in the order ``"gaussian"``,
+        ``"bernoulli"``, ``"categorical"``, ``"poisson"``; ``columns`` an int ndarray of
+        the positions of its columns, increasing.
+
+    Raises
+    ------
+    ValueError
+        For an unknown kind or ``integer_columns``.
+
+    Examples
+    --------
+    >>> [(name, cols.tolist()) for name, _, cols in infer_blocks(["int", "nominal", "float"])]
+    [('gaussian', [0, 2]), ('categorical', [1])]
+    >>> [(name, cols.tolist()) for name, _, cols in infer_blocks(["int", "float"], integer_columns="poisson")]
+    [('gaussian', [1]), ('poisson', [0])]
+    """
+    kinds = list(kinds)
+    for kind in kinds:
+        if kind not in COLUMN_KINDS:
+            raise ValueError(f"unknown column kind {kind!r}; kinds are {', '.join(map(repr, COLUMN_KINDS))}")
+    # Every kind's model, present or not: a block's place is that of the first kind it models.
+    order, models, columns = [], {}, {}
+    for kind in COLUMN_KINDS:
+        est = _model_of(kind, integer_columns)
+        name = est._family.name
+        if name not in models:
+            order.append(name)
+            models[name] = est
+            columns[name] = []
+        columns[name] += [j for j, k in enumerate(kinds) if k == kind]
+    return [(name, models[name], np.array(sorted(columns[name]), dtype=np.int64)) for name in order if columns[name]]
 
 
 class MixedNB(BaseNB):
@@ -107,20 +182,28 @@ class MixedNB(BaseNB):
         ``BernoulliNB``, ``CategoricalNB``, ``MultinomialNB``, ``PoissonNB``, ...),
         ``columns`` an int, a list of ints, a slice, a boolean mask, or (for a pandas
         DataFrame) a column name or list of names. ``None`` requires a DataFrame and
-        infers one block per column kind from the dtypes:
+        infers one block per family from the dtypes (:func:`infer_blocks`, the rule the
+        ``bayesnb`` command applies to a file's columns too):
 
         * float → ``GaussianNB()`` (block ``"gaussian"``);
+        * integer → as ``integer_columns`` says: by default ``GaussianNB()``, in the
+          ``"gaussian"`` block with the float columns (an integer column such as an age,
+          a duration or an amount is a number like any other; reading a file with pandas
+          makes such columns int64);
         * bool → ``BernoulliNB(binarize=None)`` (block ``"bernoulli"``);
         * pandas ``category``, object or string → ``CategoricalNB()`` (block
-          ``"categorical"``);
-        * integer → ``PoissonNB()`` (block ``"poisson"``): integers are taken as counts,
-          the natural discrete model of a non-negative integer; a negative integer is an
-          error. Cast such columns to float (Gaussian) or ``category``, or give
-          ``blocks`` explicitly, to model them otherwise.
+          ``"categorical"``).
 
-        Other dtypes (datetimes, complex, ...) are a ``TypeError``.
+        Other dtypes (datetimes, complex, ...) are a ``TypeError``. What each column was
+        modelled with is in ``feature_blocks_`` after ``fit``.
     remainder : {"error", "drop"}, default="error"
         What to do with columns in no block: an error, or ignore them.
+    integer_columns : {"gaussian", "poisson", "categorical"}, default="gaussian"
+        With ``blocks=None``, the model of the integer columns of a DataFrame:
+        ``"gaussian"``, numbers (as float columns); ``"poisson"``, counts (``PoissonNB()``
+        in a block ``"poisson"``; a negative value is an error); ``"categorical"``,
+        category codes 0, 1, ... (``CategoricalNB()`` in the ``"categorical"`` block).
+        Not used (but checked) when ``blocks`` is given.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration :math:`\beta` of the Dirichlet prior on the class proportions.
     class_prior : array-like of shape (n_classes,), default=None
@@ -161,6 +244,12 @@ class MixedNB(BaseNB):
     ----------
     estimators_ : list of (name, fitted estimator, column indices)
         The fitted blocks; ``column indices`` an int ndarray into the columns of ``X``.
+    feature_blocks_ : dict
+        Column → the name of the block that models it (``None`` for a column dropped by
+        ``remainder="drop"``), in the order of the columns; keyed by the column names when
+        fitted on a DataFrame (``feature_names_in_``), else by position. The inferred
+        blocks are named after their family (``{"age": "gaussian", "purpose":
+        "categorical", ...}``).
     named_estimators_ : dict
         Block name → fitted estimator.
     categories_ : dict
@@ -194,6 +283,8 @@ class MixedNB(BaseNB):
     >>> clf = MixedNB().fit(X, ["apple", "apple", "banana", "banana"])
     >>> [name for name, _, _ in clf.estimators_]
     ['gaussian', 'bernoulli', 'categorical']
+    >>> clf.feature_blocks_
+    {'size': 'gaussian', 'red': 'bernoulli', 'shape': 'categorical'}
     >>> clf.predict(X.iloc[[0, 3]]).tolist()
     ['apple', 'banana']
     """
@@ -217,6 +308,7 @@ class MixedNB(BaseNB):
         blocks=None,
         *,
         remainder="error",
+        integer_columns="gaussian",
         class_alpha=1.0,
         class_prior=None,
         fit_prior=True,
@@ -236,6 +328,7 @@ class MixedNB(BaseNB):
         )
         self.blocks = blocks
         self.remainder = remainder
+        self.integer_columns = integer_columns
 
     # ------------------------------------------------------------ columns
     def _column_kinds(self, X):
@@ -255,6 +348,11 @@ class MixedNB(BaseNB):
         n_features = X.shape[1]
         if self.remainder not in ("error", "drop"):
             raise ValueError(f"remainder must be 'error' or 'drop', got {self.remainder!r}")
+        if not isinstance(self.integer_columns, str) or self.integer_columns not in INTEGER_COLUMNS:
+            raise ValueError(
+                f"integer_columns must be one of {', '.join(map(repr, INTEGER_COLUMNS))}, "
+                f"got {self.integer_columns!r}"
+            )
         if self.blocks is None:
             if not _is_dataframe(X):
                 raise TypeError(
@@ -262,11 +360,9 @@ class MixedNB(BaseNB):
                     f"dtypes; got {type(X).__name__}. Pass a DataFrame or give "
                     "blocks=[(name, estimator, columns), ...]"
                 )
-            kinds = np.array(self._column_kinds(X), dtype=object)
             return [
-                (name, make().set_params(missing=self.missing), np.flatnonzero(kinds == kind))
-                for kind, (name, make) in _INFERRED.items()
-                if (kinds == kind).any()
+                (name, est.set_params(missing=self.missing), idx)
+                for name, est, idx in infer_blocks(self._column_kinds(X), integer_columns=self.integer_columns)
             ]
         if not isinstance(self.blocks, (list, tuple)) or not self.blocks:
             raise TypeError(
@@ -621,6 +717,15 @@ class MixedNB(BaseNB):
         """dict: block name → fitted estimator."""
         check_is_fitted(self, "estimators_")
         return {name: est for name, est, _ in self.estimators_}
+
+    @property
+    def feature_blocks_(self):
+        """dict: column (name, or position without names) → the name of the block modelling it, or None."""
+        check_is_fitted(self, "estimators_")
+        names = getattr(self, "feature_names_in_", None)
+        keys = [str(v) for v in names] if names is not None else list(range(self.n_features_in_))
+        owner = {int(j): name for name, _, idx in self.estimators_ for j in idx}
+        return {key: owner.get(j) for j, key in enumerate(keys)}
 
     def _fits_missing(self):
         if not isinstance(self.blocks, (list, tuple)):

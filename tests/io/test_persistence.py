@@ -70,7 +70,7 @@ CASES = [
     ("gbc-niw-prior", GaussianBayesClassifier(prior=NormalInverseWishart(0.0, 1.0, 5.0, np.eye(3))), REAL),
     ("poisson", PoissonNB(alpha=2.0, beta=0.5), COUNTS),
     ("poisson-prior", PoissonNB(prior=Gamma(np.full(4, 2.0), 0.1)), COUNTS),
-    ("mixed-frame", MixedNB(class_alpha=2.0), FRAME),
+    ("mixed-frame", MixedNB(class_alpha=2.0, integer_columns="poisson"), FRAME),  # "visits": counts
     # Hyperparameters learned from the evidence are re-optimised from the stored statistics.
     ("multinomial-evidence", MultinomialNB(alpha="evidence", alpha_scope="class"), COUNTS),
     ("bernoulli-evidence", BernoulliNB(alpha=("evidence", "evidence"), binarize=1.5), COUNTS),

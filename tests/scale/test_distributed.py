@@ -191,9 +191,12 @@ def _frame(data):
 def test_mixed_dataframe_equals_local_fit(client, data):
     df = _frame(data)
     features = df.drop(columns=["label", "w"])
-    local = bayesnb.MixedNB().fit(features, df["label"].to_numpy(), sample_weight=df["w"].to_numpy())
+    # "hits" holds counts: a Poisson block (on request; an integer column is Gaussian by default).
+    local = bayesnb.MixedNB(integer_columns="poisson").fit(
+        features, df["label"].to_numpy(), sample_weight=df["w"].to_numpy()
+    )
     ddf = dd.from_pandas(df, npartitions=5)
-    est = distributed.fit(bayesnb.MixedNB(), ddf, "label", sample_weight="w")
+    est = distributed.fit(bayesnb.MixedNB(integer_columns="poisson"), ddf, "label", sample_weight="w")
     assert [n for n, _, _ in est.estimators_] == [n for n, _, _ in local.estimators_]
     assert est.categories_.keys() == local.categories_.keys()
     for j in local.categories_:
