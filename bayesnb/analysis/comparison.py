@@ -270,6 +270,46 @@ def _predict_all(clf, X, estimates):
     return out
 
 
+#: The ``estimate`` label of the calibrated row of :func:`compare` (``calibrated=True``).
+CALIBRATED = "calibrated (loo)"
+
+
+def _predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines):
+    """Predictions of the rows beside the estimates: the calibrated model and the baselines.
+
+    ``calibrated``: a clone of ``template`` with ``calibrate="loo"`` (at its own
+    ``estimate``), fitted on the same rows. ``baselines``: name -> unfitted scikit-learn
+    classifier, cloned and fitted on the same rows; its ``predict_proba`` columns are
+    placed in the order of ``classes`` (a class it never saw gets probability 0).
+    """
+    from sklearn.base import clone
+
+    out = {}
+    if calibrated:
+        clf = clone(template).set_params(calibrate="loo")
+        clf.partial_fit(X_train, y_train, classes=classes)
+        out[CALIBRATED] = _Prediction(np.asarray(clf.predict_proba(X_test)), 0, None, np.zeros(_n_rows(X_test), bool))
+    for name, base in (baselines or {}).items():
+        model = clone(base).fit(X_train, y_train)
+        proba = np.zeros((_n_rows(X_test), classes.size))
+        proba[:, np.searchsorted(classes, np.asarray(model.classes_))] = model.predict_proba(X_test)
+        out[name] = _Prediction(proba, 0, None, np.zeros(_n_rows(X_test), bool))
+    return out
+
+
+def _check_baselines(baselines, estimates):
+    if baselines is None:
+        return {}
+    if not isinstance(baselines, dict):
+        raise TypeError(f"baselines must be a dict of name -> scikit-learn classifier, got {type(baselines).__name__}")
+    for name, model in baselines.items():
+        if not isinstance(name, str) or name in estimates or name == CALIBRATED:
+            raise ValueError(f"baseline name {name!r} must be a string other than the estimates' names")
+        if not (hasattr(model, "fit") and hasattr(model, "predict_proba")):
+            raise TypeError(f"baseline {name!r} must have fit and predict_proba, got {type(model).__name__}")
+    return dict(baselines)
+
+
 def _first_sentence(message):
     message = " ".join(message.split())
     return message or "error"
@@ -703,6 +743,8 @@ def compare(
     as_frame="auto",
     refit=True,
     progress=None,
+    calibrated=False,
+    baselines=None,
 ):
     """Score every estimate (MLE, MAP, posterior mean, posterior predictive) of one model.
 
@@ -739,9 +781,20 @@ def compare(
         :class:`ComparisonTable`.
     refit : bool, default True
         False: score the estimator(s) as already fitted (hold-out mode only;
-        ``X_train`` and ``y_train`` are then ignored and may be None).
+        ``X_train`` and ``y_train`` are then used only to fit the ``calibrated`` row and
+        the ``baselines``, and may otherwise be None).
     progress : callable, optional
         Called as ``progress(done, total, message)`` after each fit.
+    calibrated : bool, default False
+        Add the row ``"calibrated (loo)"``: the model refitted on the same rows with
+        ``calibrate="loo"`` (:mod:`bayesnb.analysis.calibration`) at its own ``estimate``.
+        The estimates' rows are always the model as written, also for an estimator
+        given with ``calibrate="loo"``.
+    baselines : dict of str to scikit-learn classifier, optional
+        What a user would do instead, fitted on the same rows (folds, subsets) and scored
+        alike, one row each under its name, e.g. ``{"sklearn NB + CalibratedClassifierCV
+        (sigmoid)": CalibratedClassifierCV(sklearn.naive_bayes.MultinomialNB(),
+        method="sigmoid")}``. Their ``log_evidence`` is missing (not a Bayesian model).
 
     Returns
     -------
@@ -770,6 +823,8 @@ def compare(
     """
     models, named = _check_models(estimator)
     estimates = _check_estimates(estimates, reference)
+    baselines = _check_baselines(baselines, estimates)
+    extra = ([CALIBRATED] if calibrated else []) + list(baselines)
     level = check_level(level)
     n_bins = _check_bins(n_bins)
     if isinstance(n_bootstrap, bool) or not isinstance(n_bootstrap, numbers.Integral) or n_bootstrap < 0:
@@ -781,9 +836,14 @@ def compare(
     if cv is not None and train_sizes is not None:
         raise ValueError("cv and train_sizes are two different modes: pass one of them")
     if not refit:
+        if extra and (X_train is None or y_train is None):
+            raise ValueError(
+                "refit=False scores fitted estimators: calibrated and baselines are fitted on X_train, y_train, "
+                "which are then required"
+            )
         return _compare_fitted(
             models, named, X_test, y_test, estimates, cv, train_sizes, reference, n_bootstrap, level, n_bins,
-            random_state, as_frame,
+            random_state, as_frame, X_train, y_train, calibrated, baselines,
         )
     y_train = np.asarray(y_train)
     if y_train.ndim != 1:
@@ -817,7 +877,10 @@ def compare(
         for i, (name, template) in enumerate(models.items()):
             clf = _fit(template, X_train, y_train, classes)
             key = (name,) if named else ()
-            groups[key] = [_predict_all(clf, X_test, estimates)]
+            groups[key] = [
+                {**_predict_all(clf, X_test, estimates),
+                 **_predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines)}
+            ]
             evidences[key] = [float(clf.log_evidence())]
             summaries[key] = hyperparameter_summary(clf)
             if progress is not None:
@@ -831,13 +894,19 @@ def compare(
         total = len(models) * (len(folds) + 1)
         done = 0
         for name, template in models.items():
-            oof = {e: np.zeros((y_train.shape[0], classes.size)) for e in estimates}
-            oof_dead = {e: np.zeros(y_train.shape[0], dtype=bool) for e in estimates}
-            zero = dict.fromkeys(estimates, 0)
+            rows_of = (*estimates, *extra)
+            oof = {e: np.zeros((y_train.shape[0], classes.size)) for e in rows_of}
+            oof_dead = {e: np.zeros(y_train.shape[0], dtype=bool) for e in rows_of}
+            zero = dict.fromkeys(rows_of, 0)
             reasons = {}
             for train_idx, test_idx in folds:
-                clf = _fit(template, _rows(X_train, train_idx), y_train[train_idx], classes)
-                for e, pred in _predict_all(clf, _rows(X_train, test_idx), estimates).items():
+                X_fold, y_fold, X_held = _rows(X_train, train_idx), y_train[train_idx], _rows(X_train, test_idx)
+                clf = _fit(template, X_fold, y_fold, classes)
+                preds = {
+                    **_predict_all(clf, X_held, estimates),
+                    **_predict_extra(template, X_fold, y_fold, X_held, classes, calibrated, baselines),
+                }
+                for e, pred in preds.items():
                     if pred.proba is None:
                         reasons.setdefault(e, pred.reason)
                     else:
@@ -857,7 +926,7 @@ def compare(
                 {
                     e: _Prediction(None, None, reasons[e]) if e in reasons
                     else _Prediction(oof[e], zero[e], None, oof_dead[e])
-                    for e in estimates
+                    for e in rows_of
                 }
             ]
             full = _fit(template, X_train, y_train, classes)
@@ -878,8 +947,12 @@ def compare(
                 runs, evs = [], []
                 for _ in range(1 if size == y_train.shape[0] else n_repeats):
                     index = _subset(y_train, size, rng)
-                    clf = _fit(template, _rows(X_train, index), y_train[index], classes)
-                    runs.append(_predict_all(clf, X_test, estimates))
+                    X_sub, y_sub = _rows(X_train, index), y_train[index]
+                    clf = _fit(template, X_sub, y_sub, classes)
+                    runs.append(
+                        {**_predict_all(clf, X_test, estimates),
+                         **_predict_extra(template, X_sub, y_sub, X_test, classes, calibrated, baselines)}
+                    )
                     evs.append(float(clf.log_evidence()))
                     done += 1
                     if progress is not None:
@@ -891,15 +964,21 @@ def compare(
         index_names = (["model"] if named else []) + ["train_size", "estimate"]
 
     y_index = _label_index(np.asarray(y_eval), classes, "y_test" if mode != "cv" else "y_train")
-    records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    records = _score(
+        groups, evidences, (*estimates, *extra), y_index, n_bins, n_bootstrap, level, reference, rng, index_names
+    )
+    for rec in records:
+        if rec["estimate"] in baselines:
+            rec["log_evidence"] = None  # not a Bayesian model of the data
     _add_summaries(records, index_names, summaries)
+    attrs.update(calibrated=bool(calibrated), baselines=list(baselines))
     columns = [c for c in records[0] if c not in index_names] if records else []
     return _as_result(index_names, columns, records, attrs, as_frame)
 
 
 def _compare_fitted(
     models, named, X_test, y_test, estimates, cv, train_sizes, reference, n_bootstrap, level, n_bins, random_state,
-    as_frame,
+    as_frame, X_train=None, y_train=None, calibrated=False, baselines=None,
 ):
     from sklearn.utils.validation import check_is_fitted
 
@@ -921,13 +1000,26 @@ def _compare_fitted(
         elif not np.array_equal(classes, clf.classes_):
             raise ValueError("the fitted models have different classes")
         key = (name,) if named else ()
-        groups[key] = [_predict_all(clf, X_test, estimates)]
+        # The estimates from the fitted model itself; the calibrated model and the
+        # baselines fitted on the training rows given (a clone of this model's settings).
+        groups[key] = [
+            {**_predict_all(clf, X_test, estimates),
+             **(_predict_extra(clf, X_train, np.asarray(y_train), X_test, classes, calibrated, baselines)
+                if X_train is not None else {})}
+        ]
         evidences[key] = [float(clf.log_evidence())]
         summaries[key] = hyperparameter_summary(clf)
     rng = np.random.default_rng(random_state)
     y_index = _label_index(y_test, classes, "y_test")
     index_names = (["model"] if named else []) + ["estimate"]
-    records = _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, reference, rng, index_names)
+    baselines = baselines or {}
+    extra = ([CALIBRATED] if calibrated else []) + list(baselines)
+    records = _score(
+        groups, evidences, (*estimates, *extra), y_index, n_bins, n_bootstrap, level, reference, rng, index_names
+    )
+    for rec in records:
+        if rec["estimate"] in baselines:
+            rec["log_evidence"] = None  # not a Bayesian model of the data
     _add_summaries(records, index_names, summaries)
     attrs = {
         "mode": "holdout",

@@ -149,6 +149,45 @@ def text_problem(args):
     )
 
 
+def baselines(clf):
+    """What a user would do instead of ``clf``, for :func:`bayesnb.compare`'s ``baselines``.
+
+    scikit-learn's naive Bayes of the same family and prior (``alpha``; for Bernoulli the
+    same ``binarize``), the same in ``CalibratedClassifierCV`` (5-fold, sigmoid and
+    isotonic), and a reference ``LogisticRegression`` (on max-abs-scaled counts, or on
+    one-hot categories). Empty for a model with no scikit-learn counterpart.
+    """
+    from sklearn import naive_bayes as sknb
+    from sklearn.calibration import CalibratedClassifierCV
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import MaxAbsScaler, OneHotEncoder
+
+    from bayesnb.estimators import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
+
+    alpha = getattr(clf, "alpha", 1.0)
+    if type(clf) is MultinomialNB:
+        nb, name = sknb.MultinomialNB(alpha=alpha), "MultinomialNB"
+    elif type(clf) is BernoulliNB:
+        nb, name = sknb.BernoulliNB(alpha=alpha, binarize=clf.binarize), "BernoulliNB"
+    elif type(clf) is CategoricalNB:
+        nb, name = sknb.CategoricalNB(alpha=alpha, min_categories=clf.min_categories), "CategoricalNB"
+    elif type(clf) is GaussianNB:
+        nb, name = sknb.GaussianNB(), "GaussianNB"
+    else:
+        return {}
+    if type(clf) is CategoricalNB:
+        logistic = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression(max_iter=2000))
+    else:
+        logistic = make_pipeline(MaxAbsScaler(), LogisticRegression(max_iter=2000))
+    return {
+        f"sklearn {name}": nb,
+        "+ CalibratedCV sigmoid": CalibratedClassifierCV(nb, method="sigmoid", cv=5),
+        "+ CalibratedCV isotonic": CalibratedClassifierCV(nb, method="isotonic", cv=5),
+        "LogisticRegression (ref)": logistic,
+    }
+
+
 def _format_table(header, rows, align):
     """Plain-text table; ``rows`` items are lists of cells, or a (key..., text) tuple."""
     widths = [len(h) for h in header]

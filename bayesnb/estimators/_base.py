@@ -446,11 +446,15 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             if _is_loo(self.temperature):
                 self.__dict__["temperature_"] = _loo.choose_temperature(terms, weight=w) if w.sum() > 0 else 1.0
             if calibrate is not None:
-                t = self.temperature_
-                self.__dict__["calibration_"] = _calibration.choose(
-                    _loo.log_proba(terms, t), terms.y_index, weight=w, estimate=self.estimate, temperature=t
-                )
+                self._fit_calibration(terms, w)
         return new if batch else self
+
+    def _fit_calibration(self, terms, weight):
+        """Fit ``calibration_`` to leave-one-out terms of training rows (see :mod:`bayesnb.analysis.calibration`)."""
+        t = self.temperature_
+        self.__dict__["calibration_"] = _calibration.choose(
+            _loo.log_proba(terms, t), terms.y_index, weight=weight, estimate=self.estimate, temperature=t
+        )
 
     def _refresh(self):
         """Recompute priors and posteriors from the accumulated statistics.

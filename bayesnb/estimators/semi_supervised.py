@@ -215,7 +215,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         and ``expected_log_likelihood`` for ``"vb"``: multinomial, Bernoulli,
         categorical, Poisson, exponential, Gaussian (diagonal), multivariate Gaussian
         (:class:`~bayesnb.GaussianBayesClassifier`, full or shared covariance) and a
-        :class:`~bayesnb.MixedNB` whose blocks all have them. :class:`~bayesnb.PolyaNB`
+        :class:`~bayesnb.MixedNB` whose blocks all have them. An estimator with
+        ``calibrate="loo"`` gets its map fitted to the labelled rows' leave-one-out
+        scores under the final model (each labelled row downdated from the final
+        expected statistics, the unlabelled responsibilities held: approximate). :class:`~bayesnb.PolyaNB`
         is refused by both methods, with the reason: its :math:`\alpha` is a point
         hyperparameter with no prior (no :math:`q(\alpha)`, and the
         Dirichlet-multinomial has no conjugate prior in :math:`\alpha`, so no closed-form
@@ -413,6 +416,13 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 ConvergenceWarning,
                 stacklevel=2,
             )
+        if getattr(est, "calibrate", None) == "loo":
+            # The map belongs to the final model's scores: fitted to the labelled rows'
+            # leave-one-out scores under the final expected statistics (each labelled row
+            # downdated; the unlabelled rows' responsibilities held at their fitted
+            # values, which that row helped to set: an approximate leave-one-out).
+            w_lab = w[lab_idx]
+            est._fit_calibration(est.loo_terms(X_lab, y_lab, sample_weight=w_lab), w_lab)
         self.estimator_ = est
         self.classes_ = classes
         self.n_iter_ = len(trace)

@@ -175,11 +175,13 @@ def test_demo_digits_fits_each_family_once(digits_run):
     _, _, _, fits, _, partial = digits_run
     # Every estimate of a family in the table comes from one fit on the training split.
     assert sorted(fits) == ["BernoulliNB", "CategoricalNB", "MultinomialNB"]
-    # The learning curve refits the multinomial on subsets: 5 per size, 1 at the full size.
+    # The calibrated row is a second model of each family (calibrate="loo", fitted once
+    # on the same split); the learning curve refits the multinomial on subsets: 5 per
+    # size, 1 at the full size.
     from bayesnb.cli.report import curve_sizes
 
     sizes = curve_sizes(1347, 10)
-    assert partial == ["MultinomialNB"] * (5 * (len(sizes) - 1) + 1)
+    assert partial == ["MultinomialNB", "BernoulliNB", "CategoricalNB"] + ["MultinomialNB"] * (5 * (len(sizes) - 1) + 1)
 
 
 def test_demo_digits_counts_zero_likelihood_rows_instead_of_warning(digits_run):
@@ -303,7 +305,7 @@ def test_demo_out_must_not_be_a_file(tmp_path):
 def test_demo_progress_on_request(tmp_path, corpus):
     code, out, err, _, _ = run_main(["demo", "--data", str(corpus), "--no-report", "--progress"])
     assert code == 0
-    assert "bayesnb: fitting multinomial on 45 rows and scoring 4 estimates: done (" in err
+    assert "bayesnb: fitting multinomial on 45 rows: 4 estimates, calibrate='loo' and scikit-learn's baselines: done (" in err
     code, _, err, _, _ = run_main(["demo", "--data", str(corpus), "--no-report"])
     assert code == 0 and err == ""
 

@@ -9,6 +9,7 @@ predictions, draws and export mapped by :func:`bayesnb.analysis.calibration.appl
 
 from __future__ import annotations
 
+import copy
 import io
 import warnings
 
@@ -221,3 +222,20 @@ def test_held_out_sms_log_loss_improves_without_costing_accuracy(sms_counts):
     assert loss(p1) < best_ccv < loss(p0)
     # accuracy: at most half a point lower than the model as written
     assert np.mean(p1.argmax(1) == y) >= np.mean(p0.argmax(1) == y) - 0.005
+
+
+def test_semi_supervised_map_belongs_to_the_final_model():
+    rng = np.random.default_rng(8)
+    X, y = _counts(rng, n=120, f=10, k=2)
+    y_semi = y.copy()
+    y_semi[40:] = -1
+    semi = bayesnb.SemiSupervisedNB(bayesnb.MultinomialNB(calibrate="loo")).fit(X, y_semi)
+    final = semi.estimator_
+    terms = final.loo_terms(X[:40], y[:40])
+    want = cal.choose(_loo.log_proba(terms), terms.y_index, estimate=final.estimate)
+    assert final.calibration_.family == want.family and final.calibration_.scale == want.scale
+    raw = copy.copy(final)
+    raw.calibrate = None  # the same fitted model, as written
+    np.testing.assert_allclose(
+        semi.predict_log_proba(X), cal.apply(want, raw.predict_log_proba(X)), rtol=1e-12, atol=1e-12
+    )
