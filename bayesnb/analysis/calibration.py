@@ -269,8 +269,13 @@ def _objective(theta, d, y_index, weight, family, g):
     return loss, grad
 
 
-def _solve(d, y_index, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_bounds=COMPRESSION_BOUNDS):
-    """L-BFGS-B on the map's loss: (a, b) at given compressed log-odds ``g``, or (a, log sigma, b)."""
+def _solve(d, y_index, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_bounds=COMPRESSION_BOUNDS,
+           rough=False):
+    """L-BFGS-B on the map's loss: (a, b) at given compressed log-odds ``g``, or (a, log sigma, b).
+
+    ``rough``: looser tolerances, for the profile over sigma (only the best grid point is
+    kept, and refined to full tolerance).
+    """
     from scipy.optimize import minimize
 
     n_classes = d.shape[1]
@@ -280,7 +285,8 @@ def _solve(d, y_index, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_
     bounds += [(-OFFSET_BOUND, OFFSET_BOUND)] * (n_classes - 1)
     res = minimize(
         _objective, theta0, args=(d, y_index, weight, "asinh" if g is None else "fixed", g), jac=True,
-        method="L-BFGS-B", bounds=bounds, options={"maxiter": 1000, "ftol": 1e-13, "gtol": 1e-9},
+        method="L-BFGS-B", bounds=bounds,
+        options={"maxiter": 1000, "ftol": 1e-8 if rough else 1e-13, "gtol": 1e-5 if rough else 1e-9},
     )
     return res.x, float(res.fun)
 
@@ -337,7 +343,7 @@ def fit_map(log_proba, y_index, family, weight=None, *, estimate="predictive", t
     else:
         best = None
         for sigma in np.clip(_SIGMA_GRID, *sigma_bounds):
-            theta, loss = _solve(dc, y_index, w, start, g=_compress(dc, sigma), scale_bounds=scale_bounds)
+            theta, loss = _solve(dc, y_index, w, start, g=_compress(dc, sigma), scale_bounds=scale_bounds, rough=True)
             if best is None or loss < best[0]:
                 best = (loss, sigma, theta)
         _, sigma0, theta0 = best
