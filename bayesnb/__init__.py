@@ -24,7 +24,13 @@ from bayesnb.estimators import (
     SemiSupervisedNB,
 )
 from bayesnb.estimators.compiled import compile_model
-from bayesnb.exceptions import EvidenceWarning, ModelCompileError, ModelFileError, ZeroLikelihoodWarning
+from bayesnb.exceptions import (
+    ApproximateLOOWarning,
+    EvidenceWarning,
+    ModelCompileError,
+    ModelFileError,
+    ZeroLikelihoodWarning,
+)
 from bayesnb.io.persistence import load
 
 if TYPE_CHECKING:  # imported on first use, see __getattr__
@@ -33,6 +39,7 @@ if TYPE_CHECKING:  # imported on first use, see __getattr__
 _legacy.install()
 
 __all__ = [
+    "ApproximateLOOWarning",
     "BayesFactorSelector",
     "BernoulliNB",
     "CategoricalNB",

@@ -1,6 +1,6 @@
 """Warnings and errors raised by bayesnb."""
 
-__all__ = ["EvidenceWarning", "ModelCompileError", "ModelFileError", "ZeroLikelihoodWarning"]
+__all__ = ["ApproximateLOOWarning", "EvidenceWarning", "ModelCompileError", "ModelFileError", "ZeroLikelihoodWarning"]
 
 
 class ZeroLikelihoodWarning(UserWarning):
@@ -77,6 +77,38 @@ class EvidenceWarning(UserWarning):
     [True]
     >>> clf.class_alpha_ >= 1e8, clf.evidence_trace_["class_alpha"].at_bound.tolist()
     (True, [[True]])
+    """
+
+
+class ApproximateLOOWarning(UserWarning):
+    """:func:`bayesnb.loo` of a model that learned more than its sufficient statistics from the rows.
+
+    The closed-form leave-one-out removes each row from the sufficient statistics and
+    holds everything else at its fitted value. Where that value was itself learned from
+    all the rows (``alpha="evidence"`` and the other empirical-Bayes hyperparameters,
+    ``class_alpha="evidence"``, the data-scaled default priors of ``GaussianNB``,
+    ``GaussianBayesClassifier`` and ``ExponentialNB``, a temperature chosen with
+    ``temperature="loo"``, hyperparameters integrated by NUTS), a refit without the row
+    would learn it again, so the terms approximate leave-one-out (the left-out row still
+    shaped what was learned; on scikit-learn's breast-cancer data GaussianNB's default
+    prior moves the terms by 1e-5 nats per row on average, see :func:`bayesnb.loo`).
+    The warning names each cause; the returned ``ELPDData`` has ``approximate=True``,
+    the causes in ``approximate_reason``, and ``warning=True`` (the flag
+    ``arviz.compare`` shows). Give the hyperparameters explicitly for an exact
+    leave-one-out of that model (see ``estimator.loo_approximations()``).
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import numpy as np
+    >>> import bayesnb
+    >>> X = np.array([[0.1, 1.0], [0.3, 1.4], [0.2, 1.1], [2.0, 0.2], [2.4, 0.1], [2.2, 0.4]])
+    >>> y = [0, 0, 0, 1, 1, 1]
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     res = bayesnb.loo(bayesnb.GaussianNB().fit(X, y), X, y)  # default prior: scaled to X
+    >>> [w.category is bayesnb.ApproximateLOOWarning for w in caught], bool(res["approximate"])
+    ([True], True)
     """
 
 

@@ -96,8 +96,95 @@ def _check_count(value, name, minimum):
     return int(value)
 
 
+def _short(value):
+    """A fitted value for a message: a number to 4 significant digits, an array by its range."""
+    a = np.asarray(value, dtype=np.float64)
+    if a.size == 1:
+        return f"{float(a.ravel()[0]):.4g}"
+    return f"[{a.min():.4g} .. {a.max():.4g}]"
+
+
 class HyperpriorMixin:
     """Integration of hyperpriors for :class:`~bayesnb.estimators._base.BaseNB` (see the module)."""
+
+    # ----------------------------------------------- exactness of leave-one-out
+    # (Here because every estimator inherits this mixin and the hyperparameters are its
+    # subject; BaseNB is the natural home.)
+    def loo_approximations(self, kind="conditional"):
+        """Why the closed-form leave-one-out of this fitted estimator differs from refits (empty: exact).
+
+        :meth:`loo_terms` and :func:`bayesnb.loo` leave each row out of the sufficient
+        statistics and hold everything else at its fitted value. That is a refit without
+        the row wherever nothing else was learned from the rows. Where something was
+        (a hyperparameter maximising the evidence, a default prior scaled to the data, a
+        temperature chosen by leave-one-out, hyperparameters integrated by NUTS), a
+        refit would learn it again without the row, and the closed form is an
+        approximation: this lists each such thing, with its reason. What the estimators
+        re-learn per left-out row themselves (PolyaNB's precision and mean, the table
+        of categories, the "mle" variance floor) is not listed: those terms are exact.
+
+        Parameters
+        ----------
+        kind : {"conditional", "joint"}, default="conditional"
+            The term of :func:`bayesnb.loo` (a chosen temperature only tempers the
+            conditional one).
+
+        Returns
+        -------
+        tuple of str
+            One sentence per approximation; empty where the leave-one-out equals
+            brute-force refits.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bayesnb import GaussianNB
+        >>> X = np.array([[0.1, 1.0], [0.3, 1.4], [2.0, 0.2], [2.4, 0.1]]); y = [0, 0, 1, 1]
+        >>> GaussianNB().fit(X, y).loo_approximations()[0][:33]
+        'prior=None: the default prior is '
+        >>> from bayesnb.core.priors import NormalInverseGamma
+        >>> GaussianNB(prior=NormalInverseGamma(0.0, 1.0, 2.0, 1.0)).fit(X, y).loo_approximations()
+        ()
+        """
+        check_is_fitted(self, "stats_")
+        if kind not in ("conditional", "joint"):
+            raise ValueError(f"kind must be 'conditional' or 'joint', got {kind!r}")
+        reasons = []
+        # The maximum-likelihood estimates read no prior (feature or class): what was
+        # learned for the prior does not enter their terms.
+        if self.estimate != "mle":
+            reasons += self._loo_prior_reasons()
+            traces = getattr(self, "evidence_trace_", None) or {}
+            if "class_alpha" in traces:
+                reasons.append(
+                    "class_alpha='evidence': the class proportions' concentration is learned from the class "
+                    f"counts of all rows and held at class_alpha_={_short(self.class_alpha_)}"
+                )
+            if self._hyper_fitted():
+                reasons.append(
+                    "hyperpriors: the hyperparameters' posterior is sampled by NUTS given all rows; the "
+                    "leave-one-out terms hold them at its mode (prior_), neither re-sampled without each row "
+                    "nor integrated"
+                )
+        if kind == "conditional" and isinstance(self.temperature, str) and self.temperature == "loo":
+            reasons.append(
+                "temperature='loo': the temperature is chosen by the leave-one-out log loss of all rows "
+                f"and held at temperature_={_short(self.temperature_)}"
+            )
+        return tuple(reasons)
+
+    def _loo_prior_reasons(self):
+        """The feature prior's part of :meth:`loo_approximations`: its hyperparameters learned by evidence.
+
+        Estimators whose default prior is scaled to the data, or that re-learn a
+        hyperparameter per left-out row, override this.
+        """
+        traces = getattr(self, "evidence_trace_", None) or {}
+        return tuple(
+            f"{name}='evidence': learned by maximum evidence from all rows and held at its fitted value"
+            for name in traces
+            if name != "class_alpha"
+        )
 
     # ------------------------------------------------------------ fitting
     def _hyperpriors(self):

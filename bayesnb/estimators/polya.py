@@ -66,7 +66,8 @@ def _polish(u, data, n_classes, steps=4):
     leaves :math:`\\log s_c` accurate to about 1e-6; the evidence is a sum of one term per
     class, so its Hessian in ``u`` is diagonal and exact Newton steps converge
     quadratically from there (rows given as weights and as repeats then agree to
-    rounding). A step that does not increase the evidence is not taken.
+    rounding). A step that loses evidence (beyond its rounding, for the small steps
+    near the maximiser) is not taken.
     """
     import jax
     import jax.numpy as jnp
@@ -85,7 +86,14 @@ def _polish(u, data, n_classes, steps=4):
             step = jnp.where(h < 0, -g / jnp.where(h < 0, h, -1.0), 0.0)
             new = jnp.clip(u + step[:, None], np.log(empirical_bayes.LOWER), np.log(empirical_bayes.UPPER))
             new_value, new_g, new_h = f(new, args, (n_classes, 1))
-            if not bool(new_value >= value):
+            # A step whose predicted gain is below the evidence's rounding cannot be judged
+            # by the evidence: it is taken unless it loses more than rounding (refused on
+            # noise, it left s up to 1e-5 off its maximiser where the evidence is flat).
+            noise = 1e-12 * (1.0 + abs(float(value)))
+            # (The step as taken: a precision clipped at its bound moves no further.)
+            small = float(jnp.sum(0.5 * g * (new[:, 0] - u[:, 0]))) <= 10.0 * noise
+            tolerance = noise if small else 0.0
+            if not bool(new_value >= value - tolerance):
                 break
             u, value, g, h = new, new_value, new_g, new_h
         return np.asarray(u)
@@ -242,24 +250,78 @@ class PolyaNB(BaseNB):
         return polya.from_mean(mean, self.precision_)
 
     def _loo_feature(self, X, y_index, weight, kind):
-        """Leave-one-out feature scores; the predictive leaves each row out of its class's mean.
+        r"""Leave-one-out feature scores: each row's class refitted without it, exactly.
 
-        The mean :math:`m_c` of :math:`\\alpha_c` is smoothed from the class's word
-        totals, which contain the row, so holding :math:`\\alpha` fixed would score each
-        row with its own words (an in-sample choice of ``temperature="loo"``). For
-        ``estimate="predictive"`` the row's own class column is
-        :func:`bayesnb.core.families.polya.loo_log_predictive` (the mean downdated, the
-        precision :math:`s_c` held); the other columns are the ordinary predictive (the
-        row is not in those classes). The plug-in estimates keep the base downdate.
+        The concentration :math:`\alpha_c = s_c m_c` depends on the class's rows twice:
+        the mean :math:`m_c` is smoothed from their word totals, and with
+        ``precision="evidence"`` the precision :math:`s_c` maximises their evidence. A
+        refit without row :math:`i` changes both for the row's own class (the other
+        classes keep theirs), so the row's own column is scored under
+        :math:`s^{(-i)} m^{(-i)}`: the mean downdated
+        (:func:`~bayesnb.core.families.polya.loo_log_predictive`,
+        :func:`~bayesnb.core.families.polya.loo_point_log_likelihood`) and the precision
+        re-learned without the row (:func:`~bayesnb.core.families.polya.loo_precision`:
+        Newton steps on every row at once, warm-started at ``precision_``; a row whose
+        search does not converge is refitted by the fit's own optimiser on the
+        downdated statistics). ``"mean"`` does not depend on the precision, ``"mle"``
+        on neither (the base downdate of the word totals).
         """
-        if kind != "predictive":
+        if kind == "mle":
             return super()._loo_feature(X, y_index, weight, kind)
         y_index = np.asarray(y_index, dtype=np.intp)
-        out = np.array(self._family.log_predictive(self.posterior_, X), dtype=np.float64)
-        out[np.arange(y_index.size), y_index] = polya.loo_log_predictive(
-            self.stats_, self.alpha_, self.precision_, X, y_index, weight
-        )
+        rows = np.arange(y_index.size)
+        w = np.ones(y_index.size) if weight is None else np.asarray(weight, dtype=np.float64)
+        if kind == "mean" or not is_evidence(self.precision):
+            precision = np.asarray(self.precision_, dtype=np.float64)[y_index]
+        else:
+            precision = self._loo_precision(X, y_index, w)
+        if kind == "predictive":
+            out = np.array(self._family.log_predictive(self.posterior_, X), dtype=np.float64)
+            out[rows, y_index] = polya.loo_log_predictive(self.stats_, self.alpha_, precision, X, y_index, w, per_row=True)
+        else:
+            out = np.array(self._family.log_likelihood(self._point(kind), X), dtype=np.float64)
+            out[rows, y_index] = polya.loo_point_log_likelihood(self.stats_, self.alpha_, precision, X, y_index, kind, w)
         return out
+
+    def _loo_precision(self, X, y_index, weight):
+        """Each validated training row's class precision learned by maximum evidence without the row.
+
+        Parameters
+        ----------
+        X : ndarray or CSR matrix of shape (n_samples, n_features)
+            Validated training rows (their statistics are in ``stats_``).
+        y_index : int ndarray of shape (n_samples,)
+        weight : ndarray of shape (n_samples,)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            :math:`s^{(-i)}_{y_i}`, what ``PolyaNB(precision="evidence")`` fitted on the
+            rows without row :math:`i` learns for the class of row :math:`i`.
+        """
+        check_is_fitted(self, "stats_")
+        y_index = np.asarray(y_index, dtype=np.intp)
+        weight = np.asarray(weight, dtype=np.float64)
+        bounds = (empirical_bayes.LOWER, empirical_bayes.UPPER)
+        precision, converged = polya.loo_precision(
+            self.stats_, self.alpha_, self.precision_, X, y_index, weight, bounds=bounds
+        )
+        for i in np.flatnonzero(~converged):
+            precision[i] = self._refit_precision(X[i : i + 1], y_index[i], weight[i])
+        return precision
+
+    def _refit_precision(self, row, c, w):
+        """The fit's own search for class ``c``'s precision on the statistics without ``row``."""
+        C = self.classes_.size
+        stats = self.stats_.merge(polya.polya_stats(row, np.array([c]), C, np.array([-w])))
+        data = _objective_data(polya.smoothed_mean(stats, self.alpha_), stats)
+        u0 = np.full((C, 1), np.log(max(2.0, float(self.n_features_in_))))
+        u, _ = empirical_bayes.maximize(polya.precision_objective, data, u0, (C, 1), names=("precision",))
+        return float(np.exp(_polish(u, data, C)[c, 0]))
+
+    def _loo_prior_reasons(self):
+        # The precision learned by evidence is re-learned without each row (_loo_feature).
+        return tuple(r for r in super()._loo_prior_reasons() if not r.startswith("precision="))
 
     def _named_draws(self, params):
         return {"document_probs": np.exp(np.asarray(params.log_probs))}

@@ -239,3 +239,12 @@ def test_semi_supervised_map_belongs_to_the_final_model():
     np.testing.assert_allclose(
         semi.predict_log_proba(X), cal.apply(want, raw.predict_log_proba(X)), rtol=1e-12, atol=1e-12
     )
+
+
+def test_bayesnb_loo_scores_the_model_as_written():
+    est, X, y = CASES["multinomial"]
+    plain = clone(est).fit(X, y)
+    calibrated = clone(est).set_params(calibrate="loo").fit(X, y)
+    a, b = bayesnb.loo(plain, X, y), bayesnb.loo(calibrated, X, y)
+    np.testing.assert_array_equal(np.asarray(a["loo_i"]), np.asarray(b["loo_i"]))
+    assert a["p_loo"] == pytest.approx(b["p_loo"], rel=1e-12)
