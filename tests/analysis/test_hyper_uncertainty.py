@@ -48,7 +48,13 @@ def test_the_draw_source_is_the_mixture(fitted):
     assert sorted(np.concatenate([p for p, _ in source.parts]).tolist()) == list(range(N_DRAWS))
     assert len(source.parts) > 10  # many hyperparameter draws are picked
     assert isinstance(U.draw_source(mode, X, N_DRAWS, 3), U.DrawSource)
-    assert_array_equal(U.proba_draws(source, chunk_entries=500), est.predict_proba_draws(X, N_DRAWS, 3))
+    # The same draws in blocks of another size: equal to float64 rounding. Bit equality
+    # held with the numpy of earlier runs and fails with numpy 2.4 (64 of 43,200 entries
+    # differ, by at most 2.1e-14 relative, already at the round-3 commit 265bc35): its
+    # vectorised exp / sum round the last bit differently for arrays of other lengths.
+    np.testing.assert_allclose(
+        U.proba_draws(source, chunk_entries=500), est.predict_proba_draws(X, N_DRAWS, 3), rtol=1e-13, atol=0
+    )
 
 
 def test_decomposition_is_that_of_the_mixture_draws(fitted):

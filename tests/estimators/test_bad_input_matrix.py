@@ -566,8 +566,11 @@ def test_demo_data_with_a_million_token_document_works(tmp_path, capsys):
     lines += ["spam\t" + " ".join(["cash"] * 1_000_000), "ham\t" + " ".join(["lunch"] * 1_000_000)]
     code, out, err = _demo(tmp_path, "\n".join(lines) + "\n", capsys)
     assert code == 0 and err == ""
-    table = [line.split() for line in out.splitlines() if line.startswith(("multinomial ", "bernoulli "))]
+    rows = [line.split() for line in out.splitlines() if line.startswith(("multinomial ", "bernoulli "))]
+    # Four estimates per family, then the calibrated row and scikit-learn's baselines.
+    table = [row for row in rows if row[1] in ("mle", "map", "mean", "predictive")]
     assert len(table) == 8
+    assert sum(row[1] == "calibrated" for row in rows) == 2
     # Accuracy is always a number; the log loss is finite unless the estimate makes a test row
     # impossible under every class (the last column counts them), when it is inf (issue 15).
     assert all(np.isfinite(float(row[2])) for row in table)
