@@ -27,6 +27,7 @@ from bayesnb.core.priors import (
     categorical_dirichlet_from_alpha,
     dirichlet_from_alpha,
 )
+from bayesnb.estimators import _categories
 from bayesnb.estimators._base import BaseNB
 from bayesnb.estimators._hyper import _HYPER_PARAMS
 
@@ -414,11 +415,16 @@ class CategoricalNB(_DiscreteNB):
     __doc__ = (
         """Naive Bayes for categorical features with a Dirichlet prior per (class, feature).
 
-    Features are integer codes ``0 .. K_j - 1`` (e.g. from ``OrdinalEncoder``).
+    Features are integer codes ``0 .. K_j - 1`` (e.g. from ``OrdinalEncoder``), or the
+    labels of a pandas DataFrame's ``category``, string (object) or boolean columns:
+    their codes are learned at fit (``categories_``) and looked up at prediction.
     ``estimate="mean"`` with ``class_prior`` set to the empirical class frequencies
-    reproduces ``sklearn.naive_bayes.CategoricalNB(alpha=alpha)``. A code not seen at fit
-    time gets the posterior share of one new, unobserved category (see
-    :mod:`bayesnb.core.families.categorical`) instead of an error.
+    reproduces ``sklearn.naive_bayes.CategoricalNB(alpha=alpha)``. A code or label not
+    seen at fit time gets the posterior share of one new, unobserved category (see
+    :mod:`bayesnb.core.families.categorical`) instead of an error; with
+    ``missing="ignore"`` a missing label (NaN, None, ``pd.NA``) is left out of its row.
+    For columns of numbers (measurements, counts) next to categories use
+    :class:`~bayesnb.MixedNB`.
 
     Parameters
     ----------
@@ -440,6 +446,13 @@ class CategoricalNB(_DiscreteNB):
 """
         + _COMMON_ATTRS
         + """    n_categories_ : int ndarray of shape (n_features,)
+        At least the number of learned labels of a label column.
+    categories_ : dict
+        Column position -> ndarray of the labels of a DataFrame's ``category``, string or
+        boolean column, label ``k`` having code ``k``: the dtype's categories (pandas
+        ``category``, in their order), ``[False, True]`` (boolean) or the sorted distinct
+        values (string), learned at fit; ``partial_fit`` appends new labels. Empty when
+        every column holds codes.
     category_count_ : list of ndarray of shape (n_classes, n_categories_[j])
     feature_log_prob_ : list of ndarray of shape (n_classes, n_categories_[j])
         Log category probabilities of the current estimate (scikit-learn's layout).
@@ -506,14 +519,72 @@ class CategoricalNB(_DiscreteNB):
             conc = cell
         return {"alpha": conc, "min_categories": np.asarray(prior.n_categories)}
 
+    def _check_X_y(self, X, y, reset):
+        # The rows being fitted teach the labels of label columns (see _label_codes).
+        self._learning = True
+        try:
+            return super()._check_X_y(X, y, reset)
+        finally:
+            del self._learning
+
+    def _input(self, X, reset):
+        return super()._input(self._label_codes(X, reset, learn=getattr(self, "_learning", False)), reset)
+
+    def _label_codes(self, X, reset, learn):
+        """``X`` with the labels of its label columns replaced by their codes (NaN where missing).
+
+        A DataFrame's ``category``, string and boolean columns hold labels
+        (:mod:`bayesnb.estimators._categories`, the mechanism ``MixedNB`` uses too): at fit
+        (``learn``) their labels extend ``categories_``; a label not learned gets a code
+        past the column's table, a new category. Other input is returned as given.
+        """
+        if learn and reset:
+            self.categories_ = {}
+        known = getattr(self, "categories_", None)
+        if not (hasattr(X, "iloc") and hasattr(X, "dtypes")) or known is None:
+            return X
+        labels = [j for j, t in enumerate(X.dtypes) if _categories.is_labels(t)]
+        if learn:
+            known = dict(known)
+            for j in labels:
+                if not reset and j not in known:
+                    raise TypeError(
+                        f"{type(self).__name__}: column {X.columns[j]!r} holds labels ({X.dtypes.iloc[j]}) but held "
+                        "integer category codes in the first partial_fit batch; give every batch the same column types"
+                    )
+                known[j] = _categories.learn(X.iloc[:, j], known.get(j))
+            self.categories_ = known
+        if not known:
+            return X
+        n_cat = getattr(self, "n_categories_", None)
+        out = X.copy()
+        for j, cats in known.items():
+            unseen = cats.size if n_cat is None else max(cats.size, int(n_cat[j]))
+            out.isetitem(j, _categories.encode(X.iloc[:, j], cats, unseen))
+        return out
+
     def _check_X(self, X, reset):
         X = validate_data(self, X, dtype=None, reset=reset, ensure_all_finite=True)
-        return check_category_codes(X, type(self).__name__)
+        try:
+            return check_category_codes(X, type(self).__name__)
+        except (TypeError, ValueError) as err:
+            if np.asarray(X).dtype.kind not in "fO":
+                raise
+            # What the user can do instead: let CategoricalNB learn the labels from a
+            # DataFrame, or model columns of numbers with MixedNB.
+            raise type(err)(
+                f"{err}. CategoricalNB learns the codes of a pandas DataFrame's category, string and boolean "
+                "columns; for columns of numbers (measurements, counts) use MixedNB, which models each column "
+                "with its own family"
+            ) from None
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
         # The table of categories comes from every entry (unobserved ones hold code 0).
         seen = X.max(axis=0) + 1 if X.shape[0] else np.zeros(X.shape[1], np.int64)
         n_cat = np.maximum(seen, getattr(self, "n_categories_", 0))
+        for j, cats in getattr(self, "categories_", {}).items():
+            # Every learned label has its slot, observed in this batch or not.
+            n_cat[j] = max(int(n_cat[j]), cats.size)
         if self.min_categories is not None:
             m = np.asarray(self.min_categories)
             if not np.issubdtype(m.dtype, np.integer) or np.any(m < 1) or m.ndim > 1 or (m.ndim == 1 and m.shape != (X.shape[1],)):

@@ -23,6 +23,7 @@ from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_category_codes
 from bayesnb.core.families.product import BlockRows, product
 from bayesnb.core.stats import ProductStats
+from bayesnb.estimators import _categories
 from bayesnb.estimators._base import BaseNB
 from bayesnb.ppl.collapsed import find_hyperpriors
 from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
@@ -450,8 +451,6 @@ class MixedNB(BaseNB):
     # -------------------------------------------------------- categories
     def _learn_categories(self, X, blocks):
         """Categories of the non-numeric DataFrame columns of CategoricalNB blocks (new dict)."""
-        import pandas as pd
-
         known = dict(getattr(self, "categories_", {}))
         if not _is_dataframe(X):
             return known
@@ -463,20 +462,7 @@ class MixedNB(BaseNB):
                 if _dtype_kind(col.dtype) != "nominal":
                     continue
                 self._check_no_missing(col, j)
-                if isinstance(col.dtype, pd.CategoricalDtype):
-                    values = np.asarray(col.dtype.categories, dtype=object)
-                else:
-                    try:
-                        values = np.array(sorted(set(col.dropna().tolist())), dtype=object)
-                    except TypeError as err:
-                        raise TypeError(
-                            f"column {X.columns[j]!r} mixes values that cannot be ordered ({err}); "
-                            "convert it to a pandas Categorical with the category order you want"
-                        ) from None
-                old = known.get(int(j), np.array([], dtype=object))
-                seen = set(old.tolist())
-                new = [v for v in values.tolist() if v not in seen]
-                known[int(j)] = np.concatenate([old, np.array(new, dtype=object)]) if new else old
+                known[int(j)] = _categories.learn(col, known.get(int(j)))
         return known
 
     def _check_no_missing(self, col, j):
@@ -502,13 +488,11 @@ class MixedNB(BaseNB):
                     out[:, k] = check_category_codes(np.asarray(col)[:, None], "CategoricalNB")[:, 0]
                 continue
             self._check_no_missing(col, j)
-            lookup = {v: c for c, v in enumerate(cats.tolist())}
             # An unseen value gets a code past the block's fitted table: the share of a new category.
             unseen = int(cats.size)
             if hasattr(est, "n_categories_"):
                 unseen = max(unseen, int(est.n_categories_[k]))
-            missing = col.isna().to_numpy()
-            out[:, k] = [np.nan if m else lookup.get(v, unseen) for v, m in zip(col.tolist(), missing)]
+            out[:, k] = _categories.encode(col, cats, unseen)
         return out
 
     # -------------------------------------------------------------- hooks
