@@ -22,6 +22,7 @@ from bayesnb.core._validation import (
 )
 from bayesnb.core.empirical_bayes import check_scope, is_evidence
 from bayesnb.core.families import bernoulli, categorical, multinomial
+from bayesnb.core.families._dirichlet import UndefinedModeError
 from bayesnb.core.priors import (
     beta_from_alpha,
     categorical_dirichlet_from_alpha,
@@ -32,6 +33,15 @@ from bayesnb.estimators._base import BaseNB
 from bayesnb.estimators._hyper import _HYPER_PARAMS
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
+
+
+def _map_refusal(where, value, why, parameter):
+    """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1."""
+    return ValueError(
+        f"estimate='map' is undefined: {where} has posterior concentration {value:.4g} < 1 ({why}), so the "
+        "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
+        f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
+    )
 
 
 class _DiscreteNB(BaseNB):
@@ -97,6 +107,38 @@ class _DiscreteNB(BaseNB):
 
     def _feature_probs(self, log_probs):
         return np.exp(log_probs)
+
+    # ------------------------------------------------ "map" refusals in the user's terms
+    def _point(self, kind):
+        try:
+            return super()._point(kind)
+        except UndefinedModeError as err:
+            where, why = self._cell_words(err.index, err.value)
+            raise _map_refusal(where, err.value, why, "alpha") from None
+
+    def _class_log_prob(self, kind):
+        try:
+            return super()._class_log_prob(kind)
+        except UndefinedModeError as err:
+            (c,) = err.index
+            rows = float(np.asarray(self.stats_.class_count)[c])
+            where = f"the proportion of class {self.classes_[c].tolist()!r}"
+            why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
+            raise _map_refusal(where, err.value, why, "class_alpha") from None
+
+    def _feature_words(self, j):
+        """How a message names feature ``j``: its column name when fitted on a DataFrame."""
+        names = getattr(self, "feature_names_in_", None)
+        return f"feature {names[j]!r}" if names is not None else f"feature {j} (column {j} of X)"
+
+    def _cell_words(self, index, value):
+        """``(where, why)``: the cell of a concentration below 1 and what it is made of, in the user's terms."""
+        c, j = index[:2]
+        prior = float(np.asarray(self.prior_.concentration)[c, j])
+        return (
+            f"in class {self.classes_[c].tolist()!r}, {self._feature_words(j)}",
+            f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts",
+        )
 
     def _named_draws(self, params):
         return {"feature_probs": self._feature_probs(np.asarray(params.log_probs))}
@@ -374,6 +416,15 @@ class BernoulliNB(_DiscreteNB):
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.bernoulli_alpha(self.stats_, scope, pair=not is_evidence(self.alpha))
 
+    def _cell_words(self, index, value):
+        c, j, on = index
+        prior = float(np.asarray(self.prior_.concentration1 if on else self.prior_.concentration0)[c, j])
+        which = "present (1)" if on else "absent (0)"
+        return (
+            f"in class {self.classes_[c].tolist()!r}, the probability that {self._feature_words(j)} is {which}",
+            f"its prior concentration {prior:.4g} plus {value - prior:.4g} weighted rows with the feature {which}",
+        )
+
     def _check_X(self, X, reset):
         given = X
         X, dtype, integral = sparse_counts_input(X)
@@ -518,6 +569,21 @@ class CategoricalNB(_DiscreteNB):
                 )
             conc = cell
         return {"alpha": conc, "min_categories": np.asarray(prior.n_categories)}
+
+    def _cell_words(self, index, value):
+        c, j, k = index
+        prior = float(np.asarray(self.prior_.concentration)[c, j, min(k, self.prior_.concentration.shape[-1] - 1)])
+        where = f"in class {self.classes_[c].tolist()!r}, {self._feature_words(j)}"
+        if k >= self.n_categories_[j]:
+            # The slot the family keeps for a category first seen at prediction: its
+            # concentration is alpha alone, which no training data can raise.
+            return (
+                f"{where}, the share kept for a category not seen at fit (every feature has one)",
+                "alpha alone: no training row can raise it",
+            )
+        labels = getattr(self, "categories_", {}).get(j)
+        category = f"category {labels[k]!r}" if labels is not None and k < labels.size else f"category code {k}"
+        return f"{where}, {category}", f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts"
 
     def _check_X_y(self, X, y, reset):
         # The rows being fitted teach the labels of label columns (see _label_codes).

@@ -35,7 +35,28 @@ __all__ = [
     "mode_log",
     "mle_log",
     "sample_log",
+    "UndefinedModeError",
 ]
+
+
+class UndefinedModeError(ValueError):
+    """``estimate='map'`` where a concentration is below 1: the density has no mode.
+
+    A :class:`ValueError` that says where, so that an estimator can name the cell in the
+    user's terms (class label, feature, category) instead of an array index.
+
+    Attributes
+    ----------
+    index : tuple of int
+        The first such concentration's index in the array given to :func:`mode_log`.
+    value : float
+        That concentration.
+    """
+
+    def __init__(self, message, index, value):
+        super().__init__(message)
+        self.index = index
+        self.value = value
 
 
 def _masked(a, mask, fill):
@@ -323,8 +344,8 @@ def mode_log(concentration, mask=None):
 
     Raises
     ------
-    ValueError
-        If any valid concentration is below 1 (concrete input).
+    UndefinedModeError
+        A ``ValueError``, if any valid concentration is below 1 (concrete input).
     """
     if is_traced(concentration, mask):
         return _mode_log_traced(concentration, mask)
@@ -333,12 +354,14 @@ def mode_log(concentration, mask=None):
     below = valid & (a < 1.0)
     if below.any():
         where = tuple(int(i) for i in np.argwhere(below)[0])
-        raise ValueError(
+        raise UndefinedModeError(
             "estimate='map' is undefined here: a posterior concentration is "
             f"{a[where]:.4g} < 1 (at index {where}), so the Dirichlet/Beta density is "
             "unbounded at the boundary of the simplex and has no mode. Use prior "
             "concentrations >= 1 (alpha >= 1, class_alpha >= 1) or estimate='mean' / "
-            "'predictive'."
+            "'predictive'.",
+            where,
+            float(a[where]),
         )
     return mle_log(a - 1.0, mask)
 

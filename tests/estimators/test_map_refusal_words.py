@@ -1,0 +1,58 @@
+"""The estimate='map' refusal names what the user wrote (issue 38, item 9).
+
+"a posterior concentration is 0.5 < 1 (at index (0, 0, 2))" named the hidden slot a
+categorical feature keeps for categories not seen at fit. The refusal now names the
+class label, the feature (its column name when there is one) and the category label, or
+says it is the unseen-category slot, and what to do.
+"""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bayesnb import BernoulliNB, CategoricalNB, MultinomialNB
+
+
+def _binary_frame(n_per_cell=40):
+    # Every (class, feature, category) cell observed at least n_per_cell times.
+    smoker = np.tile(np.repeat(["no", "yes"], n_per_cell), 2)
+    y = np.repeat(["healthy", "sick"], 2 * n_per_cell)
+    return pd.DataFrame({"smoker": smoker}), y
+
+
+def test_the_unseen_category_slot_is_named_in_words():
+    X, y = _binary_frame()
+    with pytest.raises(ValueError) as info:
+        CategoricalNB(alpha=0.5, estimate="map").fit(X, y).predict(X)
+    msg = str(info.value)
+    assert "at index" not in msg
+    for words in ("'healthy'", "feature 'smoker'", "category not seen at fit", "0.5 < 1", "alpha >= 1", "estimate='mean'"):
+        assert words in msg, (words, msg)
+
+
+def test_an_observed_category_is_named_by_its_label():
+    # "red" never occurs in class "b": with alpha 0.5 its concentration is 0.5 < 1, and
+    # alpha is 2 for the other feature (per-feature alpha), so that cell comes first.
+    X = pd.DataFrame({"colour": ["red", "blue", "blue", "blue"], "shape": ["o", "x", "o", "x"]})
+    y = ["a", "b", "a", "b"]
+    counts = pd.crosstab(pd.Series(y, name="y"), X["colour"])
+    assert counts.loc["b", "red"] == 0  # the cell the message must name (independent count)
+    with pytest.raises(ValueError) as info:
+        CategoricalNB(alpha=[0.5, 2.0], estimate="map").fit(X, y).predict(X)
+    msg = str(info.value)
+    assert "in class 'b', feature 'colour', category 'red'" in msg
+    assert "alpha 0.5 plus 0 weighted counts" in msg
+
+
+def test_without_column_names_the_feature_is_named_by_position():
+    X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]])
+    with pytest.raises(ValueError, match=r"in class 7, feature 1 \(column 1 of X\), the share kept for a category not seen"):
+        CategoricalNB(alpha=[2.0, 0.5], estimate="map").fit(X, [7, 7, 8, 8]).predict(X)
+
+
+def test_bernoulli_and_class_refusals_name_class_and_feature():
+    X = np.array([[0, 1], [0, 0], [0, 1], [0, 0]])
+    with pytest.raises(ValueError, match=r"in class 'x', the probability that feature 0 \(column 0 of X\) is present"):
+        BernoulliNB(alpha=0.5, estimate="map").fit(X, ["x", "x", "z", "z"]).predict(X)
+    with pytest.raises(ValueError, match=r"the proportion of class 2 has posterior concentration 0\.5 < 1.*class_alpha >= 1"):
+        MultinomialNB(class_alpha=0.5, estimate="map").partial_fit(X, [0, 0, 1, 1], classes=[0, 1, 2]).predict(X)
