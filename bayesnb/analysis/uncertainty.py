@@ -37,8 +37,12 @@ a hyperparameter draw picked at random), with the same memory bound.
 Note that :math:`\bar p` averages over :math:`p(\theta \mid D)`; ``predict_proba`` with
 ``estimate="predictive"`` is the exact generative predictive
 :math:`p(y \mid x, D) \propto p(x, y \mid D)`, which also lets the row :math:`x` itself
-inform :math:`\theta`. The two agree as the posterior concentrates and differ slightly on
-small training sets.
+inform :math:`\theta`: it is the mean of :math:`p(y \mid x, \theta, \pi)` under the
+posterior updated by the row, :math:`p(\theta, \pi \mid D, x)`, which
+``posterior="updated"`` draws from (:func:`updated_proba_rows`). On a long document the
+two posteriors differ widely, and the predictive (or any point estimate) may lie outside
+the fitted posterior's interval: the summary printed beside an interval is the median of
+its own draws (``return_median=True``).
 """
 
 from __future__ import annotations
@@ -51,6 +55,7 @@ from scipy import special
 
 from bayesnb.core import _fitted
 from bayesnb.core._fitted import stacked_log_likelihood
+from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.analysis import calibration as _calibration
 from bayesnb.core._normalize import log_normalize, normalize_proba
 from bayesnb.core._validation import check_level, check_n_draws
@@ -75,6 +80,11 @@ __all__ = [
     "predictive_entropy",
     "proba_draws",
     "proba_interval",
+    "POSTERIORS",
+    "check_posterior",
+    "updated_proba_draws",
+    "updated_proba_interval",
+    "updated_proba_rows",
     "TopFeatures",
     "rank_by_epistemic",
     "stacked_log_likelihood",
@@ -156,19 +166,23 @@ def credible_interval(draws, level=0.9, method="equal-tailed"):
     return _interval_inplace(draws.copy(), level, method)
 
 
-def _interval_inplace(draws, level, method):
+def _interval_inplace(draws, level, method, median=False):
     """:func:`credible_interval` of float64 ``draws`` that the caller gives up: partitioned or sorted in place.
 
     No copy of the draws is made (``np.quantile`` would copy them, ``np.sort`` too), so
     the interval of a block of rows costs the block itself and, for the HDI, the widths
-    of the candidate intervals (at most the size of the block).
+    of the candidate intervals (at most the size of the block). With ``median``, the
+    draws' median (``np.quantile(draws, 0.5, axis=0)``) comes third: the summary of the
+    same distribution the interval describes, always inside it.
     """
     # np.min propagates NaN: one pass, no boolean temporary of the draws' size.
     if draws.size and np.isnan(draws.min()):
         raise ValueError("credible_interval: the draws contain NaN")
     if method == "equal-tailed":
-        return _equal_tailed_inplace(draws, level)
-    # "hdi"
+        qs = [(1 - level) / 2, (1 + level) / 2] + ([0.5] if median else [])
+        return tuple(_quantiles_inplace(draws, qs))
+    # "hdi"; the median first (it partitions or sorts), then the sort of the windows.
+    mid = _quantiles_inplace(draws, [0.5])[0] if median else None
     n = draws.shape[0]
     k = max(1, int(np.ceil(level * n)))
     draws.sort(axis=0)
@@ -185,10 +199,15 @@ def _interval_inplace(draws, level, method):
         np.copyto(best, width, where=shorter)
         start[shorter] = i
     start = start[None]
-    return (
+    bounds = (
         np.take_along_axis(draws, start, axis=0)[0],
         np.take_along_axis(draws, start + k - 1, axis=0)[0],
     )
+    # The median lies in an equal-tailed interval always (quantiles are monotone in q);
+    # in the shortest window whenever level > 1/2 (the window holds more than half the
+    # draws, so it reaches past the middle one or two); below that, a skewed
+    # distribution's median may honestly lie outside its HDI, and is reported as it is.
+    return bounds if mid is None else (*bounds, mid)
 
 
 # ----------------------------------------------------------------------------- the engine
@@ -202,18 +221,18 @@ def _interval_inplace(draws, level, method):
 _SORT_MAX_DRAWS = 1024
 
 
-def _equal_tailed_inplace(draws, level):
-    """The ``(1 - level)/2`` and ``(1 + level)/2`` quantiles over axis 0, partitioning (or,
-    up to ``_SORT_MAX_DRAWS`` draws, sorting) ``draws`` in place.
+def _quantiles_inplace(draws, qs):
+    """The ``qs`` quantiles over axis 0, partitioning (or, up to ``_SORT_MAX_DRAWS``
+    draws, sorting) ``draws`` in place.
 
     The values of ``np.quantile(draws, q, axis=0, overwrite_input=True)`` (its default
-    "linear" method, with the same interpolation arithmetic), from the four order
-    statistics they need: ``np.quantile`` also selects the minimum and the maximum (the
-    latter to look for NaN, which the caller has ruled out), two more passes over every
-    lane of the block. Sorted or partitioned, those order statistics are the same values.
+    "linear" method, with the same interpolation arithmetic), from the order statistics
+    they need: ``np.quantile`` also selects the minimum and the maximum (the latter to
+    look for NaN, which the caller has ruled out), two more passes over every lane of
+    the block. Sorted or partitioned, those order statistics are the same values.
     """
     n = draws.shape[0]
-    virtual = (n - 1) * np.array([(1 - level) / 2, (1 + level) / 2])
+    virtual = (n - 1) * np.asarray(qs, dtype=np.float64)
     below = np.floor(virtual)
     prev = below.astype(np.intp)
     nxt = prev + 1
@@ -230,7 +249,7 @@ def _equal_tailed_inplace(draws, level):
         # numpy's _lerp: a + (b - a) t, or b - (b - a)(1 - t) where t >= 0.5.
         diff = b - a
         result.append(b - diff * (1 - t) if t >= 0.5 else a + diff * t)
-    return result[0], result[1]
+    return result
 
 
 class DrawSource(NamedTuple):
@@ -683,7 +702,7 @@ def proba_draws(source, *, chunk_entries=None):
     return out
 
 
-def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=None):
+def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=None, median=False):
     """Credible interval of :math:`p(y \\mid x, \\theta, \\pi)`, computed block of rows by block.
 
     The quantiles of a row need all its draws at once. Rows are taken in blocks whose
@@ -712,19 +731,29 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     method : {"equal-tailed", "hdi"}
     chunk_entries : int, optional
         Bound, in float64 entries, of the temporaries together (default
-        :data:`CHUNK_ENTRIES`); the result, two arrays of n_samples x n_classes, comes on
-        top.
+        :data:`CHUNK_ENTRIES`); the result, two (three) arrays of n_samples x n_classes,
+        comes on top.
+    median : bool, default=False
+        Also return the median of the same draws: the point that summarises the
+        distribution the interval describes (inside an equal-tailed interval always, and
+        inside the HDI for ``level > 0.5``). ``predict_proba``'s probability is not that
+        summary: see :func:`predict_proba_interval`.
 
     Returns
     -------
     lower, upper : ndarrays of shape (n_samples, n_classes)
+    median : ndarray of shape (n_samples, n_classes)
+        Only with ``median=True``.
     """
     check_interval_args(level, method)
     level = float(level)
     chunk = _chunk(chunk_entries)
     n_draws, n_classes = _shape(source)
-    lower = np.empty((source.n_rows, n_classes))
-    upper = np.empty((source.n_rows, n_classes))
+    result = tuple(np.empty((source.n_rows, n_classes)) for _ in range(3 if median else 2))
+
+    def store(r0, r1, out):
+        for target, values in zip(result, _interval_inplace(out, level, method, median)):
+            target[r0:r1] = values
     row_blocks = _row_bounds(source.n_rows, n_draws * n_classes, max(1, chunk // 2))
     rows_chunk = max(1, chunk // 8)
     if len(row_blocks) <= 1:
@@ -732,8 +761,8 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
             out = np.empty((n_draws, r1 - r0, n_classes))
             for _ in _iter_all(source, chunk, rows_chunk, out=out):
                 pass
-            lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
-        return lower, upper
+            store(r0, r1, out)
+        return result
     kept = _kept_blocks(source, chunk)
     if kept is not None:
         # Parameters small enough to keep (an eighth of the bound): every block of rows is
@@ -743,15 +772,15 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
         # time (a likelihood's temporaries are a few times its result: GaussianNB's about 5).
         kept_rows = _row_bounds(source.n_rows, n_draws * n_classes, max(1, chunk // 4))
         for r0, r1, out in _iter_by_rows(source, chunk, kept_rows, max(1, chunk // 16), kept):
-            lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+            store(r0, r1, out)
             del out
-        return lower, upper
+        return result
     done = 0  # rows whose intervals are computed
     if _spill_fits(n_draws * source.n_rows * n_classes * 8):
         blocks = _spill_by_rows(source, chunk, row_blocks, rows_chunk)
         try:
             for r0, r1, out in blocks:
-                lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+                store(r0, r1, out)
                 done = r1
                 del out
         except OSError:
@@ -764,9 +793,9 @@ def proba_interval(source, level=0.9, method="equal-tailed", *, chunk_entries=No
     # block of rows (the memory bound holds; only the time grows with the blocks).
     rest = [(r0, r1) for r0, r1 in row_blocks if r0 >= done]
     for r0, r1, out in _iter_by_rows(source, chunk, rest, rows_chunk):
-        lower[r0:r1], upper[r0:r1] = _interval_inplace(out, level, method)
+        store(r0, r1, out)
         del out
-    return lower, upper
+    return result
 
 
 def _spill_fits(nbytes):
@@ -1062,7 +1091,7 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
 # ------------------------------------------------------------ estimator-level entry points
 
 
-def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_entries=None):
+def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_entries=None, posterior="fitted"):
     """Posterior draws of the class probabilities of a fitted estimator (see :func:`proba_draws`).
 
     Parameters
@@ -1073,6 +1102,9 @@ def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
     random_state : int, RandomState, Generator, jax key or None
     chunk_entries : int, optional
         Bound of every temporary, in float64 entries (default :data:`CHUNK_ENTRIES`).
+    posterior : {"fitted", "updated"}, default="fitted"
+        Draws from :math:`p(\\theta, \\pi \\mid D)`, or from the posterior updated by each
+        row, :math:`p(\\theta, \\pi \\mid D, x)` (:func:`updated_proba_draws`).
 
     Returns
     -------
@@ -1087,13 +1119,20 @@ def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
     >>> draws.shape, bool(np.allclose(draws.sum(axis=-1), 1))
     ((300, 2, 2), True)
     """
+    if check_posterior(posterior) == "updated":
+        return updated_proba_draws(estimator, X, n_draws, random_state, chunk_entries=chunk_entries)
     return proba_draws(draw_source(estimator, X, n_draws, random_state), chunk_entries=chunk_entries)
 
 
 def predict_proba_interval(
-    estimator, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, chunk_entries=None
+    estimator, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, chunk_entries=None,
+    posterior="fitted", return_median=False,
 ):
     """Credible interval of the class probabilities of a fitted estimator (see :func:`proba_interval`).
+
+    ``predict_proba``'s probability is not a summary of this distribution and may lie
+    outside the interval (see the estimators' ``predict_proba_interval``); the median
+    (``return_median=True``) is.
 
     Parameters
     ----------
@@ -1104,10 +1143,18 @@ def predict_proba_interval(
     method : {"equal-tailed", "hdi"}
     random_state : int, RandomState, Generator, jax key or None
     chunk_entries : int, optional
+    posterior : {"fitted", "updated"}, default="fitted"
+        Over :math:`p(\\theta, \\pi \\mid D)`, or over the posterior updated by each row,
+        :math:`p(\\theta, \\pi \\mid D, x)`, whose mean is the exact predictive
+        (:func:`updated_proba_interval`).
+    return_median : bool, default=False
+        Also return the median of the same draws.
 
     Returns
     -------
     lower, upper : ndarrays of shape (n_samples, n_classes)
+    median : ndarray of shape (n_samples, n_classes)
+        Only with ``return_median=True``.
 
     Examples
     --------
@@ -1119,8 +1166,154 @@ def predict_proba_interval(
     (True, (1, 2))
     """
     check_interval_args(level, method)
+    if check_posterior(posterior) == "updated":
+        return updated_proba_interval(
+            estimator, X, level, n_draws=n_draws, method=method, random_state=random_state,
+            chunk_entries=chunk_entries, median=bool(return_median),
+        )
     source = draw_source(estimator, X, n_draws, random_state)
-    return proba_interval(source, level, method, chunk_entries=chunk_entries)
+    return proba_interval(source, level, method, chunk_entries=chunk_entries, median=bool(return_median))
+
+
+# ------------------------------------------------- the posterior updated by the row itself
+
+#: What a credible interval of :math:`p(y \mid x, \theta, \pi)` is taken over:
+#: ``"fitted"``, :math:`p(\theta, \pi \mid D)`; ``"updated"``, :math:`p(\theta, \pi \mid D, x)`.
+POSTERIORS = ("fitted", "updated")
+
+
+def check_posterior(posterior):
+    """Validate the ``posterior`` an interval or draws are taken over (one of :data:`POSTERIORS`)."""
+    if isinstance(posterior, str) and posterior in POSTERIORS:
+        return posterior
+    raise ValueError(f"unknown posterior {posterior!r}; expected 'fitted' (p(theta, pi | D)) or 'updated' (p(theta, pi | D, x))")
+
+
+def _check_updatable(estimator):
+    """Refuse what has no updated posterior in closed form, naming why."""
+    if _fitted.hyper_posterior(estimator):
+        raise ValueError(
+            "posterior='updated' is not available for an estimator fitted with hyperpriors: the row would "
+            "also reweight the hyperparameters' NUTS draws; use posterior='fitted'"
+        )
+    if _fitted.temperature(estimator) != 1.0 or _fitted.calibration(estimator) is not None:
+        raise ValueError(
+            "posterior='updated' describes the model as written: its mean is the exact predictive at "
+            "temperature 1 without calibration, and a tempered or calibrated estimator's probabilities are not "
+            "the mean of a posterior; use posterior='fitted', or refit with temperature=1.0 and calibrate=None"
+        )
+
+
+def _merge_row(stats, row_stats):
+    # A row with a missing entry gives masked statistics where the training data gave
+    # plain ones (or the other way): both become masked to merge.
+    if is_masked(stats) or is_masked(row_stats):
+        stats, row_stats = as_masked(stats), as_masked(row_stats)
+    return merge(stats, row_stats)
+
+
+def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entries=None):
+    r"""Exact iid draws of :math:`p(y \mid x, \theta, \pi)` under :math:`p(\theta, \pi \mid D, x)`, row by row.
+
+    The exact predictive is not the mean of :math:`p(y \mid x, \theta, \pi)` under the
+    fitted posterior :math:`p(\theta, \pi \mid D)`: it lets the row inform the
+    parameters. It is the mean under the posterior updated by the (unlabelled) row,
+
+    .. math:: p(\theta, \pi \mid D, x) = \sum_c p(c \mid x, D)\, p(\theta, \pi \mid D \cup \{(x, c)\}),
+
+    a mixture of conjugate posteriors, sampled exactly: each draw picks a class :math:`c`
+    with probability :math:`p(c \mid x, D)` (the exact predictive), then draws the class
+    proportions and the feature parameters from the posterior with the row added to
+    class :math:`c` (the estimator's ``with_stats``). The draws of different rows are
+    independent (each row has its own posterior).
+
+    Cost: a row costs ``n_draws`` draws of the whole posterior and one conjugate update
+    per class it picks; on a large vocabulary this is far more than the fitted
+    posterior's draws, which are shared by all rows. Meant for the rows one inspects.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator
+        At temperature 1, without calibration or hyperpriors.
+    X : array-like or sparse matrix of shape (n_samples, n_features)
+    n_draws : int
+    random_state : int, RandomState, Generator, jax key or None
+    chunk_entries : int, optional
+        Bound of every temporary of one row's draws (default :data:`CHUNK_ENTRIES`).
+
+    Yields
+    ------
+    draws : ndarray of shape (n_draws, n_classes)
+        One row's draws, in the order of the rows.
+    """
+    import copy
+
+    from sklearn.utils.validation import check_is_fitted
+
+    from bayesnb.core import _sampling
+    from bayesnb.core._random import key_from_random_state
+
+    check_is_fitted(estimator, "stats_")
+    n_draws = check_n_draws(n_draws)
+    _check_updatable(estimator)
+    exact = copy.copy(estimator)
+    exact.set_params(estimate="predictive")
+    weights = np.asarray(exact.predict_proba(X), dtype=np.float64)
+    Xv = estimator.validate_input(X)
+    n_classes = weights.shape[1]
+    key_pick, key_draws = _sampling.split(key_from_random_state(random_state))
+    rng = _sampling.generator(key_pick)
+    for i in range(weights.shape[0]):
+        row = _fitted.take_rows(estimator, Xv, i, i + 1)
+        picks = rng.multinomial(n_draws, weights[i] / weights[i].sum())
+        out = np.empty((n_draws, n_classes))
+        start = 0
+        key_row = _sampling.fold_in(key_draws, i)
+        for c in np.flatnonzero(picks):
+            m = int(picks[c])
+            added = estimator.validated_stats(row, np.array([c]))
+            updated = estimator.with_stats(_merge_row(estimator.stats_, added))
+            source = _plain_source(updated, row, m, _sampling.fold_in(key_row, int(c)))
+            out[start : start + m] = proba_draws(source, chunk_entries=chunk_entries)[:, 0, :]
+            start += m
+        # The draws of each picked class come together; a random order makes the
+        # sequence the iid draws of the mixture (the quantiles do not depend on it).
+        yield out[rng.permutation(n_draws)]
+
+
+def updated_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_entries=None):
+    r"""Draws of :math:`p(y \mid x, \theta, \pi)` under the posterior updated by each row (see :func:`updated_proba_rows`).
+
+    Returns
+    -------
+    ndarray of shape (n_draws, n_samples, n_classes)
+        Their mean over draws is ``predict_proba`` with ``estimate="predictive"`` up to
+        Monte Carlo error.
+    """
+    rows = list(updated_proba_rows(estimator, X, n_draws, random_state, chunk_entries=chunk_entries))
+    if not rows:
+        n_classes = np.asarray(estimator.classes_).size
+        return np.empty((check_n_draws(n_draws), 0, n_classes))
+    return np.stack(rows, axis=1)
+
+
+def updated_proba_interval(
+    estimator, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, chunk_entries=None, median=False
+):
+    r"""Credible interval of :math:`p(y \mid x, \theta, \pi)` under :math:`p(\theta, \pi \mid D, x)`.
+
+    The distribution whose mean is the exact predictive (``estimate="predictive"``):
+    see :func:`updated_proba_rows`. Same arguments and results as :func:`proba_interval`.
+    """
+    check_interval_args(level, method)
+    level = float(level)
+    parts = []
+    for draws in updated_proba_rows(estimator, X, n_draws, random_state, chunk_entries=chunk_entries):
+        parts.append(_interval_inplace(draws, level, method, median))
+    n_classes = np.asarray(estimator.classes_).size
+    if not parts:
+        return tuple(np.empty((0, n_classes)) for _ in range(3 if median else 2))
+    return tuple(np.stack(values) for values in zip(*parts))
 
 
 # ------------------------------------------------------------------- feature log-odds

@@ -323,8 +323,13 @@ def build_parser():
         help="predict the classes of the rows of a CSV/TSV file with a saved model",
         description="Predict every row of DATA with a model saved by 'bayesnb fit'. Writes a CSV "
         "(or TSV for a .tsv --out) with the line number, the predicted class and the class "
-        "probabilities, and with --interval the credible interval of each probability over the "
-        "posterior. When DATA holds the label column, accuracy and log loss go to stderr.",
+        "probabilities p(k) of --estimate, and with --interval the posterior median median(k) and the "
+        "credible interval lower(k), upper(k) of each probability p(k | x, theta, pi) over the posterior "
+        "draws. p(k) is not a summary of those draws and may lie outside the interval: a point "
+        "estimate plugs in one value of the parameters, and the exact predictive is the mean over the "
+        "posterior updated by the row itself (--interval-posterior updated, columns median_updated(k), "
+        "lower_updated(k), upper_updated(k)). When DATA holds the label column, accuracy and log loss "
+        "go to stderr.",
     )
     predict.add_argument("data", metavar="DATA", help="CSV/TSV file with the columns used at fit")
     predict.add_argument("--model", metavar="FILE", required=True, help="model file written by 'bayesnb fit'")
@@ -337,7 +342,17 @@ def build_parser():
         "--interval",
         type=_fraction,
         metavar="LEVEL",
-        help="add equal-tailed credible intervals of the class probabilities at LEVEL (e.g. 0.9)",
+        help="add the median and equal-tailed credible interval of each class probability at LEVEL "
+        "(e.g. 0.9): columns median(k), lower(k), upper(k), all three from the same posterior draws",
+    )
+    predict.add_argument(
+        "--interval-posterior",
+        choices=("fitted", "updated", "both"),
+        default="fitted",
+        help="posterior of --interval: 'fitted' p(theta, pi | D), shared by all rows (columns median(k), "
+        "lower(k), upper(k)); 'updated' p(theta, pi | D, x), updated by each row itself, whose mean is the "
+        "exact predictive (columns median_updated(k), lower_updated(k), upper_updated(k); costs a full set of "
+        "posterior draws per row); 'both' (default: %(default)s)",
     )
     predict.add_argument(
         "--draws", type=_count(10), default=1000, metavar="N", help="posterior draws for --interval (default: %(default)s)"
@@ -677,16 +692,22 @@ def _run_predict(args):
     with _userdata.user_errors(f"cannot predict the rows of {table.path}"), warnings.catch_warnings():
         warnings.simplefilter("ignore", ZeroLikelihoodWarning)
         proba = clf.predict_proba(X)
-        lo = hi = None
+        # (column suffix, (lower, upper, median)) per posterior asked for.
+        summaries = []
         if args.interval is not None:
-            lo, hi = clf.predict_proba_interval(X, args.interval, n_draws=args.draws, random_state=args.seed)
+            kinds = ("fitted", "updated") if args.interval_posterior == "both" else (args.interval_posterior,)
+            for kind in kinds:
+                bounds = clf.predict_proba_interval(
+                    X, args.interval, n_draws=args.draws, random_state=args.seed, posterior=kind, return_median=True
+                )
+                summaries.append(("" if kind == "fitted" else "_updated", bounds))
     classes = [str(c) for c in clf.classes_]
     predicted = clf.classes_[np.argmax(proba, axis=1)]
     y = _userdata.labels(spec, table, required=False)
     out_sep = "\t" if args.out and str(args.out).lower().endswith(".tsv") else ","
     header_row = ["line"] + (["label"] if y is not None else []) + ["predicted"] + [f"p({c})" for c in classes]
-    if lo is not None:
-        header_row += [f"lower({c})" for c in classes] + [f"upper({c})" for c in classes]
+    for suffix, _ in summaries:
+        header_row += [f"{what}{suffix}({c})" for what in ("median", "lower", "upper") for c in classes]
     import csv
     import io
 
@@ -696,8 +717,8 @@ def _run_predict(args):
     for i in range(len(predicted)):
         row = [str(int(table.lines[i]))] + ([str(y[i])] if y is not None else []) + [str(predicted[i])]
         row += [f"{p:.6g}" for p in proba[i]]
-        if lo is not None:
-            row += [f"{v:.6g}" for v in lo[i]] + [f"{v:.6g}" for v in hi[i]]
+        for _, (lo, hi, med) in summaries:
+            row += [f"{v:.6g}" for part in (med, lo, hi) for v in part[i]]
         writer.writerow(row)
     if args.out:
         _write_text(args.out, buffer.getvalue())

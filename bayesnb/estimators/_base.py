@@ -1050,7 +1050,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         log_class, params = self._draw(n, random_state)
         return {"class_probs": np.exp(log_class), **self._named_draws(params)}
 
-    def predict_proba_draws(self, X, n_draws=100, random_state=None):
+    def predict_proba_draws(self, X, n_draws=100, random_state=None, *, posterior="fitted"):
         r"""Posterior draws of the class probabilities :math:`p(y=c \mid x, \theta, \pi)`.
 
         Each draw of :math:`(\pi, \theta)` from the posterior gives one vector of class
@@ -1063,19 +1063,38 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features)
         n_draws : int
         random_state : int, RandomState, Generator, jax key or None
+        posterior : {"fitted", "updated"}, default="fitted"
+            ``"fitted"``: draws of :math:`(\pi, \theta)` from :math:`p(\theta, \pi \mid D)`,
+            shared by all rows. ``"updated"``: from :math:`p(\theta, \pi \mid D, x)`, the
+            posterior updated by each row itself, whose mean of
+            :math:`p(y \mid x, \theta, \pi)` is the exact predictive
+            (``estimate="predictive"``); far costlier (see
+            :func:`bayesnb.analysis.uncertainty.updated_proba_rows`).
 
         Returns
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
+        if _uncertainty.check_posterior(posterior) == "updated":
+            return _uncertainty.updated_proba_draws(self, X, n_draws, random_state)
         return _uncertainty.proba_draws(self._draw_source(X, n_draws, random_state))
 
-    def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
+    def predict_proba_interval(
+        self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, posterior="fitted",
+        return_median=False,
+    ):
         """Credible interval of :math:`p(y=c \\mid x, \\theta, \\pi)` for every row and class.
 
         Computed from ``n_draws`` posterior draws, block of rows by block of rows (see
         :func:`bayesnb.analysis.uncertainty.proba_interval`); the draws are those of
-        :meth:`predict_proba_draws` with the same ``random_state``.
+        :meth:`predict_proba_draws` with the same ``random_state`` and ``posterior``.
+
+        The probability ``predict_proba`` gives is not a summary of this distribution and
+        may lie outside the interval: a point estimate plugs in one value of the
+        parameters, and the exact predictive (``estimate="predictive"``) is the mean over
+        the posterior *updated by the row itself* (``posterior="updated"``), not over the
+        fitted one; on a long document that update moves the parameters far. Report the
+        median (``return_median=True``) beside the interval it belongs to.
 
         Parameters
         ----------
@@ -1085,13 +1104,27 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             Posterior draws used to estimate the interval.
         method : {"equal-tailed", "hdi"}
         random_state : int, RandomState, Generator, jax key or None
+        posterior : {"fitted", "updated"}, default="fitted"
+            Over :math:`p(\\theta, \\pi \\mid D)` or :math:`p(\\theta, \\pi \\mid D, x)` (see
+            :meth:`predict_proba_draws`).
+        return_median : bool, default=False
+            Also return the median of the same draws (inside an equal-tailed interval
+            always; inside the HDI for ``level > 0.5``).
 
         Returns
         -------
         lower, upper : ndarrays of shape (n_samples, n_classes)
+        median : ndarray of shape (n_samples, n_classes)
+            Only with ``return_median=True``.
         """
         check_interval_args(level, method)
-        return _uncertainty.proba_interval(self._draw_source(X, n_draws, random_state), level, method)
+        if _uncertainty.check_posterior(posterior) == "updated":
+            return _uncertainty.updated_proba_interval(
+                self, X, level, n_draws=n_draws, method=method, random_state=random_state, median=return_median
+            )
+        return _uncertainty.proba_interval(
+            self._draw_source(X, n_draws, random_state), level, method, median=bool(return_median)
+        )
 
     # ------------------------------------------- generative model and arviz export
     def _generate(self, n, random_state, prior):

@@ -100,14 +100,45 @@ def test_predict_intervals_are_the_library_intervals(numeric_csv, tmp_path):
     )
     assert code == 0 and out == "", err
     header, rows = read_csv(out_file.read_text(), delimiter="\t")
-    assert header[-4:] == ["lower(high)", "lower(low)", "upper(high)", "upper(low)"]
+    assert header[-6:] == ["median(high)", "median(low)", "lower(high)", "lower(low)", "upper(high)", "upper(low)"]
     from bayesnb import GaussianBayesClassifier
 
     ref = GaussianBayesClassifier(covariance="full", estimate="mean").fit(X, y)
-    lo, hi = ref.predict_proba_interval(X, 0.8, n_draws=50, random_state=3)
-    got = np.array([[float(v) for v in r[-4:]] for r in rows])
-    assert_allclose(got[:, :2], lo, rtol=1e-5, atol=1e-12)
-    assert_allclose(got[:, 2:], hi, rtol=1e-5, atol=1e-12)
+    lo, hi, med = ref.predict_proba_interval(X, 0.8, n_draws=50, random_state=3, return_median=True)
+    got = np.array([[float(v) for v in r[-6:]] for r in rows])
+    assert_allclose(got[:, :2], med, rtol=1e-5, atol=1e-12)
+    assert_allclose(got[:, 2:4], lo, rtol=1e-5, atol=1e-12)
+    assert_allclose(got[:, 4:], hi, rtol=1e-5, atol=1e-12)
+    # The median printed is that of the interval's draws: always inside it (as printed).
+    assert np.all((got[:, 2:4] <= got[:, :2]) & (got[:, :2] <= got[:, 4:]))
+    # p(k) stays the probability of --estimate.
+    assert_allclose(np.array([[float(v) for v in r[3:5]] for r in rows]), ref.predict_proba(X), rtol=1e-5)
+
+
+def test_predict_interval_over_the_updated_posterior(numeric_csv, tmp_path):
+    # --interval-posterior both: the fitted posterior's columns and the updated
+    # posterior's (whose mean is the exact predictive), each labelled, each median
+    # inside its own interval, p(k) the predictive probability.
+    path, X, y = numeric_csv
+    model = tmp_path / "m.npz"
+    assert run(["fit", path, "--model", model, "--family", "gaussian"])[0] == 0
+    code, out, err = run(
+        ["predict", path, "--model", model, "--interval", "0.9", "--draws", "40", "--interval-posterior", "both"]
+    )
+    assert code == 0, err
+    header, rows = read_csv(out)
+    names = ["high", "low"]
+    want = [f"{w}{s}({c})" for s in ("", "_updated") for w in ("median", "lower", "upper") for c in names]
+    assert header[-12:] == want
+    got = np.array([[float(v) for v in r[-12:]] for r in rows])
+    for part in (got[:, :6], got[:, 6:]):
+        med, lo, hi = part[:, :2], part[:, 2:4], part[:, 4:]
+        assert np.all((lo <= med) & (med <= hi))
+    from bayesnb import GaussianNB
+
+    ref = GaussianNB().fit(X, y)
+    lo, hi, med = ref.predict_proba_interval(X, 0.9, n_draws=40, random_state=0, posterior="updated", return_median=True)
+    assert_allclose(got[:, 6:8], med, rtol=1e-5, atol=1e-12)
     assert_allclose(np.array([[float(v) for v in r[3:5]] for r in rows]), ref.predict_proba(X), rtol=1e-5)
 
 
