@@ -65,6 +65,20 @@ expected statistics: for ``"vb"`` its ``posterior_`` and ``class_posterior_`` ar
 M-step's (``"mean"`` under Laplace smoothing, else ``"map"``), so ``predict_proba`` is
 the classifier of the MAP parameters.
 
+The weight :math:`\lambda`
+--------------------------
+With one component per class, EM explains the unlabelled rows by whatever clusters fit
+them best; when those are not the classes, the unlabelled rows make the fit worse than
+the labelled rows alone (Nigam et al. 2000, section 5.3, who down-weight them:
+EM-:math:`\lambda`). The default ``unlabelled_weight="auto"`` chooses :math:`\lambda`
+from the labelled rows alone by stratified K-fold cross-validation of the labelled log
+predictive :math:`\log p(y_i \mid x_i)` (every fold a full fit with the fold's labelled
+rows and all unlabelled rows), over a grid that contains 0, falling back to 0 (exactly
+the labelled-only fit) unless a positive weight beats it by ``weight_margin`` standard
+errors of the paired per-row differences. It is cross-validation, not an approximate
+leave-one-out: downdating one labelled row from an EM fixed point would leave the
+responsibilities it helped to set, which is exactly the coupling under test.
+
 Hyperparameters learned from the evidence (``alpha="evidence"``) and data-scaled default
 priors are learned from the labelled rows and then held fixed, so that every iteration
 targets the same posterior.
@@ -201,6 +215,29 @@ def _freeze_hyperparameters(est):
         est.update_prior(**fixed)
 
 
+def _check_weight(lam, name):
+    if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)):
+        raise TypeError(f"{name} must be a number, got {lam!r}")
+    if not (np.isfinite(lam) and lam >= 0):
+        raise ValueError(f"{name} must be finite and >= 0, got {lam!r}")
+
+
+def _weighted_mean_se(values, w):
+    r"""Weighted mean of ``values`` (rows on the last axis) and its standard error.
+
+    With unit weights the standard error is the textbook :math:`s / \sqrt{n}` (``ddof=1``);
+    with weights, the ratio estimator's :math:`\sqrt{n/(n-1)\,\sum_i w_i^2 (v_i - \bar v)^2} / \sum_i w_i`,
+    which reduces to it.
+    """
+    n = values.shape[-1]
+    total = w.sum()
+    mean = (values * w).sum(axis=-1) / total
+    if n < 2:
+        return mean, np.full_like(mean, np.inf)
+    dev = values - mean[..., None]
+    return mean, np.sqrt(n / (n - 1) * (w**2 * dev**2).sum(axis=-1)) / total
+
+
 class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     r"""Naive Bayes from labelled and unlabelled rows, by MAP-EM or mean-field variational Bayes.
 
@@ -227,9 +264,29 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         concentrations to raise: use ``smoothing="none"`` with a Gaussian family or
         block.
     method : {"em", "vb"}, default="em"
-    unlabelled_weight : float, default=1.0
+    unlabelled_weight : "auto" or float, default="auto"
         Nigam's :math:`\lambda`: the weight of every unlabelled row relative to a
-        labelled one (in ``(0, 1]`` typically).
+        labelled one (``1``: plain EM / VB; ``0``: the labelled-only fit, the same
+        estimate). ``"auto"`` chooses it from the labelled rows alone (EM-:math:`\lambda`,
+        Nigam et al. 2000, section 5.3), by stratified ``weight_cv``-fold
+        cross-validation: for each fold and each :math:`\lambda` in ``weight_grid``,
+        this estimator with that weight is fitted on the fold's labelled rows plus *all*
+        unlabelled rows, and scores each held-out labelled row by its log predictive
+        :math:`\log p(y_i \mid x_i)`. The weight with the highest mean score is chosen
+        among ``0`` and the weights whose mean gain over ``0`` exceeds ``weight_margin``
+        standard errors of the paired per-row differences; otherwise the fit falls back
+        to ``0`` (unlabelled rows that do not demonstrably help are not used). The folds
+        are ``StratifiedKFold(n_splits, shuffle=True, random_state=0)`` over the
+        labelled rows, ``n_splits = min(weight_cv, smallest class count)``; with a class
+        of a single labelled row no fold can hold it out, and the weight is ``0`` (with a
+        warning). Cost: ``n_splits * (len(weight_grid) - 1)`` extra EM / VB fits.
+    weight_grid : sequence of float, default=(0.0, 0.01, 0.1, 1.0)
+        The weights ``"auto"`` compares; it must contain ``0`` (the fallback).
+    weight_cv : int, default=3
+        Folds of the cross-validation of ``"auto"`` (at most the smallest class count).
+    weight_margin : float, default=1.0
+        How many standard errors of the paired per-row score differences a weight's mean
+        gain over ``0`` must exceed for ``"auto"`` to choose it.
     smoothing : {"laplace", "none"}, default="laplace"
         EM's M-step: the MAP under the prior with every concentration raised by one
         (``"laplace"``, the posterior mean under the prior), or under the prior itself.
@@ -253,6 +310,15 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     Attributes
     ----------
     estimator_ : the fitted wrapped estimator (statistics: the final expected ones)
+    unlabelled_weight_ : float
+        The weight of the final fit (``unlabelled_weight`` itself when a number).
+    weight_curve_ : dict or None
+        With ``"auto"`` (and unlabelled rows, and at least 2 labelled rows per class):
+        ``grid`` (sorted weights), ``mean`` (mean held-out labelled log predictive per
+        weight), ``se`` (its standard error), ``gain`` and ``gain_se`` (the mean paired
+        per-row difference from weight ``0`` and its standard error), ``scores`` (the
+        per-row scores, shape ``(len(grid), n_labelled)``), ``n_splits`` and
+        ``chosen``. None otherwise.
     classes_ : ndarray of shape (n_classes,)
         The labels of the labelled rows (``-1`` excluded).
     log_posterior_ : ndarray of shape (n_iter_,)
@@ -272,11 +338,18 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     >>> from bayesnb import MultinomialNB, SemiSupervisedNB
     >>> X = np.array([[5, 0], [4, 1], [0, 5], [1, 4], [6, 1], [0, 6]])
     >>> y = np.array([0, -1, 1, -1, -1, -1])
-    >>> clf = SemiSupervisedNB(MultinomialNB(), method="vb").fit(X, y)
+    >>> clf = SemiSupervisedNB(MultinomialNB(), method="vb", unlabelled_weight=1).fit(X, y)
     >>> clf.transduction_.tolist()
     [0, 0, 1, 1, 0, 1]
     >>> bool(np.all(np.diff(clf.elbo_) >= -1e-9))
     True
+
+    The default chooses the weight from the labelled rows (here 2 per class):
+
+    >>> y = np.array([0, 0, 1, 1, -1, -1])
+    >>> clf = SemiSupervisedNB(MultinomialNB(), weight_cv=2).fit(X, y)
+    >>> clf.weight_curve_["grid"].tolist(), clf.unlabelled_weight_ in clf.weight_curve_["grid"]
+    ([0.0, 0.01, 0.1, 1.0], True)
     """
 
     def __init__(
@@ -284,7 +357,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         estimator=None,
         *,
         method="em",
-        unlabelled_weight=1.0,
+        unlabelled_weight="auto",
+        weight_grid=(0.0, 0.01, 0.1, 1.0),
+        weight_cv=3,
+        weight_margin=1.0,
         smoothing="laplace",
         max_iter=100,
         tol=1e-8,
@@ -294,6 +370,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.estimator = estimator
         self.method = method
         self.unlabelled_weight = unlabelled_weight
+        self.weight_grid = weight_grid
+        self.weight_cv = weight_cv
+        self.weight_margin = weight_margin
         self.smoothing = smoothing
         self.max_iter = max_iter
         self.tol = tol
@@ -307,10 +386,12 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self.smoothing not in _SMOOTHING:
             raise ValueError(f"smoothing must be one of {_SMOOTHING}, got {self.smoothing!r}")
         lam = self.unlabelled_weight
-        if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)):
-            raise TypeError(f"unlabelled_weight must be a number, got {lam!r}")
-        if not (np.isfinite(lam) and lam >= 0):
-            raise ValueError(f"unlabelled_weight must be finite and >= 0, got {lam!r}")
+        if isinstance(lam, str):
+            if lam != "auto":
+                raise ValueError(f"unlabelled_weight must be 'auto' or a number >= 0, got {lam!r}")
+            self._check_weight_search()
+        else:
+            _check_weight(lam, "unlabelled_weight")
         if isinstance(self.max_iter, bool) or not isinstance(self.max_iter, (int, np.integer)) or self.max_iter < 1:
             raise ValueError(f"max_iter must be an int >= 1, got {self.max_iter!r}")
         if not (isinstance(self.tol, (int, float, np.integer, np.floating)) and np.isfinite(self.tol) and self.tol >= 0):
@@ -318,6 +399,23 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         b = self.batch_size
         if b is not None and (isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ValueError(f"batch_size must be None or an int >= 1, got {b!r}")
+
+    def _check_weight_search(self):
+        grid = self.weight_grid
+        if isinstance(grid, str) or np.ndim(grid) != 1 or len(grid) == 0:
+            raise ValueError(f"weight_grid must be a non-empty sequence of numbers, got {grid!r}")
+        for lam in grid:
+            _check_weight(lam, "every weight_grid value")
+        if not np.any(np.asarray(grid, dtype=float) == 0):
+            raise ValueError(f"weight_grid must contain 0 (the labelled-only fit, the fallback), got {grid!r}")
+        cv = self.weight_cv
+        if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, (int, np.integer)) or cv < 2:
+            raise ValueError(f"weight_cv must be an int >= 2, got {cv!r}")
+        margin = self.weight_margin
+        if isinstance(margin, (bool, np.bool_)) or not isinstance(margin, (int, float, np.integer, np.floating)):
+            raise TypeError(f"weight_margin must be a number, got {margin!r}")
+        if not (np.isfinite(margin) and margin >= 0):
+            raise ValueError(f"weight_margin must be finite and >= 0, got {margin!r}")
 
     def _base(self):
         if self.estimator is None:
@@ -364,12 +462,20 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         y_lab = y[lab_idx]
         if y_lab.dtype == object:
             y_lab = np.asarray(y_lab.tolist())
+        dask_rows = _is_dask_array(X)
+        X_lab = np.asarray(X[lab_idx]) if dask_rows else _safe_indexing(X, lab_idx)
+
+        curve = None
+        if self.unlabelled_weight != "auto":
+            lam = float(self.unlabelled_weight)
+        elif unl_idx.size == 0:
+            lam = 0.0  # nothing to weigh: every weight is the labelled fit
+        else:
+            lam, curve = self._choose_weight(X, y, X_lab, y_lab, lab_idx, unl_idx, sample_weight)
 
         est = self._base()
         if self.method == "em":
             est.set_params(estimate="mean" if self.smoothing == "laplace" else "map")
-        dask_rows = _is_dask_array(X)
-        X_lab = np.asarray(X[lab_idx]) if dask_rows else _safe_indexing(X, lab_idx)
         refusal = getattr(est, "_semi_supervised_refusal", {}).get(self.method)
         if refusal is not None:
             raise ValueError(f"SemiSupervisedNB(method={self.method!r}) cannot fit {type(est).__name__}: {refusal}")
@@ -386,7 +492,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         classes = est.classes_
         labelled_index = np.searchsorted(classes, y_lab)
         XL = est.validate_input(X_lab)
-        wU = self.unlabelled_weight * w[unl_idx]
+        wU = lam * w[unl_idx]
         XU = None
         if unl_idx.size and dask_rows:
             # A Dask array: one batch per chunk of rows, computed afresh by every E-step
@@ -425,6 +531,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             est._fit_calibration(est.loo_terms(X_lab, y_lab, sample_weight=w_lab), w_lab)
         self.estimator_ = est
         self.classes_ = classes
+        self.unlabelled_weight_ = lam
+        self.weight_curve_ = curve
         self.n_iter_ = len(trace)
         self.converged_ = converged
         setattr(self, "log_posterior_" if self.method == "em" else "elbo_", np.asarray(trace))
@@ -435,6 +543,74 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.label_distributions_ = dist
         self.transduction_ = classes[np.argmax(dist, axis=1)]
         return self
+
+    def _choose_weight(self, X, y, X_lab, y_lab, lab_idx, unl_idx, sample_weight):
+        r"""``unlabelled_weight="auto"``: the weight of ``weight_grid`` chosen by cross-validated labelled log predictive.
+
+        Each labelled row is held out once (stratified folds); for every weight this
+        estimator is refitted on the other labelled rows plus all unlabelled rows, and
+        the row scores :math:`\log p(y_i \mid x_i)` under that fit. A weight above ``0``
+        is eligible only if its mean paired gain over ``0`` exceeds ``weight_margin``
+        standard errors: the labelled-only model is the safe default, and a small
+        labelled set cannot tell a slight gain from noise.
+
+        Returns
+        -------
+        lam : float
+        curve : dict or None
+            See ``weight_curve_``.
+        """
+        from sklearn.model_selection import StratifiedKFold
+
+        grid = np.unique(np.asarray(self.weight_grid, dtype=float))
+        smallest = int(np.unique(y_lab, return_counts=True)[1].min())
+        n_splits = min(int(self.weight_cv), smallest)
+        if n_splits < 2:
+            warnings.warn(
+                "unlabelled_weight='auto' needs at least 2 labelled rows in every class to cross-validate "
+                "the weight; a class has 1, so the unlabelled rows are not used (weight 0)",
+                UserWarning,
+                stacklevel=3,
+            )
+            return 0.0, None
+        w_lab = np.ones(lab_idx.size) if sample_weight is None else np.asarray(sample_weight, float)[lab_idx]
+        folds = StratifiedKFold(n_splits, shuffle=True, random_state=0).split(np.zeros(lab_idx.size), y_lab)
+        scores = np.empty((grid.size, lab_idx.size))
+        not_converged = 0
+        for train, test in folds:
+            rows = np.concatenate([lab_idx[train], unl_idx])
+            X_fold = X[rows] if _is_dask_array(X) else _safe_indexing(X, rows)
+            w_fold = None if sample_weight is None else np.asarray(sample_weight, float)[rows]
+            X_test = _safe_indexing(X_lab, test)
+            for g, lam in enumerate(grid):
+                sub = clone(self).set_params(unlabelled_weight=float(lam), verbose=False)
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always", ConvergenceWarning)
+                    sub.fit(X_fold, y[rows], sample_weight=w_fold)
+                not_converged += any(issubclass(c.category, ConvergenceWarning) for c in caught)
+                index = np.searchsorted(sub.classes_, y_lab[test])
+                scores[g, test] = sub.predict_log_proba(X_test)[np.arange(test.size), index]
+        if not_converged:
+            warnings.warn(
+                f"unlabelled_weight='auto': {not_converged} cross-validation fit(s) stopped at "
+                f"max_iter={self.max_iter} before the objective settled; raise max_iter",
+                ConvergenceWarning,
+                stacklevel=3,
+            )
+        mean, se = _weighted_mean_se(scores, w_lab)
+        zero = int(np.flatnonzero(grid == 0)[0])
+        gain, gain_se = _weighted_mean_se(scores - scores[zero], w_lab)
+        gain_se[zero] = 0.0
+        eligible = (gain > self.weight_margin * gain_se) | (grid == 0)
+        chosen = float(grid[np.flatnonzero(eligible)[np.argmax(mean[eligible])]])
+        if self.verbose:
+            for lam, m, s_, d in zip(grid, mean, se, gain):
+                print(f"SemiSupervisedNB[auto] weight {lam:g}: mean log p(y|x) {m:.6g} ± {s_:.2g} "
+                      f"(gain over 0: {d:+.3g})", file=sys.stderr, flush=True)
+            print(f"SemiSupervisedNB[auto] chosen weight {chosen:g}", file=sys.stderr, flush=True)
+        curve = {"grid": grid, "mean": mean, "se": se, "gain": gain, "gain_se": gain_se, "scores": scores,
+                 "n_splits": n_splits, "chosen": chosen}
+        return chosen, curve
 
     def _soft_stats(self, est, XU, R, wU):
         r"""Statistics of the unlabelled rows, each class's copy weighted by its responsibility.

@@ -90,7 +90,7 @@ def _leaves(tree):
 @pytest.mark.parametrize("method", ["em", "vb"])
 def test_with_every_row_labelled_both_are_the_ordinary_fit(cls, method):
     X, y = _data(cls, 0)
-    clf = SemiSupervisedNB(cls(), method=method, **_options(cls, method)).fit(X, y)
+    clf = SemiSupervisedNB(cls(), method=method, **_options(cls, method), unlabelled_weight=1.0).fit(X, y)
     # EM's classifier is the M-step's point estimate: the posterior mean under Laplace
     # smoothing, the MAP without; VB's is the exact posterior predictive.
     estimate = {"em": "map" if _options(cls, method) else "mean", "vb": "predictive"}[method]
@@ -133,7 +133,7 @@ def test_unlabelled_weight_zero_is_the_labelled_fit_and_scales_like_sample_weigh
     none = SemiSupervisedNB(BernoulliNB(), method="vb", unlabelled_weight=0.0).fit(X, yu)
     np.testing.assert_allclose(none.predict_proba(X), BernoulliNB().fit(X[lab], yu[lab]).predict_proba(X), rtol=1e-12)
     half = SemiSupervisedNB(BernoulliNB(), method="vb", unlabelled_weight=0.5).fit(X, yu)
-    weighted = SemiSupervisedNB(BernoulliNB(), method="vb").fit(X, yu, sample_weight=np.where(lab, 1.0, 0.5))
+    weighted = SemiSupervisedNB(BernoulliNB(), method="vb", unlabelled_weight=1.0).fit(X, yu, sample_weight=np.where(lab, 1.0, 0.5))
     np.testing.assert_allclose(half.elbo_, weighted.elbo_, rtol=1e-10)
     np.testing.assert_allclose(half.predict_proba(X), weighted.predict_proba(X), rtol=1e-10, atol=1e-12)
 
@@ -141,7 +141,7 @@ def test_unlabelled_weight_zero_is_the_labelled_fit_and_scales_like_sample_weigh
 def test_em_log_posterior_is_scipys():
     X, y = _data(MultinomialNB, 3, n=40)
     yu = _hide(y, 3)
-    clf = SemiSupervisedNB(MultinomialNB(alpha=0.5, class_alpha=2.0), method="em").fit(X, yu)
+    clf = SemiSupervisedNB(MultinomialNB(alpha=0.5, class_alpha=2.0), method="em", unlabelled_weight=1.0).fit(X, yu)
     # The final parameters: the M-step of the final statistics (Laplace: posterior mean).
     theta = np.exp(clf.family_.point(clf.prior_, clf.stats_, "mean").log_probs)
     pi = np.exp(clf.estimator_.class_log_prior_)
@@ -168,7 +168,7 @@ def test_the_elbo_bounds_the_exact_marginal_likelihood(cls):
         full[unl] = labels
         logs.append(cls().fit(X, full).log_evidence())
     exact = logsumexp(logs)
-    clf = SemiSupervisedNB(cls(), method="vb", tol=0, max_iter=200).fit(X, yu)
+    clf = SemiSupervisedNB(cls(), method="vb", tol=0, max_iter=200, unlabelled_weight=1.0).fit(X, yu)
     assert clf.elbo_[-1] <= exact + 1e-9
     assert clf.elbo_[-1] >= exact - 1.0  # a bound, not a vacuous one
     assert clf.elbo_[0] < clf.elbo_[-1]
@@ -191,7 +191,7 @@ def test_vb_posterior_means_recover_the_parameters_as_unlabelled_rows_grow():
         X_unl, _ = _simulate(n_unl, rng, theta, pi)
         X = np.vstack([X_lab, X_unl])
         y = np.concatenate([y_lab, np.full(n_unl, -1)])
-        clf = SemiSupervisedNB(MultinomialNB(), method="vb").fit(X, y)
+        clf = SemiSupervisedNB(MultinomialNB(), method="vb", unlabelled_weight=1.0).fit(X, y)
         conc = np.asarray(clf.posterior_.concentration)
         theta_mean = conc / conc.sum(axis=1, keepdims=True)
         class_conc = np.asarray(clf.class_posterior_.concentration)
@@ -205,8 +205,8 @@ def test_string_labels_mark_unlabelled_rows_by_minus_one_in_an_object_array():
     names = np.array(["ham", "spam", "eggs"])[y].astype(object)
     yu = _hide(y, 6)
     names[yu == -1] = -1
-    clf = SemiSupervisedNB(MultinomialNB(), method="vb").fit(X, names)
-    ref = SemiSupervisedNB(MultinomialNB(), method="vb").fit(X, yu)
+    clf = SemiSupervisedNB(MultinomialNB(), method="vb", unlabelled_weight=1.0).fit(X, names)
+    ref = SemiSupervisedNB(MultinomialNB(), method="vb", unlabelled_weight=1.0).fit(X, yu)
     assert list(clf.classes_) == ["eggs", "ham", "spam"]
     order = np.argsort(np.array(["ham", "spam", "eggs"]))
     np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X)[:, order], rtol=1e-12)
@@ -218,20 +218,20 @@ def test_sparse_input_and_missing_values():
     X, y = _data(MultinomialNB, 7)
     yu = _hide(y, 7)
     for method in ("em", "vb"):
-        dense = SemiSupervisedNB(MultinomialNB(), method=method).fit(X, yu)
-        sparse = SemiSupervisedNB(MultinomialNB(), method=method).fit(sp.csr_matrix(X), yu)
+        dense = SemiSupervisedNB(MultinomialNB(), method=method, unlabelled_weight=1.0).fit(X, yu)
+        sparse = SemiSupervisedNB(MultinomialNB(), method=method, unlabelled_weight=1.0).fit(sp.csr_matrix(X), yu)
         np.testing.assert_allclose(dense.predict_proba(X), sparse.predict_proba(sp.csr_matrix(X)), rtol=1e-10)
     Xb, yb = _data(BernoulliNB, 7)
     Xn = Xb.astype(float)
     Xn[np.random.default_rng(0).random(Xn.shape) < 0.1] = np.nan
-    clf = SemiSupervisedNB(BernoulliNB(missing="ignore"), method="vb").fit(Xn, _hide(yb, 7))
+    clf = SemiSupervisedNB(BernoulliNB(missing="ignore"), method="vb", unlabelled_weight=1.0).fit(Xn, _hide(yb, 7))
     assert np.all(np.diff(clf.elbo_) >= -1e-9 * np.abs(clf.elbo_[1:]))
     assert np.all(np.isfinite(clf.predict_proba(Xn)))
 
 
 def test_the_vb_posterior_is_behind_draws_and_intervals():
     X, y = _data(BernoulliNB, 8)
-    clf = SemiSupervisedNB(BernoulliNB(), method="vb").fit(X, _hide(y, 8))
+    clf = SemiSupervisedNB(BernoulliNB(), method="vb", unlabelled_weight=1.0).fit(X, _hide(y, 8))
     draws = clf.predict_proba_draws(X[:4], n_draws=400, random_state=0)
     assert draws.shape == (400, 4, 3)
     lower, upper = clf.predict_proba_interval(X[:4], 0.99, n_draws=400, random_state=0)
@@ -255,17 +255,17 @@ def test_bad_input_gets_a_clear_error():
         SemiSupervisedNB(estimator=object()).fit(X, y)
     Xg, yg = _data(GaussianNB, 9)
     with pytest.raises(ValueError, match="Laplace smoothing"):
-        SemiSupervisedNB(GaussianNB()).fit(Xg, _hide(yg, 9))
+        SemiSupervisedNB(GaussianNB(), unlabelled_weight=1.0).fit(Xg, _hide(yg, 9))
     for method, why in (("vb", "no conjugate prior in alpha"), ("em", "maximises no fixed objective")):
         with pytest.raises(ValueError, match=f"cannot fit PolyaNB: .*{why}"):
-            SemiSupervisedNB(PolyaNB(), method=method).fit(X, _hide(y, 9))
+            SemiSupervisedNB(PolyaNB(), method=method, unlabelled_weight=1.0).fit(X, _hide(y, 9))
     with pytest.raises(ValueError, match="zero likelihood"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
         # Dir(1) with no smoothing: the MAP is the MLE, a word unseen in every class kills a row.
         Xz = np.vstack([X, np.eye(X.shape[1] + 1)[-1:, :-1] * 0 + 0])
         Xz = np.hstack([Xz, np.zeros((Xz.shape[0], 1), int)])
         Xz[-1, -1] = 3
-        SemiSupervisedNB(MultinomialNB(), smoothing="none").fit(Xz, np.concatenate([_hide(y, 9), [-1]]))
+        SemiSupervisedNB(MultinomialNB(), smoothing="none", unlabelled_weight=1.0).fit(Xz, np.concatenate([_hide(y, 9), [-1]]))
 
 
 def test_stopping_before_convergence_warns():
@@ -273,7 +273,7 @@ def test_stopping_before_convergence_warns():
 
     X, y = _data(MultinomialNB, 10)
     with pytest.warns(ConvergenceWarning, match="max_iter=2"):
-        clf = SemiSupervisedNB(MultinomialNB(), max_iter=2).fit(X, _hide(y, 10))
+        clf = SemiSupervisedNB(MultinomialNB(), max_iter=2, unlabelled_weight=1.0).fit(X, _hide(y, 10))
     assert clf.n_iter_ == 2 and not clf.converged_
 
 
@@ -323,12 +323,12 @@ def test_mixed_objective_never_decreases_and_every_row_labelled_is_the_ordinary_
     options = MIXES[name][1] if method == "em" else {}
     for seed in range(3):
         X, y = _mixed_data(seed)
-        clf = SemiSupervisedNB(_mixed(name), method=method, **options).fit(X, _hide(y, seed))
+        clf = SemiSupervisedNB(_mixed(name), method=method, **options, unlabelled_weight=1.0).fit(X, _hide(y, seed))
         trace = clf.log_posterior_ if method == "em" else clf.elbo_
         assert trace.size >= 2 and np.all(np.isfinite(trace))
         assert np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:])), (seed, np.diff(trace).min())
     X, y = _mixed_data(0)
-    clf = SemiSupervisedNB(_mixed(name), method=method, **options).fit(X, y)
+    clf = SemiSupervisedNB(_mixed(name), method=method, **options, unlabelled_weight=1.0).fit(X, y)
     estimate = {"em": "map" if options else "mean", "vb": "predictive"}[method]
     ref = _mixed(name, estimate=estimate).fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-12, atol=1e-12)
@@ -346,7 +346,7 @@ def test_mixed_blocks_see_the_responsibility_weighted_rows(method):
     yu = _hide(y, 4)
     name = "gaussian+bernoulli+poisson"
     options = MIXES[name][1] if method == "em" else {}
-    clf = SemiSupervisedNB(_mixed(name), method=method, tol=0, max_iter=400, **options).fit(X, yu)
+    clf = SemiSupervisedNB(_mixed(name), method=method, tol=0, max_iter=400, **options, unlabelled_weight=1.0).fit(X, yu)
     unl = yu == -1
     R = clf.label_distributions_[unl]
     K = R.shape[1]
@@ -370,12 +370,12 @@ def test_shared_covariance_objective_never_decreases_and_reduces_to_the_ordinary
     options = {"smoothing": "none"} if method == "em" else {}
     for seed in range(3):
         X, y = _data(GaussianBayesClassifier, seed)
-        clf = SemiSupervisedNB(GaussianBayesClassifier(covariance="shared"), method=method, **options)
+        clf = SemiSupervisedNB(GaussianBayesClassifier(covariance="shared"), method=method, **options, unlabelled_weight=1.0)
         clf.fit(X, _hide(y, seed))
         trace = clf.log_posterior_ if method == "em" else clf.elbo_
         assert trace.size >= 2 and np.all(np.diff(trace) >= -1e-9 * np.abs(trace[1:]))
     X, y = _data(GaussianBayesClassifier, 0)
-    clf = SemiSupervisedNB(GaussianBayesClassifier(covariance="shared"), method=method, **options).fit(X, y)
+    clf = SemiSupervisedNB(GaussianBayesClassifier(covariance="shared"), method=method, **options, unlabelled_weight=1.0).fit(X, y)
     ref = GaussianBayesClassifier(covariance="shared", estimate="map" if method == "em" else "predictive").fit(X, y)
     np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-12, atol=1e-12)
     for a, b in zip(_leaves(clf.posterior_), _leaves(ref.posterior_)):
@@ -395,7 +395,7 @@ def test_full_covariance_elbo_bounds_the_exact_marginal_likelihood():
         full[unl] = labels
         logs.append(GaussianBayesClassifier(prior=prior).fit(X, full).log_evidence())
     exact = logsumexp(logs)
-    clf = SemiSupervisedNB(GaussianBayesClassifier(), method="vb", tol=0, max_iter=200).fit(X, yu)
+    clf = SemiSupervisedNB(GaussianBayesClassifier(), method="vb", tol=0, max_iter=200, unlabelled_weight=1.0).fit(X, yu)
     assert clf.elbo_[-1] <= exact + 1e-9
     assert clf.elbo_[-1] >= exact - 1.0
 
@@ -415,8 +415,8 @@ def test_batched_e_steps_equal_the_in_memory_fit(cls, method):
     options = _options(cls, method)
     # max_iter=12 stops both before the increments reach rounding (where tol=0 would let
     # rounding decide the stopping iteration).
-    whole = SemiSupervisedNB(cls(), method=method, tol=0, max_iter=12, **options)
-    batched = SemiSupervisedNB(cls(), method=method, tol=0, max_iter=12, batch_size=7, **options)
+    whole = SemiSupervisedNB(cls(), method=method, tol=0, max_iter=12, **options, unlabelled_weight=1.0)
+    batched = SemiSupervisedNB(cls(), method=method, tol=0, max_iter=12, batch_size=7, **options, unlabelled_weight=1.0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # both stop at max_iter
         whole.fit(X, yu)
@@ -439,9 +439,9 @@ def test_batch_size_must_be_a_positive_int():
 def test_verbose_prints_progress_to_stderr_and_is_quiet_otherwise(capsys):
     X, y = _data(MultinomialNB, 13)
     yu = _hide(y, 13)
-    SemiSupervisedNB(method="vb").fit(X, yu)
+    SemiSupervisedNB(method="vb", unlabelled_weight=1.0).fit(X, yu)
     assert capsys.readouterr() == ("", "")
-    clf = SemiSupervisedNB(method="vb", verbose=True).fit(X, yu)
+    clf = SemiSupervisedNB(method="vb", verbose=True, unlabelled_weight=1.0).fit(X, yu)
     out, err = capsys.readouterr()
     assert out == ""
     lines = err.splitlines()
@@ -451,7 +451,7 @@ def test_verbose_prints_progress_to_stderr_and_is_quiet_otherwise(capsys):
         assert float(line.split("ELBO ")[1].split()[0]) == pytest.approx(value, rel=1e-9)
     assert "change" in lines[1] and "change" not in lines[0]
     n_unl = int((yu == -1).sum())
-    clf = SemiSupervisedNB(method="em", verbose=2, batch_size=10).fit(X, yu)
+    clf = SemiSupervisedNB(method="em", verbose=2, batch_size=10, unlabelled_weight=1.0).fit(X, yu)
     err = capsys.readouterr().err
     n_batches = -(-n_unl // 10)
     # One in-place batch line per E-step, ending at the last batch; one line per iteration.
@@ -466,8 +466,8 @@ def test_a_dask_array_equals_the_in_memory_fit(method):
 
     X, y = _data(PoissonNB, 14, n=90)
     yu = _hide(y, 14)
-    whole = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12)
-    lazy = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12)
+    whole = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12, unlabelled_weight=1.0)
+    lazy = SemiSupervisedNB(PoissonNB(), method=method, tol=0, max_iter=12, unlabelled_weight=1.0)
     with warnings.catch_warnings(), dask.config.set(scheduler="synchronous"):
         warnings.simplefilter("ignore")  # both stop at max_iter
         whole.fit(X, yu)
