@@ -67,6 +67,7 @@ __all__ = [
     "EpistemicRanking",
     "FeatureLogOdds",
     "UncertaintyDecomposition",
+    "as_frames",
     "check_interval_args",
     "credible_interval",
     "decompose_uncertainty",
@@ -965,6 +966,8 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     Returns
     -------
     UncertaintyDecomposition
+        Of ndarrays; of pandas Series (and a DataFrame ``mean_proba``, columns the
+        classes) indexed like ``X`` when ``X`` is a pandas DataFrame.
 
     Examples
     --------
@@ -985,7 +988,8 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
             sum_p += part_p
             sum_h += part_h
         del component
-    return _decomposition(sum_p / n_draws, sum_h / n_draws)
+    u = _decomposition(sum_p / n_draws, sum_h / n_draws)
+    return UncertaintyDecomposition(*as_frames(X, estimator.classes_, *u))
 
 
 def _block_sums(source, chunk):
@@ -1034,10 +1038,44 @@ class EpistemicRanking(NamedTuple):
 
 def _row_labels(X, positions):
     """The index labels of the rows of a pandas ``X`` at ``positions``; else the positions."""
+    index = _pandas_index(X)
+    return positions if index is None else np.asarray(index)[positions]
+
+
+def _pandas_index(X):
+    """The row index of a pandas ``X`` (DataFrame or Series); None for any other input."""
     index = getattr(X, "index", None)
     if hasattr(X, "iloc") and index is not None and not callable(index) and len(index) == X.shape[0]:
-        return np.asarray(index)[positions]
-    return positions
+        return index
+    return None
+
+
+def as_frames(X, classes, *arrays):
+    """``arrays`` as pandas objects indexed like ``X`` when ``X`` is a pandas DataFrame; else as they are.
+
+    A pandas user's rows keep their labels (``X.loc[...]`` selects them) and the classes
+    name the columns; NumPy and sparse input keep the plain-array path.
+
+    Parameters
+    ----------
+    X : the input the arrays are computed for
+    classes : array-like of shape (n_classes,)
+    *arrays : ndarrays of shape (n_samples,) or (n_samples, n_classes)
+
+    Returns
+    -------
+    tuple of the arrays, each a ``pandas.Series`` (1-d) or ``pandas.DataFrame`` (2-d,
+    columns the classes, named "class") where ``X`` carries an index.
+    """
+    index = _pandas_index(X)
+    if index is None:
+        return arrays
+    import pandas as pd
+
+    columns = pd.Index(list(np.asarray(classes).tolist()), name="class")
+    return tuple(
+        pd.Series(a, index=index) if np.ndim(a) == 1 else pd.DataFrame(a, index=index, columns=columns) for a in arrays
+    )
 
 
 def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None, chunk_entries=None):
@@ -1081,11 +1119,12 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
     if top is not None and (isinstance(top, bool) or not isinstance(top, (int, np.integer)) or top < 1):
         raise ValueError(f"top must be a positive integer or None, got {top!r}")
     u = decompose_uncertainty(estimator, X, n_draws=n_draws, random_state=random_state, chunk_entries=chunk_entries)
+    epistemic, aleatoric, total = (np.asarray(v) for v in (u.epistemic, u.aleatoric, u.total))
     # Stable sort on the negated values: ties keep the order of the rows.
-    order = np.argsort(-u.epistemic, kind="stable")
+    order = np.argsort(-epistemic, kind="stable")
     if top is not None:
         order = order[:top]
-    return EpistemicRanking(_row_labels(X, order), u.epistemic[order], u.aleatoric[order], u.total[order], order)
+    return EpistemicRanking(_row_labels(X, order), epistemic[order], aleatoric[order], total[order], order)
 
 
 # ------------------------------------------------------------ estimator-level entry points
@@ -1153,6 +1192,8 @@ def predict_proba_interval(
     Returns
     -------
     lower, upper : ndarrays of shape (n_samples, n_classes)
+        pandas DataFrames indexed like ``X``, columns the classes, when ``X`` is a
+        pandas DataFrame.
     median : ndarray of shape (n_samples, n_classes)
         Only with ``return_median=True``.
 
@@ -1167,12 +1208,14 @@ def predict_proba_interval(
     """
     check_interval_args(level, method)
     if check_posterior(posterior) == "updated":
-        return updated_proba_interval(
+        result = updated_proba_interval(
             estimator, X, level, n_draws=n_draws, method=method, random_state=random_state,
             chunk_entries=chunk_entries, median=bool(return_median),
         )
-    source = draw_source(estimator, X, n_draws, random_state)
-    return proba_interval(source, level, method, chunk_entries=chunk_entries, median=bool(return_median))
+    else:
+        source = draw_source(estimator, X, n_draws, random_state)
+        result = proba_interval(source, level, method, chunk_entries=chunk_entries, median=bool(return_median))
+    return as_frames(X, estimator.classes_, *result)
 
 
 # ------------------------------------------------- the posterior updated by the row itself

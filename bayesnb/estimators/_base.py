@@ -1114,17 +1114,22 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         lower, upper : ndarrays of shape (n_samples, n_classes)
+            pandas DataFrames indexed like ``X``, columns the classes, when ``X`` is a
+            pandas DataFrame.
         median : ndarray of shape (n_samples, n_classes)
             Only with ``return_median=True``.
         """
         check_interval_args(level, method)
         if _uncertainty.check_posterior(posterior) == "updated":
-            return _uncertainty.updated_proba_interval(
+            result = _uncertainty.updated_proba_interval(
                 self, X, level, n_draws=n_draws, method=method, random_state=random_state, median=return_median
             )
-        return _uncertainty.proba_interval(
-            self._draw_source(X, n_draws, random_state), level, method, median=bool(return_median)
-        )
+        else:
+            result = _uncertainty.proba_interval(
+                self._draw_source(X, n_draws, random_state), level, method, median=bool(return_median)
+            )
+        # A pandas user's rows keep their labels, the classes name the columns.
+        return _uncertainty.as_frames(X, self.classes_, *result)
 
     # ------------------------------------------- generative model and arviz export
     def _generate(self, n, random_state, prior):

@@ -49,7 +49,7 @@ def test_rank_by_epistemic_names_dataframe_rows_by_their_labels(gaussian_frame):
     # X.loc on the labels and X.iloc on the positions are the same rows, the most uncertain first.
     pd.testing.assert_frame_equal(tail.loc[r.index], tail.iloc[r.position])
     u = decompose_uncertainty(clf, tail, n_draws=N_DRAWS, random_state=0)
-    assert_allclose(r.epistemic, u.epistemic[r.position], rtol=1e-12)
+    assert_allclose(r.epistemic, np.asarray(u.epistemic)[r.position], rtol=1e-12)
     assert np.all(np.diff(r.epistemic) <= 0)
     assert r.position.dtype.kind == "i"
     # The same rows through the labels, scored alone, have the same uncertainty.
@@ -129,3 +129,31 @@ def test_feature_names_replace_the_dataframe_names_and_keep_category_labels():
     assert set(renamed.name) == {"flag", "paint=blue", "paint=red"}
     one = BernoulliNB().fit(X[["a"]].to_numpy(int), y)
     assert top_features(one, 1, 1, n_draws=20, feature_names=np.array(["only"])).name.tolist() == ["only"]
+
+
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
+def test_uncertainty_of_a_dataframe_comes_back_indexed_like_it(gaussian_frame):
+    # Issue 38, item 5: rows keep the input's index, the classes name the columns; the
+    # values are those of the plain-array path (the oracle: the same rows as NumPy).
+    clf, X = gaussian_frame
+    tail = X.iloc[60:]
+    lo, hi, med = clf.predict_proba_interval(tail, 0.9, n_draws=N_DRAWS, random_state=0, return_median=True)
+    lo_np, hi_np, med_np = clf.predict_proba_interval(
+        tail.to_numpy(), 0.9, n_draws=N_DRAWS, random_state=0, return_median=True
+    )
+    for frame, plain in ((lo, lo_np), (hi, hi_np), (med, med_np)):
+        assert isinstance(frame, pd.DataFrame) and isinstance(plain, np.ndarray)
+        assert frame.index.equals(tail.index)
+        assert list(frame.columns) == list(clf.classes_) and frame.columns.name == "class"
+        assert_allclose(frame.to_numpy(), plain, rtol=1e-12)
+    u = decompose_uncertainty(clf, tail, n_draws=N_DRAWS, random_state=0)
+    u_np = decompose_uncertainty(clf, tail.to_numpy(), n_draws=N_DRAWS, random_state=0)
+    for name in ("total", "aleatoric", "epistemic"):
+        series = getattr(u, name)
+        assert isinstance(series, pd.Series) and series.index.equals(tail.index)
+        assert_allclose(series.to_numpy(), getattr(u_np, name), rtol=1e-12)
+    assert isinstance(u.mean_proba, pd.DataFrame) and list(u.mean_proba.columns) == list(clf.classes_)
+    # A label selects the same row's numbers as its position in the plain path.
+    label = tail.index[3]
+    assert_allclose(lo.loc[label].to_numpy(), lo_np[3], rtol=1e-12)
+    assert u.epistemic.loc[label] == pytest.approx(u_np.epistemic[3], rel=1e-12)
