@@ -10,7 +10,11 @@ is fitted on the labelled documents only, and this section uses the unlabelled o
   :class:`~bayesnb.SemiSupervisedNB` by MAP-EM and by mean-field VB fitted on those
   plus every unlabelled document, each scored on the held-out labelled documents. The
   three share one vocabulary, ``CountVectorizer`` fitted on the labelled training and
-  the unlabelled texts (never the held-out ones).
+  the unlabelled texts (never the held-out ones). EM and VB use the estimator's default
+  ``unlabelled_weight="auto"``: the weight of the unlabelled documents is chosen by
+  cross-validating the labelled training documents' log predictive over
+  ``weight_grid`` (0, the labelled-only fit, included); the chosen weight and that
+  curve are shown.
 * learning curve (in the report): ``k`` labelled training documents per class for
   ``k`` in :data:`CURVE_PER_CLASS` below the smallest class's training count; repeat
   ``r`` draws them with ``numpy.random.default_rng(seed + r)`` (classes in sorted
@@ -94,11 +98,36 @@ def _fit_score(method, X_train, y_train, problem, alpha):
         "n_iter": getattr(clf, "n_iter_", None),
         "converged": not any(issubclass(w.category, ConvergenceWarning) for w in caught),
         "assigned": None,
+        "weight": None,
+        "curve": None,
     }
     if method != "labelled only":
         assigned = clf.transduction_[len(y_train):]
         record["assigned"] = {str(c): int(np.sum(assigned == c)) for c in clf.classes_}
+        record["weight"] = clf.unlabelled_weight_
+        record["curve"] = clf.weight_curve_
     return record
+
+
+def _weight(rec):
+    """The unlabelled weight cell of a record ("–" for the labelled-only model)."""
+    return "–" if rec["weight"] is None else f"{rec['weight']:g}"
+
+
+def curve_sentence(rec):
+    """How the record's unlabelled weight was chosen, in one sentence (None for the labelled-only model)."""
+    if rec["weight"] is None:
+        return None
+    curve = rec["curve"]
+    if curve is None:
+        return (f"unlabelled weight, {rec['method']}: {rec['weight']:g} (no cross-validation: a class has "
+                "fewer than 2 labelled training documents)")
+    points = "; ".join(
+        f"{lam:g}: {m:.4f} ± {se:.4f}" for lam, m, se in zip(curve["grid"], curve["mean"], curve["se"])
+    )
+    return (f"unlabelled weight, {rec['method']}: {curve['chosen']:g}, chosen by {curve['n_splits']}-fold "
+            f"cross-validation of the labelled training documents' mean log p(y|x) (± standard error) per "
+            f"weight: {points}")
 
 
 def holdout(problem, alpha):
@@ -131,7 +160,7 @@ def curve(problem, alpha, seed, progress=None):
     Returns
     -------
     dict
-        ``{(k, method): {"accuracy": [...], "log_loss": [...]}}`` over
+        ``{(k, method): {"accuracy": [...], "log_loss": [...], "weight": [...]}}`` over
         :data:`CURVE_REPEATS` repeats, for ``k`` in :func:`curve_sizes`.
     """
     import numpy as np
@@ -151,9 +180,10 @@ def curve(problem, alpha, seed, progress=None):
                 )
                 for method in METHODS:
                     rec = _fit_score(method, problem.X_train[rows], problem.y_train[rows], problem, alpha)
-                    cell = out.setdefault((k, method), {"accuracy": [], "log_loss": []})
+                    cell = out.setdefault((k, method), {"accuracy": [], "log_loss": [], "weight": []})
                     cell["accuracy"].append(rec["accuracy"])
                     cell["log_loss"].append(rec["log_loss"])
+                    cell["weight"].append(rec["weight"])
                 done += 1
                 if progress is not None:
                     progress(done, total, f"{k} labelled per class, repeat {r + 1}")
@@ -195,12 +225,14 @@ def summary_lines(problem, records, alpha):
     rows = []
     for rec in records:
         iters = "–" if rec["n_iter"] is None else f"{rec['n_iter']}{'' if rec['converged'] else ' (max)'}"
-        rows.append([rec["method"], f"{rec['accuracy']:.4f}", f"{rec['log_loss']:.4f}", iters])
-    out += ["  " + s for s in _format_table(["method", "accuracy", "log loss", "iterations"], rows, ["<", ">", ">", ">"])]
+        rows.append([rec["method"], f"{rec['accuracy']:.4f}", f"{rec['log_loss']:.4f}", iters, _weight(rec)])
+    header = ["method", "accuracy", "log loss", "iterations", "unlabelled weight"]
+    out += ["  " + s for s in _format_table(header, rows, ["<", ">", ">", ">", ">"])]
     lines = [describe(problem)]
     for rec in records:
         if rec["assigned"] is not None:
             lines.append(f"unlabelled documents by class, {rec['method']}: {_counts(rec['assigned'])}")
+    lines += [line for line in map(curve_sentence, records) if line is not None]
     for line in lines:
         out += textwrap.wrap(line, width=100, initial_indent="  ", subsequent_indent="    ")
     return out
@@ -216,18 +248,26 @@ def report_lines(problem, records, curve_result, alpha, seed):
         f"{alpha:g})` on the labelled training documents (exact posterior predictive) is compared with "
         "`SemiSupervisedNB(MultinomialNB(alpha), method=\"em\")` (MAP-EM, Laplace smoothing) and "
         "`method=\"vb\"` (mean-field variational Bayes), both fitted on the labelled training documents "
-        "plus every unlabelled one, all scored on the held-out labelled documents of the split above.",
+        "plus every unlabelled one, all scored on the held-out labelled documents of the split above. "
+        "Both weigh the unlabelled documents by `unlabelled_weight=\"auto\"` (the default): the weight "
+        "with the best cross-validated log p(y|x) of the labelled training documents, 0 (labelled only) "
+        "unless a larger weight beats it by more than one standard error.",
         "",
         describe(problem) + ".",
         "",
-        "| method | accuracy | log loss | iterations | unlabelled documents by class |",
-        "|---|---|---|---|---|",
+        "| method | accuracy | log loss | iterations | unlabelled weight | unlabelled documents by class |",
+        "|---|---|---|---|---|---|",
     ]
     for rec in records:
         iters = "–" if rec["n_iter"] is None else f"{rec['n_iter']}{'' if rec['converged'] else ' (max_iter reached)'}"
         assigned = "–" if rec["assigned"] is None else _md(_counts(rec["assigned"]))
-        md.append(f"| {rec['method']} | {rec['accuracy']:.4f} | {rec['log_loss']:.4f} | {iters} | {assigned} |")
+        md.append(
+            f"| {rec['method']} | {rec['accuracy']:.4f} | {rec['log_loss']:.4f} | {iters} | {_weight(rec)} | {assigned} |"
+        )
     md.append("")
+    sentences = [line for line in map(curve_sentence, records) if line is not None]
+    if sentences:
+        md += [f"- {_md(line)}" for line in sentences] + [""]
     if not curve_result:
         md.append(
             "No learning curve: it needs at least 2 labelled training documents in every class "
@@ -244,13 +284,16 @@ def report_lines(problem, records, curve_result, alpha, seed):
         "are left out, the unlabelled ones are all used by EM and VB. Mean ± standard deviation over the "
         "repeats [min, max], on the same held-out documents.",
         "",
-        "| labelled per class | method | accuracy | log loss |",
-        "|---|---|---|---|",
+        "| labelled per class | method | accuracy | log loss | unlabelled weights chosen |",
+        "|---|---|---|---|---|",
     ]
     for k in sizes:
         for method in METHODS:
             cell = curve_result[k, method]
-            md.append(f"| {k} | {method} | {_spread(cell['accuracy'], 3)} | {_spread(cell['log_loss'], 3)} |")
+            weights = "–" if method == "labelled only" else ", ".join(f"{w:g}" for w in cell["weight"])
+            md.append(
+                f"| {k} | {method} | {_spread(cell['accuracy'], 3)} | {_spread(cell['log_loss'], 3)} | {weights} |"
+            )
     md.append("")
     return md
 

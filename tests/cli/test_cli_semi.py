@@ -67,13 +67,13 @@ def oracle(path, alpha=1.0, test_size=0.25, seed=0, marker=""):
         return accuracy_score(y_test, clf.classes_[proba.argmax(1)]), log_loss(y_test, proba, labels=clf.classes_)
 
     def fit_all(Xl, yl):
-        out = {"labelled only": (*score(MultinomialNB(alpha=alpha).fit(Xl, yl)), None)}
+        out = {"labelled only": (*score(MultinomialNB(alpha=alpha).fit(Xl, yl)), None, None)}
         X = sp.vstack([Xl, X_unl]).tocsr()
         y = np.concatenate([np.asarray(yl, dtype=object), np.full(X_unl.shape[0], -1, dtype=object)])
         for name in ("EM", "VB"):
             clf = SemiSupervisedNB(MultinomialNB(alpha=alpha), method=name.lower()).fit(X, y)
             assigned = clf.transduction_[len(yl):]
-            out[name] = (*score(clf), {c: int(np.sum(assigned == c)) for c in clf.classes_})
+            out[name] = (*score(clf), {c: int(np.sum(assigned == c)) for c in clf.classes_}, clf.unlabelled_weight_)
         return out
 
     holdout = fit_all(X_train, y_train)
@@ -83,7 +83,7 @@ def oracle(path, alpha=1.0, test_size=0.25, seed=0, marker=""):
     for r in range(5):
         rng = np.random.default_rng(seed + r)
         pick = np.concatenate([rng.choice(np.flatnonzero(y_train == c), 1, replace=False) for c in np.unique(y_train)])
-        for m, (acc, _, _) in fit_all(X_train[pick], y_train[pick]).items():
+        for m, (acc, _, _, _) in fit_all(X_train[pick], y_train[pick]).items():
             curve1[m].append(acc)
     return holdout, curve1, len(vec.vocabulary_), int(unl.sum())
 
@@ -124,13 +124,17 @@ def test_semi_section_matches_the_library(semi_run):
     holdout, _, n_words, n_unl = oracle(data)
     rows, section = parse_semi(proc.stdout)
     assert set(rows) == {"labelled only", "EM", "VB"}
-    for method, (acc, loss, assigned) in holdout.items():
+    for method, (acc, loss, assigned, weight) in holdout.items():
         assert rows[method][0] == pytest.approx(acc, abs=5e-5), method
         assert rows[method][1] == pytest.approx(loss, abs=5e-5), method
         if assigned is not None:
             counts = ", ".join(f"{c} {n}" for c, n in assigned.items())
             assert f"unlabelled documents by class, {method}: {counts}" in " ".join(section.split())
             assert sum(assigned.values()) == n_unl == 160
+            # the default unlabelled_weight="auto": the weight chosen, and the curve it was chosen from
+            assert f"unlabelled weight, {method}: {weight:g}, chosen by 3-fold cross-validation" in " ".join(
+                section.split()
+            )
     flat = " ".join(section.split())
     assert f"{n_unl} unlabelled documents (an empty label field)" in flat
     assert "labelled training documents: politics 15, sport 15" in flat
@@ -146,8 +150,10 @@ def test_semi_report_has_the_holdout_and_the_learning_curve(semi_run):
     md = report.read_text(encoding="utf-8")
     assert "## Unlabelled documents: semi-supervised naive Bayes" in md
     holdout, curve1, _, _ = oracle(data)
-    for method, (acc, loss, _) in holdout.items():
+    for method, (acc, loss, _, weight) in holdout.items():
         assert re.search(rf"^\| {method} \| {acc:.4f} \| {loss:.4f} \|", md, re.M), method
+        if weight is not None:
+            assert re.search(rf"^\| {method} \| {acc:.4f} \| {loss:.4f} \| [^|]+ \| {weight:g} \|", md, re.M), method
     assert "### Learning curve" in md
     # points k = 1, 2, 5, 10 (k below the 15 training documents of each class), 5 repeats each
     sizes = sorted({int(m) for m in re.findall(r"^\| (\d+) \| (?:labelled only|EM|VB) \|", md, re.M)})
