@@ -502,7 +502,9 @@ def _fmt(value, digits=4):
     return f"{value:.{digits}f}"
 
 
-def format_comparison(result, *, style="text", intervals=False, differences=False, values=True, metrics=METRICS):
+def format_comparison(
+    result, *, style="text", intervals=False, differences=False, values=True, metrics=METRICS, footer=True
+):
     """Render a :func:`compare` result as a plain-text or Markdown table.
 
     Parameters
@@ -517,6 +519,10 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
         Show the metrics themselves (with ``differences=True`` and ``values=False`` the
         table holds the differences only).
     metrics : sequence of str
+    footer : bool, default=True
+        End a text table with the lines that describe the comparison (hyperparameters,
+        the split or folds, bootstrap and reference). False for a table printed next to
+        another one that carries them, so that they are said once.
 
     Returns
     -------
@@ -596,6 +602,8 @@ def format_comparison(result, *, style="text", intervals=False, differences=Fals
             lines.append("  ".join(k.ljust(w) for k, w in zip(key, widths)) + "  " + text)
         else:
             lines.append(line(row))
+    if not footer:
+        return "\n".join(lines)
     # Evidence-maximised and integrated hyperparameters, one line per model (not per estimate).
     seen = {}
     for rec in records:

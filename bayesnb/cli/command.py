@@ -8,7 +8,8 @@ Subcommands:
   directory (Markdown report and PNG plots: reliability diagrams, learning curve,
   predictive uncertainty, top features with credible intervals). Without ``--data`` it
   runs on scikit-learn's bundled digits (no download); with ``--data PATH`` on a
-  ``label<TAB>text`` file such as the SMS Spam Collection.
+  ``label<TAB>text`` file such as the SMS Spam Collection, or an ARFF file of documents
+  (a ``string`` attribute and a label).
 * ``bayesnb fit DATA --model FILE``: fit a model on a CSV/TSV file (a text column, or
   tabular columns) and save it.
 * ``bayesnb predict DATA --model FILE``: predict classes, probabilities and credible
@@ -253,8 +254,9 @@ def build_parser():
     demo.add_argument(
         "--data",
         metavar="PATH",
-        help="labelled text file, one 'label<TAB>text' per line (default: bundled digits); a line "
-        "'<TAB>text' (empty label) is an unlabelled document, used by the semi-supervised section",
+        help="labelled text file, one 'label<TAB>text' per line, or an ARFF file with one string "
+        "attribute (the text) and a label (default: bundled digits); a line '<TAB>text' (empty label, "
+        "'?' in ARFF) is an unlabelled document, used by the semi-supervised section",
     )
     demo.add_argument(
         "--unlabelled",
@@ -783,7 +785,8 @@ def _run_compare(args):
             progress=progress.bar("fitting"),
         )
     print(f"{type(clf).__name__} ({spec['family']}) on {table.path}")
-    print(format_comparison(result, intervals=args.bootstrap > 0))
+    # The two tables describe one comparison: its footer (split, bootstrap, reference) once, at the end.
+    print(format_comparison(result, intervals=args.bootstrap > 0, footer=False))
     print()
     print(format_comparison(result, differences=True, values=False, metrics=("accuracy", "log_loss", "brier")))
     if args.out:

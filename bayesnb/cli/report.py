@@ -7,7 +7,7 @@ import textwrap
 from pathlib import Path
 
 from bayesnb import __version__
-from bayesnb.cli.userdata import DataError, limit_hint, split
+from bayesnb.cli.userdata import DataError, labelled_texts, split
 from bayesnb.io import _atomic
 
 __all__ = []
@@ -69,15 +69,10 @@ def text_problem(args):
     from sklearn.feature_extraction.text import CountVectorizer
 
     from bayesnb.estimators import BernoulliNB, MultinomialNB
-    from bayesnb.io.datasets import read_labelled_text
-
-    try:
-        limits = {"max_rows": getattr(args, "max_rows", None)}
-        if getattr(args, "max_size", None) is not None:
-            limits["max_bytes"] = args.max_size * 2**20
-        texts, labels = read_labelled_text(args.data, allow_unlabelled=True, **limits)
-    except (OSError, ValueError) as exc:
-        raise DataError(limit_hint(str(exc)) if str(exc) else f"cannot read {args.data}") from None
+    max_size = getattr(args, "max_size", None)
+    texts, labels = labelled_texts(
+        args.data, max_rows=getattr(args, "max_rows", None), max_bytes=None if max_size is None else max_size * 2**20
+    )
 
     # An unlabelled line (empty label field, or the label --unlabelled names) is never a
     # class: the families below are fitted on the labelled lines, and the unlabelled

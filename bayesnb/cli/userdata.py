@@ -183,6 +183,69 @@ def read_data(path, sep, header, **limits):
         raise DataError(limit_hint(str(exc)) or f"cannot read {path}") from None
 
 
+def labelled_texts(path, *, max_rows=None, max_bytes=None):
+    """``(texts, labels)`` of a file of labelled documents: ``label<TAB>text`` lines, or an ARFF file.
+
+    An ARFF file (``.arff``) is read by the reader every other command uses
+    (:func:`read_data`): its one ``string`` attribute is the text, and the label is the
+    column named as ``bayesnb fit`` finds it (``label``, ``class``, ...), else the last
+    nominal attribute (Weka's convention). A missing label (``?``) makes the document
+    unlabelled (an empty label, as an empty label field of a ``label<TAB>text`` line).
+
+    Parameters
+    ----------
+    path : str or Path
+    max_rows, max_bytes : int, optional
+        The readers' bounds (their defaults when None).
+
+    Returns
+    -------
+    texts : list of str
+    labels : ndarray of str
+        ``""`` for an unlabelled document.
+
+    Raises
+    ------
+    DataError
+        If the file cannot be read, or an ARFF file has no single text attribute or no
+        label.
+    """
+    import numpy as np
+
+    from bayesnb.io.datasets import ARFF_MISSING, read_labelled_text
+
+    limits = {k: v for k, v in (("max_rows", max_rows), ("max_bytes", max_bytes)) if v is not None}
+    if Path(path).suffix.lower() != ".arff":
+        try:
+            return read_labelled_text(path, allow_unlabelled=True, **limits)
+        except (OSError, ValueError) as exc:
+            raise DataError(limit_hint(str(exc)) if str(exc) else f"cannot read {path}") from None
+    table = read_data(path, None, True, **limits)
+    types = table.types or {}
+    try:
+        label = _label_column(table, None)
+    except DataError:
+        nominal = [j for j, c in enumerate(table.columns) if types.get(c) == "nominal"]
+        if not nominal:
+            raise DataError(
+                f"{path}: no label column (none named {', '.join(_LABEL_NAMES)}, and no nominal attribute)"
+            ) from None
+        label = nominal[-1]
+    strings, others = _string_attributes(table, label)
+    if len(strings) != 1:
+        found = "no string attribute" if not strings else f"{len(strings)} string attributes ({', '.join(map(repr, strings))})"
+        raise DataError(
+            f"{path}: the demo models one text column, an ARFF string attribute, and this file has {found}; "
+            f"compare models of its columns with: bayesnb compare {path}"
+        )
+    if others:
+        note(f"{path}: the demo models the text of {strings[0]!r} alone; left out: {', '.join(map(repr, others))}")
+    texts = table.values[table.index(strings[0])]
+    labels = np.asarray(table.values[label], dtype=str)
+    labels = np.where(labels == ARFF_MISSING, "", labels)
+    return [str(t) for t in texts], labels
+
+
 def limit_hint(message):
     """A reader's message with its bound named by the command-line option that raises it."""
     message = message.replace("read_table's max_rows", "raise it with --max-rows")
