@@ -128,7 +128,8 @@ def run_curve(args, X_train, y_train, X_test, y_test, classes, repeats):
                         n_iter = 0
                     else:
                         clf = SemiSupervisedNB(
-                            MultinomialNB(alpha=args.alpha), method=name.lower(), max_iter=args.max_iter, tol=args.tol
+                            MultinomialNB(alpha=args.alpha), method=name.lower(), max_iter=args.max_iter, tol=args.tol,
+                            unlabelled_weight=1.0,  # the documented curve is plain EM / VB (the default is "auto")
                         ).fit(X, y)
                         n_iter = clf.n_iter_
                     elapsed = time.perf_counter() - start
