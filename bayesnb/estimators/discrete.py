@@ -38,7 +38,8 @@ __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
 def _map_refusal(where, value, why, parameter):
     """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1."""
     return ValueError(
-        f"estimate='map' is undefined: {where} has posterior concentration {value:.4g} < 1 ({why}), so the "
+        # The value first: a table cell shows the first clause (analysis.comparison.short_reason).
+        f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({where}: {why}), so the "
         "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
         f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
     )

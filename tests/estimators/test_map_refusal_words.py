@@ -44,6 +44,16 @@ def test_an_observed_category_is_named_by_its_label():
     assert "alpha 0.5 plus 0 weighted counts" in msg
 
 
+def test_a_table_cell_shows_the_value_first():
+    # The demo and compare tables show the first clause of a refusal (short_reason).
+    from bayesnb.analysis.comparison import short_reason
+
+    X, y = _binary_frame()
+    with pytest.raises(ValueError) as info:
+        CategoricalNB(alpha=0.5, estimate="map").fit(X, y).predict(X)
+    assert "0.5 < 1 (in class 'healthy'" in short_reason(str(info.value))
+
+
 def test_without_column_names_the_feature_is_named_by_position():
     X = np.array([[0, 1], [1, 0], [0, 0], [1, 1]])
     with pytest.raises(ValueError, match=r"in class 7, feature 1 \(column 1 of X\), the share kept for a category not seen"):
@@ -54,5 +64,5 @@ def test_bernoulli_and_class_refusals_name_class_and_feature():
     X = np.array([[0, 1], [0, 0], [0, 1], [0, 0]])
     with pytest.raises(ValueError, match=r"in class 'x', the probability that feature 0 \(column 0 of X\) is present"):
         BernoulliNB(alpha=0.5, estimate="map").fit(X, ["x", "x", "z", "z"]).predict(X)
-    with pytest.raises(ValueError, match=r"the proportion of class 2 has posterior concentration 0\.5 < 1.*class_alpha >= 1"):
+    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 2: class_alpha 0\.5 plus 0 weighted rows.*class_alpha >= 1"):
         MultinomialNB(class_alpha=0.5, estimate="map").partial_fit(X, [0, 0, 1, 1], classes=[0, 1, 2]).predict(X)
