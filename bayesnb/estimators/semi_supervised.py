@@ -837,7 +837,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         return self._fitted().sample_posterior(n, random_state)
 
-    def predict_proba_draws(self, X, n_draws=100, random_state=None):
+    def predict_proba_draws(self, X, n_draws=100, random_state=None, *, posterior="fitted"):
         """Class probabilities under posterior draws.
 
         Parameters
@@ -845,14 +845,20 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         X : array-like or sparse matrix of shape (n_samples, n_features)
         n_draws : int, default=100
         random_state : int, numpy Generator, jax key or None
+        posterior : {"fitted", "updated"}, default="fitted"
+            The fitted (EM or variational) posterior, or that posterior updated by each
+            row (see :meth:`bayesnb.MultinomialNB.predict_proba_draws`).
 
         Returns
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
         """
-        return self._fitted().predict_proba_draws(X, n_draws, random_state)
+        return self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
 
-    def predict_proba_interval(self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None):
+    def predict_proba_interval(
+        self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, posterior="fitted",
+        return_median=False,
+    ):
         """Credible intervals of the class probabilities under the fitted (approximate) posterior.
 
         Parameters
@@ -862,13 +868,20 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         n_draws : int, default=1000
         method : {"equal-tailed", "hdi"}, default="equal-tailed"
         random_state : int, numpy Generator, jax key or None
+        posterior : {"fitted", "updated"}, default="fitted"
+        return_median : bool, default=False
+            Also return the median of the same draws (the summary that belongs beside
+            the interval; see :meth:`bayesnb.MultinomialNB.predict_proba_interval`).
 
         Returns
         -------
         As the wrapped estimator's ``predict_proba_interval``: (lower, upper), each of
-        shape (n_samples, n_classes).
+        shape (n_samples, n_classes), and the median with ``return_median=True``.
         """
-        return self._fitted().predict_proba_interval(X, level, n_draws=n_draws, method=method, random_state=random_state)
+        return self._fitted().predict_proba_interval(
+            X, level, n_draws=n_draws, method=method, random_state=random_state, posterior=posterior,
+            return_median=return_median,
+        )
 
     def to_inference_data(self, n_draws=500, random_state=None, X_new=None, **kwargs):
         """The fitted (for ``"vb"``: variational) posterior as an arviz ``InferenceData``.

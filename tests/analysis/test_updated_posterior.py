@@ -172,3 +172,17 @@ def test_bad_posterior_and_models_without_an_updated_posterior_are_refused():
     # The fitted posterior's interval of a tempered model stays available.
     lo, hi = tempered.predict_proba_interval(X, n_draws=20, random_state=0)
     assert lo.shape == X[:, :0].shape[:1] + (2,)
+
+
+def test_semi_supervised_passes_the_median_and_the_posterior_through():
+    X, y = _counts(n=30)
+    y = np.where(np.arange(30) < 12, y, -1)
+    semi = bayesnb.SemiSupervisedNB(bayesnb.MultinomialNB(), unlabelled_weight=1.0).fit(X, y)
+    inner = semi._fitted()
+    lo, hi, med = semi.predict_proba_interval(X[:4], 0.9, n_draws=100, random_state=0, return_median=True)
+    lo2, hi2, med2 = inner.predict_proba_interval(X[:4], 0.9, n_draws=100, random_state=0, return_median=True)
+    assert_array_equal(med, med2)
+    assert_array_equal(
+        semi.predict_proba_draws(X[:2], 30, 1, posterior="updated"),
+        inner.predict_proba_draws(X[:2], 30, 1, posterior="updated"),
+    )
