@@ -68,6 +68,7 @@ __all__ = [
     "FeatureLogOdds",
     "UncertaintyDecomposition",
     "as_frames",
+    "final_step",
     "check_interval_args",
     "credible_interval",
     "decompose_uncertainty",
@@ -292,6 +293,59 @@ def draw_size(posterior):
     return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(posterior))))
 
 
+def final_step(estimator, X=None):
+    """A scikit-learn ``Pipeline`` ending in a bayesnb estimator as (that estimator, ``X`` through the steps before it).
+
+    Every function here takes such a pipeline where it takes an estimator: a text
+    classifier is usually ``make_pipeline(CountVectorizer(), MultinomialNB())``, and its
+    uncertainty is that of the final step on the transformed rows. Anything else is
+    returned as it is.
+
+    Parameters
+    ----------
+    estimator : fitted bayesnb estimator, or fitted ``sklearn.pipeline.Pipeline``
+    X : array-like, optional
+        Rows in the pipeline's input form (e.g. documents).
+
+    Returns
+    -------
+    estimator : the bayesnb estimator
+    X : ``X`` transformed by every step but the last (``X`` itself for an estimator)
+
+    Raises
+    ------
+    TypeError
+        If the pipeline's last step is not a bayesnb estimator.
+    """
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(estimator, Pipeline):
+        return estimator, X
+    final = estimator.steps[-1][1]
+    # The estimators' documented hook (validate_input) marks a bayesnb estimator.
+    if not callable(getattr(final, "validate_input", None)):
+        raise TypeError(
+            f"the last step of the pipeline ({estimator.steps[-1][0]!r}) is {type(final).__name__}, "
+            "not a bayesnb estimator: posterior uncertainty needs a bayesnb model"
+        )
+    if X is not None and len(estimator.steps) > 1:
+        X = estimator[:-1].transform(X)
+    return final, X
+
+
+def _pipeline_feature_names(estimator):
+    """The names of the features the last step of a pipeline sees (``get_feature_names_out``), or None."""
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(estimator, Pipeline) or len(estimator.steps) < 2:
+        return None
+    try:
+        return [str(v) for v in estimator[:-1].get_feature_names_out()]
+    except (AttributeError, ValueError, TypeError):
+        # A step without feature names (a FunctionTransformer, a custom step): x0, x1, ...
+        return None
+
+
 def draw_source(estimator, X, n_draws, random_state):
     """Validated ``X`` and the posterior draws of a fitted estimator, for the functions of this module.
 
@@ -302,7 +356,8 @@ def draw_source(estimator, X, n_draws, random_state):
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or a fitted Pipeline ending in one
+        (see :func:`final_step`)
     X : array-like of shape (n_samples, n_features)
         Checked and transformed as the estimator's own input.
     n_draws : int
@@ -320,6 +375,7 @@ def draw_source(estimator, X, n_draws, random_state):
 
     from bayesnb.core._random import key_from_random_state
 
+    estimator, X = final_step(estimator, X)
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
     # The estimator's own validation (its missing-value policy, binarisation, column blocks).
@@ -1296,6 +1352,7 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
     from bayesnb.core import _sampling
     from bayesnb.core._random import key_from_random_state
 
+    estimator, X = final_step(estimator, X)
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
     _check_updatable(estimator)
@@ -1447,6 +1504,7 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     Parameters
     ----------
     estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB or MixedNB
+        (or a fitted Pipeline ending in one: its earlier steps name the features)
         (a MixedNB through its blocks of those families; its other blocks have no
         per-term contributions and are left out)
     target : a class label
@@ -1476,6 +1534,10 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     """
     from sklearn.utils.validation import check_is_fitted
 
+    if feature_names is None:
+        # A pipeline's last step sees the features its earlier steps name (a vectoriser's words).
+        feature_names = _pipeline_feature_names(estimator)
+    estimator, _ = final_step(estimator)
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
     # The blocks of columns (one for a one-family estimator) whose family has per-term
