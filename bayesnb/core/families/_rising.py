@@ -16,6 +16,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
+from bayesnb.core._special import log_rising_over_factorial_np
 from bayesnb.core._special import small_counts
 from bayesnb.core.kernels import (
     ParamCache,
@@ -29,7 +30,12 @@ from bayesnb.core.kernels import (
     summed,
 )
 
-__all__ = ["sum_log_rising", "concentration_totals"]
+__all__ = ["sum_log_rising", "concentration_totals", "refuse_unrepresentable", "count_vector_rows", "COUNT_FORM_FROM"]
+
+# Rows of more counts than this get their predictive from the count-vector form
+# (count_vector_rows): the sequence form, rounded to about eps * n log n, would lose
+# more than 1e-9 of the class posteriors.
+COUNT_FORM_FROM = 2.0**20
 
 # Integer counts from 2 up to this value (the largest uint8) read their part of the
 # predictive from a per-posterior table (see _excess_table); larger or non-integer values
@@ -284,6 +290,93 @@ def _tables(a, rate=None):
     if rate is None:
         return _TABLES.get((a,), "dirichlet-multinomial", lambda: _PredictiveTables(a))
     return _TABLES.get((a, rate), "negative-binomial", lambda: _PredictiveTables(a, rate))
+
+
+def refuse_unrepresentable(out, totals, what):
+    r"""Refuse rows whose predictive float64 cannot hold: a count total past the float64
+    range, or a log-probability beyond it (about :math:`-n \log n` for huge counts).
+
+    Parameters
+    ----------
+    out : ndarray of shape (n_samples, n_classes)
+        The predictive's values.
+    totals : ndarray of shape (n_samples,)
+        The rows' totals.
+    what : str
+        The predictive, for the message.
+    """
+    bad = ~np.isfinite(totals)
+    if not bad.any() and np.isfinite(out).all():  # the common case: one pass
+        return
+    bad |= ~np.isfinite(out).all(axis=1)
+    r = int(np.argmax(bad))
+    raise ValueError(
+        f"X row {r} holds {totals[r]:.6g} counts in all: {what} of such counts is beyond "
+        f"the float64 range (a total of at most 1.8e308, and a log-probability of about "
+        f"-n log n above -1.8e308); {int(bad.sum())} row(s) cannot be represented (rescale "
+        "the counts, or use a plug-in estimate such as estimate='mean')"
+    )
+
+
+def count_vector_rows(a, X, rows, rate=None):
+    r"""The count-vector terms of rows ``rows`` of ``X``, accurate for huge counts.
+
+    .. math:: \sum_j \log\frac{\Gamma(a_{cj} + x_j)}{\Gamma(a_{cj})\, x_j!} - x_j \log(1 + b_{cj})
+
+    (the last term where ``rate`` :math:`b` is given): :func:`sum_log_rising` less
+    :math:`\sum_j \log x_j!`, which is the same for every class, evaluated without the
+    cancellation of the two :math:`x \log x` parts
+    (:func:`~bayesnb.core._special.log_rising_over_factorial_np`). With a rate, the part
+    :math:`x_j \log(1 + \min_c b_{cj})` common to the classes is returned apart
+    (``common``), so that classes of equal rates do not differ by the rounding of
+    :math:`x \log(1 + b)` (about :math:`\epsilon x`). Entry by entry: for the few rows
+    long enough to need it (:data:`COUNT_FORM_FROM`).
+
+    Parameters
+    ----------
+    a : ndarray of shape (n_classes, n_features)
+    X : ndarray or CSR matrix of shape (n_samples, n_features)
+        Non-negative counts.
+    rows : int ndarray
+    rate : ndarray of shape (n_classes, n_features), optional
+
+    Returns
+    -------
+    terms : ndarray of shape (len(rows), n_classes)
+        The sum less ``common``.
+    common : ndarray of shape (len(rows),)
+        Zeros without a rate.
+    log_coefficient : ndarray of shape (len(rows),)
+        The log multinomial coefficient :math:`\log n! - \sum_j \log x_j!` of each row,
+        summed as :math:`\sum_k \log\binom{s_k}{x_k}` over the running totals
+        :math:`s_k` (each term without cancellation): what turns the count-vector form
+        of the Dirichlet-multinomial into the sequence form.
+    """
+    sub = sp.csr_matrix(X[rows]) if not sp.issparse(X) else sp.csr_matrix(X.tocsr()[rows], copy=True)
+    sub.sum_duplicates()
+    out = np.zeros((len(rows), a.shape[0]))
+    common = np.zeros(len(rows))
+    log_coefficient = np.zeros(len(rows))
+    if rate is not None:
+        low = rate.min(axis=0)
+        # log1p(b) - log1p(low), exactly 0 where a class's rate is the lowest.
+        excess = np.log1p((rate - low) / (1.0 + low))
+        log1p_low = np.log1p(low)
+    # Sums past the float64 range are inf (or NaN): refused by name by the callers
+    # (refuse_unrepresentable), not warned about here.
+    with np.errstate(over="ignore", invalid="ignore"):
+        for i in range(sub.shape[0]):
+            cols = sub.indices[sub.indptr[i] : sub.indptr[i + 1]]
+            vals = sub.data[sub.indptr[i] : sub.indptr[i + 1]].astype(np.float64)
+            terms = log_rising_over_factorial_np(a[:, cols], vals)
+            if rate is not None:
+                terms -= vals * excess[:, cols]
+                common[i] = vals @ log1p_low[cols]
+            out[i] = terms.sum(axis=1)
+            # log binom(s, x) = log Gamma(s + 1) / (Gamma(s - x + 1) x!), s the running total.
+            before = np.cumsum(vals) - vals
+            log_coefficient[i] = log_rising_over_factorial_np(before + 1.0, vals).sum()
+    return out, common, log_coefficient
 
 
 def concentration_totals(a):

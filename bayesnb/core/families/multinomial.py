@@ -33,7 +33,14 @@ from bayesnb.core._special import log_rising_factorial
 from bayesnb.core._special import log_rising_factorial_np as _log_rising_np
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _dirichlet, _mask, _rows
-from bayesnb.core.families._rising import concentration_totals, sum_log_rising
+from bayesnb.core.families._rising import (
+    COUNT_FORM_FROM,
+    concentration_totals,
+    count_vector_rows,
+    refuse_unrepresentable,
+    sum_log_rising,
+)
+from bayesnb.core._special import log_rising_over_factorial_np
 from bayesnb.core.families.protocol import Family, get, register
 from bayesnb.core.kernels import (
     dense_jax,
@@ -56,6 +63,7 @@ __all__ = [
     "log_likelihood",
     "log_predictive",
     "log_evidence",
+    "log_predictive_contrast",
     "relevance_log_bayes_factor",
     "sample",
     "simulate",
@@ -140,9 +148,43 @@ def log_predictive(post, X):
         Posterior of shape (n_classes, n_features).
     X : ndarray or CSR matrix of shape (n_samples, n_features)
         Non-negative counts (dense where ``post`` or ``X`` is traced).
+
+    Raises
+    ------
+    ValueError
+        For a row whose total or log-probability is beyond the float64 range.
+    """
+    return _sequence_form(post, X)[0]
+
+
+def log_predictive_contrast(post, X):
+    r""":func:`log_predictive` up to a per-row term common to the classes: what class
+    posteriors depend on (``predict_proba``).
+
+    Rows of more than :data:`~bayesnb.core.families._rising.COUNT_FORM_FROM` counts are
+    given in the count-vector form
+    :math:`\sum_j \log\frac{\Gamma(a_{cj} + x_j)}{\Gamma(a_{cj})\,x_j!} - \log\frac{\Gamma(A_c + n)}{\Gamma(A_c)\,n!}`
+    (the sequence form plus the log multinomial coefficient), whose terms stay of the
+    order of :math:`a \log x` where the sequence form's grow like :math:`x \log x` and
+    round away the class differences (about 8 in the log at :math:`n = 10^{15}`).
     """
     if is_traced(post, X):
         return _log_predictive_traced(post.concentration, X)
+    out, long_rows, count_form = _sequence_form(post, X)
+    if long_rows is not None:
+        out[long_rows] = count_form
+    return out
+
+
+def _sequence_form(post, X):
+    """The sequence form of :func:`log_predictive`; the rows of more than
+    ``COUNT_FORM_FROM`` counts and their count-vector form (None where there are none).
+
+    Those rows' sequence form is the count-vector form less the log multinomial
+    coefficient, each computed without cancellation: its class differences are then
+    rounded only at the magnitude of the result itself."""
+    if is_traced(post, X):
+        return _log_predictive_traced(post.concentration, X), None, None
     a = np.asarray(post.concentration, dtype=np.float64)
     total = concentration_totals(a)
     totals = np.empty(X.shape[0])
@@ -153,9 +195,18 @@ def log_predictive(post, X):
     lengths, inverse = _distinct(totals)
     per_length = _log_rising_np(total[None, :], lengths[:, None])
     step = 1 << 16
-    for r0 in range(0, out.shape[0], step):
-        out[r0 : r0 + step] -= per_length[inverse[r0 : r0 + step]]
-    return out
+    # (inf - inf only in rows of huge counts, recomputed below.)
+    with np.errstate(invalid="ignore"):
+        for r0 in range(0, out.shape[0], step):
+            out[r0 : r0 + step] -= per_length[inverse[r0 : r0 + step]]
+    long_rows = np.flatnonzero(~(totals <= COUNT_FORM_FROM))
+    count_form = None
+    if long_rows.size:
+        terms, _, log_coefficient = count_vector_rows(a, X, long_rows)
+        count_form = terms - log_rising_over_factorial_np(total[None, :], totals[long_rows][:, None])
+        out[long_rows] = count_form - log_coefficient[:, None]
+    refuse_unrepresentable(out, totals, "the exact Dirichlet-multinomial predictive")
+    return out, (long_rows if long_rows.size else None), count_form
 
 
 @x64
@@ -570,6 +621,7 @@ family = register(
         point=point,
         log_likelihood=_log_likelihood,
         log_predictive=_log_predictive,
+        log_predictive_contrast=log_predictive_contrast,
         log_evidence=_evidence,
         sample=sample,
         simulate=_simulate,

@@ -62,7 +62,7 @@ import scipy.sparse as sp
 from bayesnb.core._special import log_factorial_np, log_rising_factorial
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _gamma, _mask, _rows
-from bayesnb.core.families._rising import sum_log_rising
+from bayesnb.core.families._rising import COUNT_FORM_FROM, count_vector_rows, refuse_unrepresentable, sum_log_rising
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import (
     ParamCache,
@@ -250,10 +250,21 @@ def _log_predictive(post, X, factorials):
     b = np.asarray(post.rate, dtype=np.float64)
     # The rising factorials and the x log1p(b) terms: the product of the data's pattern
     # with log(a / (1 + b)) plus the remainder of the values other than 1 (see _rising).
-    out = sum_log_rising(a, X, rate=b)
-    out += _BIAS.get((a, b), "negative-binomial bias", lambda: -(a * np.log1p(1.0 / b)).sum(axis=1))
+    totals = np.empty(X.shape[0])
+    out = sum_log_rising(a, X, rate=b, row_totals=totals)
     if factorials:
-        out -= _row_log_factorial(X)[:, None]
+        # (inf - inf only in rows of huge counts: recomputed below, or refused.)
+        with np.errstate(invalid="ignore"):
+            out -= _row_log_factorial(X)[:, None]
+    # Long rows: the count-vector form itself (the exact value with factorials; for the
+    # contrast, a per-row common term apart), whose count terms do not round away the
+    # class differences as the rising factorials of huge counts do.
+    long_rows = np.flatnonzero(~(totals <= COUNT_FORM_FROM))
+    if long_rows.size:
+        terms, common, _ = count_vector_rows(a, X, long_rows, rate=b)
+        out[long_rows] = terms if not factorials else terms - common[:, None]
+    out += _BIAS.get((a, b), "negative-binomial bias", lambda: -(a * np.log1p(1.0 / b)).sum(axis=1))
+    refuse_unrepresentable(out, totals, "the exact negative-binomial predictive")
     return out
 
 
