@@ -28,6 +28,9 @@ __all__ = [
     "is_sparse_threshold",
     "binarize_csr",
     "canonical_csr",
+    "refuse_dates",
+    "check_gaussian_spread",
+    "label_array",
 ]
 
 ESTIMATES = ("mle", "map", "mean", "predictive")
@@ -35,6 +38,9 @@ ESTIMATES = ("mle", "map", "mean", "predictive")
 # Categories are stored densely per (class, feature) up to the largest code, so a code is
 # also a table size; beyond this it is almost surely an identifier, not a category code.
 _MAX_CATEGORY_CODE = 2**20 - 1
+# Codes from here up (to 2**64 in uint64, 1e308 in float64) are read as this one value: far
+# past any table, and one more than it still an int64.
+_CODE_CAP = 2**62
 # Row weights are pseudo-counts here (a weight of w is w copies of the row, not a relative
 # importance as in scikit-learn): the posterior's parameters grow like the total weight,
 # and the predictives multiply two of them (kappa * beta, n * kappa0 / (n + kappa0), ...),
@@ -94,6 +100,77 @@ def first_non_integer(v):
     return first_violation(v, lambda block: block != np.floor(block))
 
 
+def refuse_dates(X, who):
+    """Raise ``TypeError`` where ``X`` holds dates or durations (datetime64 / timedelta64).
+
+    scikit-learn's conversion to float64 reads them as integer nanoseconds, a number
+    that is almost never the feature meant (scikit-learn's own estimators refuse them).
+    Arrays are judged by their dtype, DataFrames column by column (the error names the
+    column).
+
+    Parameters
+    ----------
+    X : array-like, sparse matrix or DataFrame
+    who : str
+        The model, for the message.
+    """
+    dtypes = getattr(X, "dtypes", None)
+    if dtypes is not None and not isinstance(dtypes, np.dtype) and hasattr(dtypes, "items"):
+        found = [(name, dt) for name, dt in dtypes.items() if getattr(dt, "kind", None) in ("M", "m")]
+        where = f", column {found[0][0]!r}," if found else ""
+        kind = found[0][1] if found else None
+    else:
+        kind = getattr(X, "dtype", None)
+        kind = kind if isinstance(kind, np.dtype) and kind.kind in "Mm" else None
+        where = ""
+    if kind is not None:
+        raise TypeError(
+            f"{who} got dates or durations (dtype {kind}){where} in X: read as numbers they "
+            "would be integer nanoseconds. Convert them to numeric features first (e.g. "
+            "days since a reference date, or a day of the week as a category)."
+        )
+
+
+# Gaussian statistics square the deviations from the mean. A feature whose fitted values
+# spread over less than 2**-500 (3.1e-151) has squares below 2**-1000, within 2**22 of
+# float64's smallest normal number (2**-1022), where variances divided by counts and
+# prior fractions lose their digits and the posterior its scale: iris with its features'
+# spreads at 7.6e-155 gave uniform class probabilities, at 2.4e-154 still those of scale 1
+# (to 1e-13). The bound keeps about a thousandfold margin over that.
+_MIN_GAUSSIAN_SPREAD = 2.0**-500
+
+
+def check_gaussian_spread(X):
+    """Refuse Gaussian features whose values spread over less than 2**-500, about 3.1e-151 (but not 0).
+
+    Such a feature cannot be fitted in float64 (see ``_MIN_GAUSSIAN_SPREAD``); a
+    constant feature (spread 0) is left to the prior, as at any scale. One pass of
+    minima and maxima per feature, NaNs (unobserved entries) ignored.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+
+    Raises
+    ------
+    ValueError
+        Naming the first such feature (by position) and its spread.
+    """
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0:
+        return
+    spread = np.fmax.reduce(X, axis=0) - np.fmin.reduce(X, axis=0)
+    tiny = np.flatnonzero((spread > 0) & (spread < _MIN_GAUSSIAN_SPREAD))
+    if tiny.size:
+        j = int(tiny[0])
+        raise ValueError(
+            f"feature {j} (0-based) spreads over {spread[j]:.3g} only (max - min): Gaussian statistics "
+            f"square deviations, which below 2**-500 (3.1e-151) lose their digits in float64. Rescale "
+            f"the feature (e.g. X[:, {j}] * 1e150, or standardise it) before fitting; "
+            f"{tiny.size} feature(s) are affected"
+        )
+
+
 def check_non_negative(X, who):
     """``X`` if no entry is negative (counts must be >= 0), else ``ValueError``.
 
@@ -138,8 +215,11 @@ def check_category_codes(X, who):
         raise TypeError(f"{who} needs integer category codes, got dtype {X.dtype}")
     if X.size and X.min() < 0:
         raise ValueError(f"Negative values in data passed to {who}: category codes must be >= 0")
-    if X.size and X.dtype.kind == "u" and X.max() > np.iinfo(np.int64).max:
-        raise ValueError(f"{who}: category code {int(X.max())} does not fit in int64")
+    if X.size and X.max() >= _CODE_CAP:
+        # Any code this large is unseen at predict and refused at fit, as 2**60 is; read
+        # as _CODE_CAP, it neither wraps to a negative int64 (2**63, 1e308) nor overflows
+        # the table width code + 1.
+        X = np.minimum(X, np.asarray(_CODE_CAP, dtype=X.dtype))
     return X.astype(np.int64, copy=False)
 
 
@@ -170,8 +250,9 @@ def check_category_table(n_categories, who, *, n_classes=1, seen=None, n_rows=No
         while the widest feature's largest code in the data exceeds its number of rows.
     """
     if n_categories.size and n_categories.max() > _MAX_CATEGORY_CODE + 1:
+        code = int(n_categories.max()) - 1
         raise ValueError(
-            f"{who}: category code {int(n_categories.max()) - 1} is too large to fit; codes must "
+            f"{who}: category code {code if code < _CODE_CAP else 'of 2**62 or more'} is too large to fit; codes must "
             f"be 0 .. K-1 with K <= {_MAX_CATEGORY_CODE + 1} (encode categories with OrdinalEncoder)"
         )
     if seen is None or n_rows is None or not n_categories.size:
@@ -233,6 +314,39 @@ def check_class_prior(class_prior, n_classes):
     if not np.isclose(p.sum(), 1.0, rtol=0, atol=1e-8):
         raise ValueError(f"class_prior must sum to one, sums to {p.sum():.10g}")
     return p
+
+
+def label_array(y, name="y"):
+    """``np.asarray(y)``, refusing labels that are themselves sequences (tuples, lists).
+
+    NumPy would read tuple labels as a 2-d array (then "y should be a 1d array") or, of
+    unequal lengths, fail with "inhomogeneous shape": neither says that the labels are
+    the problem. A list of one-element lists (a column vector) stays accepted.
+
+    Parameters
+    ----------
+    y : array-like of labels
+    name : str
+        The argument, for the message.
+
+    Returns
+    -------
+    ndarray
+    """
+    if isinstance(y, (list, tuple)):
+        items = y
+    else:  # arrays, pandas Series: only object arrays can hold sequences
+        y = np.asarray(y)
+        items = y.ravel().tolist() if y.dtype.kind == "O" else ()
+    if items is not None:
+        for i, v in enumerate(items):
+            if isinstance(v, (tuple, set, dict)) or (isinstance(v, (list, np.ndarray)) and np.size(v) != 1):
+                raise TypeError(
+                    f"{name} holds a {type(v).__name__} as a label ({v!r} at position {i}): class "
+                    "labels must be single strings or numbers; encode a composite label as one "
+                    "string (e.g. '1|2') or one integer first"
+                )
+    return np.asarray(y)
 
 
 def check_labels(y, name="y"):

@@ -46,7 +46,7 @@ try:  # ...and its CSC x dense kernel, which reads CSR rows as the columns of a 
 except ImportError:  # pragma: no cover - every SciPy in the supported range has it
     _csc_matvecs = None
 
-__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "repeated_entries", "repeated_entries_checkable", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "csr_row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "entry_blocks", "ParamCache", "frozen"]
+__all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "repeated_entries", "repeated_entries_checkable", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "csr_row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "entry_blocks", "ParamCache", "frozen", "check_sparse_structure"]
 
 try:  # pragma: no cover - the import depends on the JAX release
     from jax._src.core import trace_state_clean as _trace_state_clean
@@ -379,6 +379,101 @@ def _repeated_entries(X):
     return _repeats(C.indices, C.indptr)
 
 
+# check_sparse_structure reads the index arrays in blocks of this many entries: a block's
+# minimum and maximum (or its neighbour comparison) are taken while it is in cache, so the
+# arrays are read from memory once, with temporaries of a block.
+_STRUCTURE_BLOCK = 1 << 16
+
+
+def check_sparse_structure(X):
+    """Refuse a sparse matrix whose index arrays contradict each other, before any kernel reads them.
+
+    SciPy checks the structure only on request, and its C++ routines (products,
+    conversions) trust it: a negative column index is read as another column (a wrong
+    answer), an ``indptr`` past the stored entries reads out of bounds (SIGSEGV), a
+    decreasing one fails deep inside (``RuntimeError``). For CSR and CSC: ``indptr`` of
+    ``n_major + 1`` integers, starting at 0, never decreasing, ending at most at the
+    number of stored entries; every index of an entry in ``0 .. n_minor - 1``. For COO:
+    every row and column in range. Other formats (LIL, DOK, DIA, BSR) are built by SciPy
+    from checked Python structures, or converted by it, and pass as they are.
+
+    One pass over ``indptr`` and the stored indices, block by block: no copy.
+
+    Parameters
+    ----------
+    X : any
+        Only sparse matrices and arrays are read.
+
+    Returns
+    -------
+    X, or where ``indptr`` ends before the last stored entry (SciPy's own operations may
+    leave spare storage) a matrix of views without that spare tail.
+
+    Raises
+    ------
+    ValueError
+        Naming the inconsistency.
+    """
+    if not sp.issparse(X):
+        return X
+    fmt = X.format
+    if fmt == "coo":
+        for name, idx, bound in (("row", X.row, X.shape[0]), ("column", X.col, X.shape[1])):
+            if idx.shape != X.data.shape:
+                raise ValueError(f"corrupt sparse COO matrix: {idx.size} {name} indices for {X.data.size} values")
+            _check_block_range(idx, bound, f"{name} index", "COO")
+        return X
+    if fmt not in ("csr", "csc"):
+        return X
+    major_name, minor_name = ("row", "column") if fmt == "csr" else ("column", "row")
+    n_major, n_minor = X.shape if fmt == "csr" else X.shape[::-1]
+    indptr, indices, data = X.indptr, X.indices, X.data
+    label = fmt.upper()
+    if indptr.ndim != 1 or indptr.shape[0] != n_major + 1 or indptr.dtype.kind not in "iu":
+        raise ValueError(
+            f"corrupt sparse {label} matrix of shape {X.shape}: indptr must hold {n_major + 1} integers "
+            f"(one per {major_name}, plus one), it holds {indptr.size} of dtype {indptr.dtype}"
+        )
+    if indices.ndim != 1 or indices.dtype.kind not in "iu" or data.ndim != 1 or indices.shape[0] != data.shape[0]:
+        raise ValueError(
+            f"corrupt sparse {label} matrix: {indices.size} indices (dtype {indices.dtype}) for {data.size} stored values"
+        )
+    start, end = int(indptr[0]), int(indptr[-1])
+    if start != 0:
+        raise ValueError(f"corrupt sparse {label} matrix: indptr must start at 0, it starts at {start}")
+    if not 0 <= end <= indices.shape[0]:
+        raise ValueError(
+            f"corrupt sparse {label} matrix: indptr ends at {end}, but the matrix stores {indices.shape[0]} entries"
+        )
+    for s in range(0, n_major, _STRUCTURE_BLOCK):
+        block = indptr[s : s + _STRUCTURE_BLOCK + 1]
+        down = block[1:] < block[:-1]
+        if down.any():
+            k = s + int(np.argmax(down))
+            raise ValueError(
+                f"corrupt sparse {label} matrix: indptr decreases at {major_name} {k} "
+                f"({int(indptr[k])} then {int(indptr[k + 1])}); it must never decrease"
+            )
+    _check_block_range(indices[:end], n_minor, f"{minor_name} index", label)
+    if end < indices.shape[0]:
+        X = type(X)((data[:end], indices[:end], indptr), shape=X.shape, copy=False)
+    return X
+
+
+def _check_block_range(idx, bound, what, label):
+    """Raise unless every value of the 1-d integer array ``idx`` is in ``0 .. bound - 1`` (block by block)."""
+    if idx.dtype.kind not in "iu":
+        raise ValueError(f"corrupt sparse {label} matrix: {what} of dtype {idx.dtype}, not integers")
+    for s in range(0, idx.shape[0], _STRUCTURE_BLOCK):
+        block = idx[s : s + _STRUCTURE_BLOCK]
+        lo, hi = block.min(), block.max()
+        if lo < 0 or hi >= bound:
+            bad = int(lo) if lo < 0 else int(hi)
+            raise ValueError(
+                f"corrupt sparse {label} matrix: a {what} of {bad} is outside 0..{bound - 1}"
+            )
+
+
 def _check_index_range(indices, n_columns):
     # SciPy checks index ranges only on request; the counters index arrays by them.
     if indices.size and not (0 <= int(indices.min()) and int(indices.max()) < n_columns):
@@ -523,7 +618,9 @@ def csr_row_sums(indptr, data, out):
         # sparse mat-vec product with a vector of ones: slower, same numbers). reduceat
         # reads a repeated start as one element: only non-empty rows are given.
         s = indptr[0]
-        out[nonempty] = np.add.reduceat(data[s : indptr[-1]], indptr[:-1][nonempty] - s)
+        # A total past the float64 range is inf, which the predictives refuse by name.
+        with np.errstate(over="ignore"):
+            out[nonempty] = np.add.reduceat(data[s : indptr[-1]], indptr[:-1][nonempty] - s)
     return out
 
 

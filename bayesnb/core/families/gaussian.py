@@ -46,6 +46,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from bayesnb.core import _sampling
+from bayesnb.core._validation import check_gaussian_spread
 from bayesnb.core._x64 import enable_x64, x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.protocol import Family, register
@@ -1072,6 +1073,8 @@ def log_density(dist, params, raise_by=0.0):
 
 
 def _stats(X, y_index, n_classes, weight=None, mask=None):
+    if not is_traced(X):
+        check_gaussian_spread(X)  # squares of a tinier spread lose their digits
     if mask is None:
         return gaussian_stats(X, y_index, n_classes, weight)
     return masked_gaussian_stats(X, mask, y_index, n_classes, weight)

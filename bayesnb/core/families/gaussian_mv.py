@@ -55,6 +55,7 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from bayesnb.core import _sampling
 from bayesnb.core._special import log_rising_factorial, log_rising_factorial_np
+from bayesnb.core._validation import check_gaussian_spread
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _mask, _rows
 from bayesnb.core.families.gaussian import _CANCELLATION_LIMIT
@@ -1184,6 +1185,8 @@ def _stats(X, y_index, n_classes, weight=None, mask=None):
             "update; exact inference needs EM or MCMC). Use covariance='diag' or impute for fitting "
             "(predict accepts NaNs: it marginalises the missing coordinates)"
         )
+    if not is_traced(X):
+        check_gaussian_spread(X)  # squares of a tinier spread lose their digits
     return scatter_stats(X, y_index, n_classes, weight)
 
 
