@@ -491,6 +491,71 @@ def _check_state(est, name):
             raise ModelFileError(f"{where} holds negative values (counts and sums of squares are >= 0)")
         if field == "scatter" and np.any(np.diagonal(arr, axis1=-2, axis2=-1) < 0):
             raise ModelFileError(f"{where} has a negative diagonal (a scatter matrix is positive semi-definite)")
+    _check_categories(state, name, classes.size, n_features)
+    _check_totals(est, stats, name)
+
+
+def _check_categories(state, name, n_classes, n_features):
+    """Bound the size-bearing ``n_categories_`` by the limits ``fit`` enforces, before
+    the prior's (class, feature, category) table is allocated from it: a file of a few
+    KB must not declare a table of gigabytes."""
+    from bayesnb.core._validation import check_category_table
+
+    for key in ("n_categories_",):
+        value = state.get(key)
+        if value is None:
+            continue
+        arr = np.asarray(value)
+        if arr.dtype.kind not in "iu" or arr.shape != (n_features,) or (arr.size and arr.min() < 1):
+            raise ModelFileError(
+                f"{name}.{key} must hold one positive integer per feature ({n_features}), got "
+                f"dtype {arr.dtype} and shape {arr.shape}"
+            )
+        try:
+            check_category_table(arr.astype(np.int64), name, n_classes=n_classes)
+        except ValueError as err:
+            raise ModelFileError(f"{name}.{key}: {err}") from None
+    counts = getattr(state["stats_"], "category_count", None)
+    n_cat = state.get("n_categories_")
+    if counts is not None and n_cat is not None:
+        n_cat = np.asarray(n_cat)
+        counts = np.asarray(counts)
+        # fit pads the counts to the widest feature, with zeros past each feature's own width.
+        if counts.ndim != 3 or counts.shape[2] != int(n_cat.max()):
+            raise ModelFileError(
+                f"{name}.stats_.category_count has shape {counts.shape}, but n_categories_ says "
+                f"{int(n_cat.max())} categories for the widest feature"
+            )
+        past = np.arange(counts.shape[2])[None, :] >= n_cat[:, None]
+        if np.any(counts[:, past]):
+            raise ModelFileError(f"{name}.stats_.category_count counts categories past n_categories_")
+
+
+def _check_totals(est, stats, name):
+    """The invariants between statistics that ``fit`` guarantees for binary and categorical
+    data: a feature is on in at most the rows of its class (Bernoulli, ``T_cj <= N_c``),
+    and a row of a class has at most one category per feature (``sum_k n_cjk <= N_c``;
+    equal without missing values). Compared with a relative margin of 1e-9 for the
+    rounding of weighted sums taken in different orders."""
+    support = getattr(est.family_, "support", None)
+    if support == "binary" and hasattr(stats, "feature_count"):
+        per_row = np.asarray(stats.feature_count, dtype=np.float64)
+        what = "feature totals"
+    elif support == "codes" and hasattr(stats, "category_count"):
+        per_row = np.asarray(stats.category_count, dtype=np.float64).sum(axis=2)
+        what = "category counts of a feature"
+    else:
+        return
+    class_count = np.asarray(stats.class_count, dtype=np.float64)
+    if per_row.ndim != 2 or class_count.shape != per_row.shape[:1]:
+        raise ModelFileError(f"{name}.stats_ has {what} of shape {per_row.shape} for {class_count.shape} class counts")
+    over = per_row > class_count[:, None] * (1.0 + 1e-9) + 1e-300
+    if over.any():
+        c, j = (int(v[0]) for v in np.nonzero(over))
+        raise ModelFileError(
+            f"{name}.stats_: the {what} exceed the class's rows (class {c}, feature {j}: "
+            f"{per_row[c, j]:g} > {class_count[c]:g}), which fit cannot produce for {support} data"
+        )
 
 
 def _hashable(key):
