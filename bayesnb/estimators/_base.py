@@ -34,11 +34,13 @@ from bayesnb.core._validation import (
     check_labels,
     check_n_draws,
     check_sample_weight,
+    label_array,
+    refuse_dates,
 )
 from bayesnb.core.empirical_bayes import class_alpha as learn_class_alpha
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families._mask import MaskRefused, accepts_mask
-from bayesnb.core.kernels import frozen
+from bayesnb.core.kernels import check_sparse_structure, frozen
 from bayesnb.core.priors import dirichlet_from_alpha
 from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.estimators import _shards
@@ -281,6 +283,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     # log_predictive (mask=...): no family is special-cased here.
     def _input(self, X, reset):
         """``_check_X`` under the ``missing`` policy."""
+        refuse_dates(X, self._model_name())
+        X = check_sparse_structure(X)  # before any SciPy routine trusts its index arrays
         if isinstance(self.missing, str) and self.missing == "error":
             # A DataFrame's NaN / pd.NA is refused naming its column (only DataFrames pay
             # for this pass; arrays keep scikit-learn's own check).
@@ -413,7 +417,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     def _check_X_y(self, X, y, reset):
         X = self._input(X, reset=reset)
-        y = check_labels(column_or_1d(np.asarray(y), warn=True))
+        y = check_labels(column_or_1d(label_array(y), warn=True))
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"X has {X.shape[0]} rows but y has {y.shape[0]} labels")
         return X, y
