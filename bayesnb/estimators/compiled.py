@@ -102,9 +102,10 @@ def compile_model(model, X, y, **model_kwargs):
         Example data of the shape the model expects (e.g. the training rows): the model
         is run on it (and on probe data of the same columns) to be read; the estimator
         is fitted later, on any data.
-    y : int array-like of shape (n_rows,)
-        Class indices ``0 .. n_classes - 1`` as the model takes them. The estimator is
-        fitted with labels whose sorted order is the model's class order.
+    y : array-like of shape (n_rows,)
+        Class indices ``0 .. n_classes - 1`` as the model takes them, or labels
+        (strings, ...), given to the model as their indices in sorted order. The
+        estimator is fitted with labels whose sorted order is the model's class order.
     **model_kwargs
         Further arguments of the model (hyperparameters, priors).
 

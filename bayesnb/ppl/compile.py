@@ -24,7 +24,8 @@ estimator.
 How a site is read: probes
 --------------------------
 The relations of the sites are read by *probing* the model: it is run several times
-(different seeds, so that every latent site takes other values) on probe data (rows
+(different seeds, so that every latent site takes other values: values in its support
+drawn with NumPy, see :func:`_probe_values`) on probe data (rows
 ``i`` of ``X`` holding the distinct values ``i * n_features + j``, so that each observed
 value names its column, and labels cycling over the classes), and the parameters of
 each likelihood are compared, to 1e-9 relative, with the latent values indexed by the
@@ -33,6 +34,10 @@ site, whatever code computes it. A prior's parameter that is the same in every p
 a constant; one that equals the value of a top-level sample site in every probe is a
 hyperprior. Anything else is refused with :class:`~bayesnb.exceptions.ModelCompileError`
 naming the site: never a silent wrong answer.
+
+The same model may be written with plates, ``expand``, ``to_event`` or a parameter
+array, with the plates of classes and features in either order: a latent's axes are
+matched by their values, not by how they were declared.
 
 Refused: a likelihood whose parameter is not a latent of the family's conjugate prior
 indexed by the label (a Normal prior on a Bernoulli's logit, a Gamma prior on a Normal's
@@ -262,12 +267,42 @@ class _Trace:
         return _np(value)
 
 
+def _probe_values(seed):
+    """A numpyro ``substitute_fn`` giving each latent site a value in its support, drawn by NumPy.
+
+    The probes need latent values that differ from run to run, not draws from the
+    prior: drawing them with numpyro compiles JAX's samplers (Gamma, Dirichlet, Beta)
+    once per shape, about 80% of the time compiling a model took (11 s of 13 s for a
+    30-column Beta-Bernoulli model). Uniform values on (-2, 2) in the unconstrained space
+    mapped into the support (``biject_to``) are as good and cost elementwise operations.
+    A site without such a map (a discrete latent) is drawn by numpyro as before.
+    """
+    import jax.numpy as jnp
+    from numpyro.distributions.transforms import biject_to
+
+    rng = np.random.default_rng([seed, 0x5EED])
+
+    def value(msg):
+        if msg["type"] != "sample" or msg.get("is_observed") or msg.get("value") is not None:
+            return None
+        fn = msg["fn"]
+        try:
+            to_support = biject_to(fn.support)
+            shape = to_support.inverse_shape(tuple(fn.shape(msg.get("sample_shape", ()))))
+        except (NotImplementedError, AttributeError, TypeError, ValueError):
+            return None
+        return to_support(jnp.asarray(rng.uniform(-2.0, 2.0, size=shape)))
+
+    return value
+
+
 def _run(model, X, y, kwargs, seed):
     import numpyro
     from numpyro import handlers
 
     with numpyro.validation_enabled(False):
-        trace = handlers.trace(handlers.seed(model, rng_seed=seed)).get_trace(X, y, **kwargs)
+        probe = handlers.substitute(handlers.seed(model, rng_seed=seed), substitute_fn=_probe_values(seed))
+        trace = handlers.trace(probe).get_trace(X, y, **kwargs)
     return _Trace(trace, y)
 
 
@@ -412,9 +447,11 @@ class SiteView:
         for p in parents:
             site = c.t0.sites[p]
             values = [run.value(p) for run in c.probes]
-            n_batch = len(site["fn"].batch_shape)
+            # Any axis but the distribution's own event axes (a Dirichlet's categories) may
+            # be the classes: a plate's, an expand's, or one that to_event reinterpreted.
+            n_axes = values[0].ndim - _base(site["fn"]).event_dim
             axes = [_axis_of(site, f) for f in _frames(site) if f.size == self.n_classes]
-            axes += [a for a in range(n_batch) if values[0].shape[a] == self.n_classes and a not in axes]
+            axes += [a for a in range(n_axes) if values[0].shape[a] == self.n_classes and a not in axes]
             for a in axes:
                 expected = [np.moveaxis(np.take(v, run.y, axis=a), a, 0).reshape(run.y.shape[0], -1)
                             for v, run in zip(values, c.probes)]
@@ -440,7 +477,9 @@ class SiteView:
                 f"while this family has one parameter per class; expected {expect}"
             )
         c.claim(p, self.name)
-        return _Link(p, axis, tuple(tail), int(c.t0.fn(p).event_dim), got)
+        # The base distribution's event axes (not those to_event added): the value's
+        # other axes are cells, each with its own prior parameters.
+        return _Link(p, axis, tuple(tail), int(_base(c.t0.fn(p)).event_dim), got)
 
     # -- the prior's parameters
     def _field_in(self, run, link, attr, event_dims):
@@ -560,6 +599,13 @@ class _Compiler:
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != X.shape[0]:
             raise ValueError(f"compile_model needs y of shape ({X.shape[0]},) (one label per row), got shape {y.shape}")
+        if y.dtype.kind not in "iu":
+            # Labels (strings, ...): the model indexes its parameters by class, so it is
+            # run on the class indices, in the sorted order the estimator's classes_ take.
+            try:
+                y = np.unique(y, return_inverse=True)[1].reshape(-1)
+            except TypeError as err:
+                raise ValueError(f"compile_model needs labels that can be sorted, got {err}") from None
         self.X, self.y, self.n_features = X, y, X.shape[1]
         self.t0 = self._safe_run(X, y, 0)
         self.labels = self._label_site()
@@ -777,8 +823,10 @@ def recognise_model(model, X, y, **model_kwargs):
         Data of the shape the model expects (e.g. the training rows; a few rows
         suffice). The model is run on it, and on probe data of the same number of
         columns (at most ``PROBE_ROWS`` rows).
-    y : int array-like of shape (n_rows,)
-        Class indices ``0 .. n_classes - 1``, as the model takes them.
+    y : array-like of shape (n_rows,)
+        Class indices ``0 .. n_classes - 1``, as the model takes them, or labels
+        (strings, ...): the model is then run on their indices in sorted order (the
+        order of an estimator's ``classes_``).
     **model_kwargs
         Passed to the model.
 
