@@ -150,28 +150,20 @@ def baselines(clf):
     scikit-learn's naive Bayes of the same family and prior (``alpha``; for Bernoulli the
     same ``binarize``), the same in ``CalibratedClassifierCV`` (5-fold, sigmoid and
     isotonic), and a reference ``LogisticRegression`` (on max-abs-scaled counts, or on
-    one-hot categories). Empty for a model with no scikit-learn counterpart.
+    one-hot categories). The estimator names its counterpart
+    (:meth:`bayesnb.estimators._base.BaseNB.sklearn_counterpart`); empty for a model with none.
     """
-    from sklearn import naive_bayes as sknb
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.linear_model import LogisticRegression
     from sklearn.pipeline import make_pipeline
     from sklearn.preprocessing import MaxAbsScaler, OneHotEncoder
 
-    from bayesnb.estimators import BernoulliNB, CategoricalNB, GaussianNB, MultinomialNB
-
-    alpha = getattr(clf, "alpha", 1.0)
-    if type(clf) is MultinomialNB:
-        nb, name = sknb.MultinomialNB(alpha=alpha), "MultinomialNB"
-    elif type(clf) is BernoulliNB:
-        nb, name = sknb.BernoulliNB(alpha=alpha, binarize=clf.binarize), "BernoulliNB"
-    elif type(clf) is CategoricalNB:
-        nb, name = sknb.CategoricalNB(alpha=alpha, min_categories=clf.min_categories), "CategoricalNB"
-    elif type(clf) is GaussianNB:
-        nb, name = sknb.GaussianNB(), "GaussianNB"
-    else:
+    counterpart = clf.sklearn_counterpart()
+    if counterpart is None:
         return {}
-    if type(clf) is CategoricalNB:
+    nb = counterpart.estimator
+    name = type(nb).__name__
+    if counterpart.categorical:
         logistic = make_pipeline(OneHotEncoder(handle_unknown="ignore"), LogisticRegression(max_iter=2000))
     else:
         logistic = make_pipeline(MaxAbsScaler(), LogisticRegression(max_iter=2000))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import inspect
 import warnings
+from typing import NamedTuple
 
 import jax
 import numpy as np
@@ -50,7 +51,38 @@ from bayesnb.io.persistence import register_pytree
 
 register_pytree(_calibration.CalibrationMap)
 
-__all__ = ["BaseNB"]
+__all__ = ["BaseNB", "SklearnCounterpart"]
+
+
+class SklearnCounterpart(NamedTuple):
+    """scikit-learn's naive Bayes of an estimator's model, what :meth:`BaseNB.sklearn_counterpart` returns.
+
+    Attributes
+    ----------
+    estimator : sklearn.base.ClassifierMixin
+        An unfitted ``sklearn.naive_bayes`` estimator of the same likelihood and prior
+        (``alpha``, Bernoulli's ``binarize``, the categories' ``min_categories``).
+    categorical : bool
+        Whether the features are category codes, so that a linear model fitted beside it
+        (the report's reference ``LogisticRegression``) one-hot encodes them rather than
+        scaling them as numbers.
+    """
+
+    estimator: object
+    categorical: bool
+
+#: The ``calibrate`` parameter as every estimator's docstring describes it (one text,
+#: joined into each class's ``__doc__`` like :data:`bayesnb.estimators._hyper._HYPER_PARAMS`).
+_CALIBRATE_PARAM = """    calibrate : {None, "loo"}, default=None
+        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
+        one compression of large log-odds, per-class offsets; the family chosen by
+        cross-validation over the scores) fitted to the training rows' exact
+        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
+        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
+        ``predict``, draws and intervals. A calibration of a misspecified model
+        (generalised Bayes): the posterior, the evidence and generated data are the
+        model's as written. None: the model as written.
+"""
 
 
 class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
@@ -259,6 +291,21 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         counts = np.zeros(self.classes_.size) if prior else self.stats_.class_count
         return _class_prior.point_log(self.class_dirichlet_, counts, "mean")
 
+    def sklearn_counterpart(self):
+        """scikit-learn's naive Bayes of the same model and prior, unfitted, or None.
+
+        What a user would fit instead of this estimator: the baselines that the
+        ``bayesnb demo`` report passes to :func:`bayesnb.compare`
+        (:func:`bayesnb.cli.report.baselines`), which asks the estimator rather than
+        its class. An estimator whose likelihood and prior scikit-learn has overrides
+        it; the default (no counterpart) is None.
+
+        Returns
+        -------
+        SklearnCounterpart or None
+        """
+        return None
+
     def _format_generated(self, X):
         """Generated feature rows as the estimator's users expect them (default: as is)."""
         return X
@@ -271,10 +318,6 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     def _log_predictive(self, X):
         return self._family.log_predictive(self.posterior_, X)
-
-    def _named_draws(self, params):  # pragma: no cover - abstract
-        """Map the family's sampled params pytree to user-facing named arrays."""
-        raise NotImplementedError
 
     # -------------------------------------------------------- missing values
     # missing="error" (the default) takes the ordinary path untouched; with
@@ -910,8 +953,12 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     def loo_terms(self, X, y, sample_weight=None):
         r"""Exact leave-one-out parts of the training rows' predictive, with no refit.
 
-        For each training row :math:`i` (its statistics removed from ``stats_``, the
-        prior held at ``prior_``): :math:`\log p(y=c \mid D_{-i})` and
+        For each training row :math:`i` (its statistics removed from ``stats_``; what
+        was learned from all rows, such as hyperparameters maximising the evidence or a
+        default prior scaled to the data, held at its fitted value, and what the
+        estimator re-learns per row, such as PolyaNB's precision or the table of
+        categories, re-learned: :meth:`loo_approximations` lists what is held):
+        :math:`\log p(y=c \mid D_{-i})` and
         :math:`\log p(x_i \mid y=c, D_{-i})` under the current ``estimate`` (the exact
         predictive, or the plug-in of the point estimate of the downdated posterior).
         :func:`bayesnb.analysis.loo.conditional` turns them into :math:`\log p(y_i \mid x_i,
@@ -933,6 +980,83 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "stats_")
         _, Xv, y_index, w = self.sufficient_stats(X, y, sample_weight)
         return self._loo_terms(Xv, y_index, w)
+
+    # ----------------------------------------------- exactness of leave-one-out
+    def loo_approximations(self, kind="conditional"):
+        """Why the closed-form leave-one-out of this fitted estimator differs from refits (empty: exact).
+
+        :meth:`loo_terms` and :func:`bayesnb.loo` leave each row out of the sufficient
+        statistics and hold everything else at its fitted value. That is a refit without
+        the row wherever nothing else was learned from the rows. Where something was
+        (a hyperparameter maximising the evidence, a default prior scaled to the data, a
+        temperature chosen by leave-one-out, hyperparameters integrated by NUTS), a
+        refit would learn it again without the row, and the closed form is an
+        approximation: this lists each such thing, with its reason. What the estimators
+        re-learn per left-out row themselves (PolyaNB's precision and mean, the table
+        of categories, the "mle" variance floor) is not listed: those terms are exact.
+
+        Parameters
+        ----------
+        kind : {"conditional", "joint"}, default="conditional"
+            The term of :func:`bayesnb.loo` (a chosen temperature only tempers the
+            conditional one).
+
+        Returns
+        -------
+        tuple of str
+            One sentence per approximation; empty where the leave-one-out equals
+            brute-force refits.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bayesnb import GaussianNB
+        >>> X = np.array([[0.1, 1.0], [0.3, 1.4], [2.0, 0.2], [2.4, 0.1]]); y = [0, 0, 1, 1]
+        >>> GaussianNB().fit(X, y).loo_approximations()[0][:33]
+        'prior=None: the default prior is '
+        >>> from bayesnb.core.priors import NormalInverseGamma
+        >>> GaussianNB(prior=NormalInverseGamma(0.0, 1.0, 2.0, 1.0)).fit(X, y).loo_approximations()
+        ()
+        """
+        check_is_fitted(self, "stats_")
+        if kind not in ("conditional", "joint"):
+            raise ValueError(f"kind must be 'conditional' or 'joint', got {kind!r}")
+        reasons = []
+        # The maximum-likelihood estimates read no prior (feature or class): what was
+        # learned for the prior does not enter their terms.
+        if self.estimate != "mle":
+            reasons += self._loo_prior_reasons()
+            traces = getattr(self, "evidence_trace_", None) or {}
+            if "class_alpha" in traces:
+                reasons.append(
+                    "class_alpha='evidence': the class proportions' concentration is learned from the class "
+                    f"counts of all rows and held at class_alpha_={_short(self.class_alpha_)}"
+                )
+            if self._hyper_fitted():
+                reasons.append(
+                    "hyperpriors: the hyperparameters' posterior is sampled by NUTS given all rows; the "
+                    "leave-one-out terms hold them at its mode (prior_), neither re-sampled without each row "
+                    "nor integrated"
+                )
+        if kind == "conditional" and isinstance(self.temperature, str) and self.temperature == "loo":
+            reasons.append(
+                "temperature='loo': the temperature is chosen by the leave-one-out log loss of all rows "
+                f"and held at temperature_={_short(self.temperature_)}"
+            )
+        return tuple(reasons)
+
+    def _loo_prior_reasons(self):
+        """The feature prior's part of :meth:`loo_approximations`: its hyperparameters learned by evidence.
+
+        Estimators whose default prior is scaled to the data, or that re-learn a
+        hyperparameter per left-out row, override this.
+        """
+        traces = getattr(self, "evidence_trace_", None) or {}
+        return tuple(
+            f"{name}='evidence': learned by maximum evidence from all rows and held at its fitted value"
+            for name in traces
+            if name != "class_alpha"
+        )
 
     # ----------------------------------------------------------- persistence
     def save(self, path):
@@ -1045,14 +1169,30 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         -------
         dict of ndarrays with leading axis ``n``
             ``"class_probs"`` of shape (n, n_classes): the class proportions (constant
-            when fixed by ``class_prior``), and the family's parameters (for the
-            discrete families ``"feature_probs"`` of shape
-            (n, n_classes, n_features[, n_categories])).
+            when fixed by ``class_prior``), and the family's parameters under the names
+            and shapes of its numpyro model's canonical variables, the variables of
+            :meth:`to_inference_data`'s posterior group (for the discrete families
+            ``"feature_probs"`` of shape (n, n_classes, n_features[, n_categories]),
+            0 at the padding of categories a feature does not have, where the export has
+            NaN; a :class:`~bayesnb.MixedNB`'s prefixed by the block's name,
+            ``"<block>__<name>"``; a diagonal ``GaussianBayesClassifier``'s ``"loc"`` and
+            ``"var"``, as ``GaussianNB``'s).
         """
         check_is_fitted(self, "stats_")
         n = check_n_draws(n, "n")
         log_class, params = self._draw(n, random_state)
-        return {"class_probs": np.exp(log_class), **self._named_draws(params)}
+        # The names and arrays of to_inference_data's posterior group, by the same code:
+        # each family's numpyro model spec (its canonical variables) defines them once.
+        # The export marks padding (a category a feature does not have) NaN, which arviz
+        # shows as an empty cell; here it is what it is, a probability of 0, so that the
+        # draws of a feature still sum to 1.
+        from bayesnb.ppl.export import parameter_draws
+
+        named = parameter_draws(self, log_class, params)
+        return {
+            "class_probs": np.exp(log_class),
+            **{name: np.where(np.isnan(value), 0.0, value) for name, value in named.items()},
+        }
 
     def predict_proba_draws(self, X, n_draws=100, random_state=None, *, posterior="fitted"):
         r"""Posterior draws of the class probabilities :math:`p(y=c \mid x, \theta, \pi)`.
@@ -1285,3 +1425,11 @@ def check_temperature(temperature):
 
 # Numbers per chunk of parameter draws when generating data (8 MiB of float64).
 _GENERATE_ENTRIES = 1 << 20
+
+
+def _short(value):
+    """A fitted value for a message: a number to 4 significant digits, an array by its range."""
+    a = np.asarray(value, dtype=np.float64)
+    if a.size == 1:
+        return f"{float(a.ravel()[0]):.4g}"
+    return f"[{a.min():.4g} .. {a.max():.4g}]"

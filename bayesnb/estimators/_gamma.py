@@ -64,9 +64,6 @@ class GammaRateNB(BaseNB):
         prior, self.evidence_trace_["prior"] = maximize_evidence(self._family, start, self.stats_, learn)
         return prior
 
-    def _named_draws(self, params):
-        return {"rate": np.exp(np.asarray(params.log_rate))}
-
     @property
     def rate_(self):
         """ndarray of shape (n_classes, n_features): rates of the current ``estimate``."""

@@ -29,7 +29,7 @@ from bayesnb.core.priors import (
     dirichlet_from_alpha,
 )
 from bayesnb.estimators import _categories
-from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB, SklearnCounterpart
 from bayesnb.estimators._hyper import _HYPER_PARAMS
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
@@ -106,9 +106,6 @@ class _DiscreteNB(BaseNB):
     def _prior_from_alpha(self, alpha):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _feature_probs(self, log_probs):
-        return np.exp(log_probs)
-
     # ------------------------------------------------ "map" refusals in the user's terms
     def _point(self, kind):
         try:
@@ -141,9 +138,6 @@ class _DiscreteNB(BaseNB):
             f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts",
         )
 
-    def _named_draws(self, params):
-        return {"feature_probs": self._feature_probs(np.asarray(params.log_probs))}
-
     @property
     def feature_log_prob_(self):
         """Log feature probabilities of the current ``estimate`` (posterior mean for "predictive").
@@ -166,7 +160,8 @@ _ALPHA_SCOPE = """
         when ``alpha`` is given.
 """
 
-_COMMON_PARAMS = """
+_COMMON_PARAMS = (
+    """
     class_alpha : float, array-like of shape (n_classes,) or "evidence", default=1.0
         Concentration :math:`\\beta` of the Dirichlet prior on the class proportions.
         ``"evidence"``: the symmetric :math:`\\beta` maximising the evidence of the labels
@@ -193,16 +188,9 @@ _COMMON_PARAMS = """
         A large :math:`T` leaves the class proportions at full weight and can hand the
         decision to them (accuracy falls where the classes are unbalanced): prefer
         ``calibrate="loo"``, which fits the class offsets with the scale.
-    calibrate : {None, "loo"}, default=None
-        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
-        one compression of large log-odds, per-class offsets; the family chosen by
-        cross-validation over the scores) fitted to the training rows' exact
-        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
-        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
-        ``predict``, draws and intervals. A calibration of a misspecified model
-        (generalised Bayes): the posterior, the evidence and generated data are the
-        model's as written. None: the model as written.
 """
+    + _CALIBRATE_PARAM
+)
 
 _COMMON_ATTRS = """
     alpha_ : float, ndarray or pair
@@ -296,6 +284,11 @@ class MultinomialNB(_DiscreteNB):
 
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.multinomial_alpha(self.stats_, scope)
+
+    def sklearn_counterpart(self):
+        from sklearn import naive_bayes
+
+        return SklearnCounterpart(naive_bayes.MultinomialNB(alpha=self.alpha), categorical=False)
 
     def _prior_from_alpha(self, alpha):
         return dirichlet_from_alpha(alpha, (self.classes_.size, self.n_features_in_))
@@ -417,6 +410,11 @@ class BernoulliNB(_DiscreteNB):
     def _alpha_by_evidence(self, scope):
         return empirical_bayes.bernoulli_alpha(self.stats_, scope, pair=not is_evidence(self.alpha))
 
+    def sklearn_counterpart(self):
+        from sklearn import naive_bayes
+
+        return SklearnCounterpart(naive_bayes.BernoulliNB(alpha=self.alpha, binarize=self.binarize), categorical=False)
+
     def _cell_words(self, index, value):
         c, j, on = index
         prior = float(np.asarray(self.prior_.concentration1 if on else self.prior_.concentration0)[c, j])
@@ -444,9 +442,6 @@ class BernoulliNB(_DiscreteNB):
 
     def _prior_from_alpha(self, alpha):
         return beta_from_alpha(alpha, (self.classes_.size, self.n_features_in_))
-
-    def _feature_probs(self, log_probs):
-        return np.exp(log_probs[..., 1])
 
     @property
     def feature_count_(self):
@@ -570,6 +565,12 @@ class CategoricalNB(_DiscreteNB):
                 )
             conc = cell
         return {"alpha": conc, "min_categories": np.asarray(prior.n_categories)}
+
+    def sklearn_counterpart(self):
+        from sklearn import naive_bayes
+
+        nb = naive_bayes.CategoricalNB(alpha=self.alpha, min_categories=self.min_categories)
+        return SklearnCounterpart(nb, categorical=True)
 
     def _cell_words(self, index, value):
         c, j, k = index

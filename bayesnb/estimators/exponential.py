@@ -7,6 +7,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import exponential
+from bayesnb.estimators._base import _CALIBRATE_PARAM
 from bayesnb.estimators._gamma import GammaRateNB
 
 __all__ = ["ExponentialNB"]
@@ -23,7 +24,8 @@ def _check_durations(X, who):
 
 
 class ExponentialNB(GammaRateNB):
-    r"""Naive Bayes for durations: independent exponential features with Gamma priors on the rates.
+    __doc__ = (
+        r"""Naive Bayes for durations: independent exponential features with Gamma priors on the rates.
 
     :math:`x_j \mid y=c \sim \mathrm{Exponential}(\lambda_{cj})`,
     :math:`\lambda_{cj} \sim \mathrm{Gamma}(\alpha, \beta)` (shape :math:`\alpha`, rate
@@ -78,16 +80,9 @@ class ExponentialNB(GammaRateNB):
         A large :math:`T` leaves the class proportions at full weight and can hand the
         decision to them (accuracy falls where the classes are unbalanced): prefer
         ``calibrate="loo"``, which fits the class offsets with the scale.
-    calibrate : {None, "loo"}, default=None
-        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
-        one compression of large log-odds, per-class offsets; the family chosen by
-        cross-validation over the scores) fitted to the training rows' exact
-        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
-        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
-        ``predict``, draws and intervals. A calibration of a misspecified model
-        (generalised Bayes): the posterior, the evidence and generated data are the
-        model's as written. None: the model as written.
-
+"""
+        + _CALIBRATE_PARAM
+        + r"""
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``, ``alpha``, ``beta``) is given
         as a numpyro distribution: it is then integrated out at ``fit`` by NUTS on the
@@ -130,6 +125,7 @@ class ExponentialNB(GammaRateNB):
     >>> clf.predict([[0.6, 7.0], [6.0, 0.5]]).tolist()
     [0, 1]
     """
+    )
 
     _family = exponential.family
 

@@ -14,13 +14,14 @@ from bayesnb.core._validation import check_estimate
 from bayesnb.core.empirical_bayes import check_scope, gaussian_prior, is_evidence
 from bayesnb.core.families import gaussian
 from bayesnb.core.stats import is_masked
-from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB, SklearnCounterpart
 
 __all__ = ["GaussianNB"]
 
 
 class GaussianNB(BaseNB):
-    r"""Naive Bayes for real features, with a Normal-Inverse-Gamma prior per (class, feature).
+    __doc__ = (
+        r"""Naive Bayes for real features, with a Normal-Inverse-Gamma prior per (class, feature).
 
     :math:`x_j \mid y=c \sim \mathcal N(\mu_{cj}, \sigma^2_{cj})` independently over
     features, :math:`\sigma^2_{cj} \sim \mathrm{InvGamma}(a_0, b_0)`,
@@ -101,16 +102,9 @@ class GaussianNB(BaseNB):
         A large :math:`T` leaves the class proportions at full weight and can hand the
         decision to them (accuracy falls where the classes are unbalanced): prefer
         ``calibrate="loo"``, which fits the class offsets with the scale.
-    calibrate : {None, "loo"}, default=None
-        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
-        one compression of large log-odds, per-class offsets; the family chosen by
-        cross-validation over the scores) fitted to the training rows' exact
-        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
-        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
-        ``predict``, draws and intervals. A calibration of a misspecified model
-        (generalised Bayes): the posterior, the evidence and generated data are the
-        model's as written. None: the model as written.
-
+"""
+        + _CALIBRATE_PARAM
+        + r"""
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``) is given
         as a numpyro distribution: it is then integrated out at ``fit`` by NUTS on the
@@ -156,6 +150,7 @@ class GaussianNB(BaseNB):
     >>> clf.predict([[-0.8, -1.0]]).tolist()
     [1]
     """
+    )
 
     _family = gaussian.family
 
@@ -191,6 +186,11 @@ class GaussianNB(BaseNB):
         self.prior = prior
         self.var_smoothing = var_smoothing
         self.prior_scope = prior_scope
+
+    def sklearn_counterpart(self):
+        from sklearn import naive_bayes
+
+        return SklearnCounterpart(naive_bayes.GaussianNB(), categorical=False)
 
     # ------------------------------------------------------------------ hooks
     def _check_X(self, X, reset):
@@ -272,9 +272,6 @@ class GaussianNB(BaseNB):
         if key not in self._cache:
             self._cache[key] = self._family.point(self.prior_, self.stats_, kind, var_smoothing=vs)
         return self._cache[key]
-
-    def _named_draws(self, params):
-        return {"loc": np.asarray(params.loc), "var": np.asarray(params.var)}
 
     # ------------------------------------------------------------- attributes
     def _current(self):

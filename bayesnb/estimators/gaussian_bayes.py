@@ -12,7 +12,7 @@ from bayesnb.core.families import gaussian, gaussian_mv
 from bayesnb.core.families._mask import accepts_mask
 from bayesnb.core.priors import NormalInverseGamma
 from bayesnb.core.stats import as_masked
-from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
 
 __all__ = ["GaussianBayesClassifier"]
 
@@ -22,7 +22,8 @@ COVARIANCES = ("full", "shared", "diag")
 
 
 class GaussianBayesClassifier(BaseNB):
-    r"""Gaussian Bayes classifier (QDA / LDA / Gaussian NB) with conjugate priors.
+    __doc__ = (
+        r"""Gaussian Bayes classifier (QDA / LDA / Gaussian NB) with conjugate priors.
 
     Each class is a multivariate Gaussian, :math:`x \mid y=c \sim \mathcal N(\mu_c,
     \Sigma_c)`, with its own covariance (``covariance="full"``: quadratic decision
@@ -111,16 +112,9 @@ class GaussianBayesClassifier(BaseNB):
         A large :math:`T` leaves the class proportions at full weight and can hand the
         decision to them (accuracy falls where the classes are unbalanced): prefer
         ``calibrate="loo"``, which fits the class offsets with the scale.
-    calibrate : {None, "loo"}, default=None
-        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
-        one compression of large log-odds, per-class offsets; the family chosen by
-        cross-validation over the scores) fitted to the training rows' exact
-        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
-        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
-        ``predict``, draws and intervals. A calibration of a misspecified model
-        (generalised Bayes): the posterior, the evidence and generated data are the
-        model's as written. None: the model as written.
-
+"""
+        + _CALIBRATE_PARAM
+        + r"""
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``) is given
         as a numpyro distribution: it is then integrated out at ``fit`` by NUTS on the
@@ -171,6 +165,7 @@ class GaussianBayesClassifier(BaseNB):
     >>> clf.predict([[0.0, 0.0], [3.0, 3.0]]).tolist()
     [0, 1]
     """
+    )
 
     def __init__(
         self,
@@ -295,9 +290,6 @@ class GaussianBayesClassifier(BaseNB):
         if self._structure() == "diag":
             return gaussian_mv.diagonal_params(params.loc, params.var)
         return params
-
-    def _named_draws(self, params):
-        return {"loc": np.asarray(params.loc), "covariance": gaussian_mv.covariance(self._as_mv(params))}
 
     # ------------------------------------------------------- fitted summaries
     def _shared(self):

@@ -24,11 +24,9 @@ from bayesnb.core._validation import check_category_codes
 from bayesnb.core.families.product import BlockRows, product
 from bayesnb.core.stats import ProductStats
 from bayesnb.estimators import _categories
-from bayesnb.estimators._base import BaseNB
+from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
+from bayesnb.estimators._registry import estimator_for
 from bayesnb.ppl.collapsed import find_hyperpriors
-from bayesnb.estimators.discrete import BernoulliNB, CategoricalNB, MultinomialNB
-from bayesnb.estimators.gaussian import GaussianNB
-from bayesnb.estimators.poisson import PoissonNB
 
 __all__ = ["MixedNB", "infer_blocks"]
 
@@ -67,28 +65,42 @@ def _dtype_kind(dtype):
 #: The kinds of column that ``MixedNB(blocks=None)`` and the ``bayesnb`` command tell
 #: apart, in the order of the blocks they make.
 COLUMN_KINDS = ("float", "bool", "nominal", "int")
-#: The estimators an integer column may be modelled with (``integer_columns``): a number
+#: The families an integer column may be modelled with (``integer_columns``): a number
 #: on a line (like a float column), a count, or a category code.
-_INTEGER_MODELS = (GaussianNB, PoissonNB, CategoricalNB)
-INTEGER_COLUMNS = tuple(cls._family.name for cls in _INTEGER_MODELS)
+INTEGER_COLUMNS = ("gaussian", "poisson", "categorical")
+#: The family (and the parameters of its estimator) of the other kinds of column.
+_KIND_FAMILY = {"float": ("gaussian", {}), "bool": ("bernoulli", {"binarize": None}), "nominal": ("categorical", {})}
+#: The dtype of a generated column by its family's ``support`` (see
+#: :meth:`MixedNB._format_generated`); a support not listed keeps the sampled floats.
+_SUPPORT_DTYPE = {"binary": bool, "counts": np.int64, "codes": np.int64}
 
 
 def _model_of(kind, integer_columns):
-    """A new unfitted estimator for a column of ``kind`` (see :func:`infer_blocks`)."""
-    if kind == "float":
-        return GaussianNB()
-    if kind == "bool":
-        return BernoulliNB(binarize=None)
-    if kind == "nominal":
-        return CategoricalNB()
+    """A new unfitted estimator for a column of ``kind`` (see :func:`infer_blocks`).
+
+    Asked of the registry by family name (filled when :mod:`bayesnb.estimators` is
+    imported), not by importing estimator classes here.
+    """
     if kind == "int":
-        for cls in _INTEGER_MODELS:
-            if cls._family.name == integer_columns:
-                return cls()
-        raise ValueError(
-            f"integer_columns must be one of {', '.join(map(repr, INTEGER_COLUMNS))}, got {integer_columns!r}"
-        )
+        if not isinstance(integer_columns, str) or integer_columns not in INTEGER_COLUMNS:
+            raise ValueError(
+                f"integer_columns must be one of {', '.join(map(repr, INTEGER_COLUMNS))}, got {integer_columns!r}"
+            )
+        return estimator_for(integer_columns)
+    if kind in _KIND_FAMILY:
+        family, params = _KIND_FAMILY[kind]
+        return estimator_for(family, **params)
     raise ValueError(f"unknown column kind {kind!r}; kinds are {', '.join(map(repr, COLUMN_KINDS))}")
+
+
+def _support(est):
+    """Its family's ``support`` for block estimator ``est`` (what one column value is); None while unknown.
+
+    An unfitted block's family may not be known yet (a GaussianBayesClassifier's depends
+    on its fitted covariance): such a block takes no category codes.
+    """
+    family = getattr(est, "_family", None)
+    return None if family is None else family.support
 
 
 def infer_blocks(kinds, *, integer_columns="gaussian"):
@@ -149,7 +161,8 @@ def infer_blocks(kinds, *, integer_columns="gaussian"):
 
 
 class MixedNB(BaseNB):
-    r"""Naive Bayes over blocks of columns, each block modelled by its own family.
+    __doc__ = (
+        r"""Naive Bayes over blocks of columns, each block modelled by its own family.
 
     With blocks :math:`B_1, \dots, B_m` partitioning the columns, each modelled by a
     bayesnb estimator with parameters :math:`\theta_b`, and class proportions
@@ -231,16 +244,9 @@ class MixedNB(BaseNB):
         A large :math:`T` leaves the class proportions at full weight and can hand the
         decision to them (accuracy falls where the classes are unbalanced): prefer
         ``calibrate="loo"``, which fits the class offsets with the scale.
-    calibrate : {None, "loo"}, default=None
-        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
-        one compression of large log-odds, per-class offsets; the family chosen by
-        cross-validation over the scores) fitted to the training rows' exact
-        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
-        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
-        ``predict``, draws and intervals. A calibration of a misspecified model
-        (generalised Bayes): the posterior, the evidence and generated data are the
-        model's as written. None: the model as written.
-
+"""
+        + _CALIBRATE_PARAM
+        + r"""
     Attributes
     ----------
     estimators_ : list of (name, fitted estimator, column indices)
@@ -289,6 +295,7 @@ class MixedNB(BaseNB):
     >>> clf.predict(X.iloc[[0, 3]]).tolist()
     ['apple', 'banana']
     """
+    )
 
     @property
     def _family(self):
@@ -450,12 +457,12 @@ class MixedNB(BaseNB):
 
     # -------------------------------------------------------- categories
     def _learn_categories(self, X, blocks):
-        """Categories of the non-numeric DataFrame columns of CategoricalNB blocks (new dict)."""
+        """Categories of the non-numeric DataFrame columns of the blocks of category codes (new dict)."""
         known = dict(getattr(self, "categories_", {}))
         if not _is_dataframe(X):
             return known
         for _, est, idx in blocks:
-            if not isinstance(est, CategoricalNB):
+            if _support(est) != "codes":
                 continue
             for j in idx:
                 col = X.iloc[:, j]
@@ -473,7 +480,7 @@ class MixedNB(BaseNB):
             )
 
     def _encode(self, X, est, idx):
-        """Category codes for a CategoricalNB block whose DataFrame columns are non-numeric."""
+        """Category codes for a block of codes (CategoricalNB) whose DataFrame columns are non-numeric."""
         # With missing="ignore" a missing value is a NaN code, left to the block.
         ignore = self.missing == "ignore"
         out = np.empty((X.shape[0], idx.size), dtype=np.float64 if ignore else np.int64)
@@ -485,7 +492,7 @@ class MixedNB(BaseNB):
                 if ignore:
                     out[:, k] = np.asarray(col, dtype=np.float64)  # checked by the block
                 else:
-                    out[:, k] = check_category_codes(np.asarray(col)[:, None], "CategoricalNB")[:, 0]
+                    out[:, k] = check_category_codes(np.asarray(col)[:, None], type(est).__name__)[:, 0]
                 continue
             self._check_no_missing(col, j)
             # An unseen value gets a code past the block's fitted table: the share of a new category.
@@ -523,14 +530,14 @@ class MixedNB(BaseNB):
             self._templates = blocks
             # The user's own min_categories, before _compute_stats raises it to the learned categories.
             self._user_min_categories = {
-                name: est.min_categories for name, est, _ in blocks if isinstance(est, CategoricalNB)
+                name: est.min_categories for name, est, _ in blocks if _support(est) == "codes"
             }
         blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates
         if self._fit_input:
             self.categories_ = self._learn_categories(X, blocks)
         parts = []
         for name, est, idx in blocks:
-            if frame and isinstance(est, CategoricalNB) and any(int(j) in self.categories_ for j in idx):
+            if frame and self._coded_block(est, idx):
                 part = self._encode(X, est, idx)
             elif frame:
                 part = X.iloc[:, idx]
@@ -619,7 +626,7 @@ class MixedNB(BaseNB):
         # The columns first: an unfitted block's family may not be known yet (a
         # GaussianBayesClassifier's depends on its fitted covariance); learned columns
         # belong to codes blocks only.
-        return any(int(j) in self.categories_ for j in idx) and est._family.support == "codes"
+        return any(int(j) in self.categories_ for j in idx) and _support(est) == "codes"
 
     def _min_categories(self, name, idx):
         """Every learned category of an encoded column has a slot, observed in a class or not."""
@@ -638,32 +645,30 @@ class MixedNB(BaseNB):
     def _format_generated(self, X):
         """A DataFrame with the training columns and kinds when fitted on one, else the array.
 
-        Gaussian columns are float, Poisson/multinomial/numeric categorical columns int64,
-        Bernoulli columns bool, and categorical columns learned from non-numeric values
-        pandas ``Categorical`` with the learned categories (a code past them, possible
-        only with ``min_categories`` larger than the categories seen, is missing).
+        A column's dtype follows its block's family ``support`` (the family is asked,
+        never the estimator's class): counts and numeric category codes int64, binary
+        columns bool, real and positive columns float; category-code columns learned
+        from non-numeric values are pandas ``Categorical`` with the learned categories
+        (a code past them, possible only with ``min_categories`` larger than the
+        categories seen, is missing).
         """
         if not hasattr(self, "feature_names_in_"):
             return X
         import pandas as pd
 
         columns = {}
-        kinds = {}
+        support = {}
         for _, est, idx in self.estimators_:
             for j in idx:
-                kinds[int(j)] = est
+                support[int(j)] = est.family_.support
         for j, name in enumerate(self.feature_names_in_):
-            est, values = kinds.get(j), X[:, j]
-            if est is None:
-                columns[name] = values
-            elif isinstance(est, BernoulliNB):
-                columns[name] = values.astype(bool)
-            elif isinstance(est, CategoricalNB) and j in self.categories_:
+            kind, values = support.get(j), X[:, j]
+            if kind == "codes" and j in self.categories_:
                 cats = self.categories_[j]
                 codes = values.astype(np.int64)
                 columns[name] = pd.Categorical.from_codes(np.where(codes < cats.size, codes, -1), categories=cats)
-            elif isinstance(est, (CategoricalNB, PoissonNB, MultinomialNB)):
-                columns[name] = values.astype(np.int64)
+            elif kind in _SUPPORT_DTYPE:
+                columns[name] = values.astype(_SUPPORT_DTYPE[kind])
             else:
                 columns[name] = values
         return pd.DataFrame(columns)
@@ -688,12 +693,6 @@ class MixedNB(BaseNB):
 
     def _loo_prior_reasons(self):
         return tuple(f"block {name!r}: {r}" for name, est, _ in self.estimators_ for r in est._loo_prior_reasons())
-
-    def _named_draws(self, params):
-        out = {}
-        for name, est, _ in self.estimators_:
-            out.update({f"{name}__{key}": value for key, value in est._named_draws(params[name]).items()})
-        return out
 
     # ---------------------------------------------------- Bayesian methods
     @property

@@ -10,6 +10,7 @@ from bayesnb.core._validation import check_non_negative, first_non_integer, spar
 from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import poisson
 from bayesnb.core.kernels import summed
+from bayesnb.estimators._base import _CALIBRATE_PARAM
 from bayesnb.estimators._gamma import GammaRateNB
 
 __all__ = ["PoissonNB"]
@@ -31,7 +32,8 @@ def _check_counts(X, who, integral=False):
 
 
 class PoissonNB(GammaRateNB):
-    r"""Naive Bayes for counts: independent Poisson features with Gamma priors on the rates.
+    __doc__ = (
+        r"""Naive Bayes for counts: independent Poisson features with Gamma priors on the rates.
 
     :math:`x_j \mid y=c \sim \mathrm{Poisson}(\lambda_{cj})`,
     :math:`\lambda_{cj} \sim \mathrm{Gamma}(\alpha, \beta)` (shape :math:`\alpha`, rate
@@ -97,16 +99,9 @@ class PoissonNB(GammaRateNB):
         A large :math:`T` leaves the class proportions at full weight and can hand the
         decision to them (accuracy falls where the classes are unbalanced): prefer
         ``calibrate="loo"``, which fits the class offsets with the scale.
-    calibrate : {None, "loo"}, default=None
-        ``"loo"``: after ``fit``, a monotone map of the class probabilities (one scale,
-        one compression of large log-odds, per-class offsets; the family chosen by
-        cross-validation over the scores) fitted to the training rows' exact
-        leave-one-out class probabilities (:mod:`bayesnb.analysis.calibration`), stored
-        in ``calibration_`` and applied by ``predict_proba``, ``predict_log_proba``,
-        ``predict``, draws and intervals. A calibration of a misspecified model
-        (generalised Bayes): the posterior, the evidence and generated data are the
-        model's as written. None: the model as written.
-
+"""
+        + _CALIBRATE_PARAM
+        + r"""
     hyper_chains, hyper_warmup, hyper_draws, hyper_predict_draws : int, default=2, 500, 500, 200
         Used when a hyperparameter (a field of ``prior``, ``class_alpha``, ``alpha``, ``beta``) is given
         as a numpyro distribution: it is then integrated out at ``fit`` by NUTS on the
@@ -154,6 +149,7 @@ class PoissonNB(GammaRateNB):
     >>> clf.predict([[1, 0, 0], [0, 2, 1]]).tolist()
     [0, 1]
     """
+    )
 
     _family = poisson.family
 

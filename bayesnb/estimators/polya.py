@@ -323,9 +323,6 @@ class PolyaNB(BaseNB):
         # The precision learned by evidence is re-learned without each row (_loo_feature).
         return tuple(r for r in super()._loo_prior_reasons() if not r.startswith("precision="))
 
-    def _named_draws(self, params):
-        return {"document_probs": np.exp(np.asarray(params.log_probs))}
-
     @property
     def feature_count_(self):
         """ndarray of shape (n_classes, n_features): weighted token totals :math:`T_{cj}`."""
