@@ -5,7 +5,11 @@ r"""Exact leave-one-out expected log predictive density, as an arviz ``ELPDData`
 ``stats_``, no refit; what a refit would re-learn from the rows re-learned without the
 row where the estimator does so, otherwise labelled approximate) into the object that
 ``arviz.loo`` returns, so that ``arviz.compare`` ranks bayesnb models beside any other
-model whose pointwise leave-one-out log predictive densities are known:
+model whose pointwise leave-one-out log predictive densities are known. It is the
+installed arviz's native ``ELPDData``: on arviz 0.x a Series with ``elpd_loo`` and
+``loo_i``, on arviz 1.x a dataclass with ``elpd`` and ``elpd_i``; :func:`elpd_values`
+reads either (and ``az.loo``'s) under one set of names, and bayesnb's own code reads
+them through it:
 
 .. math::
 
@@ -27,33 +31,107 @@ Examples
 >>> X = np.array([[3, 0, 1], [4, 1, 0], [0, 3, 1], [1, 4, 1], [2, 2, 0], [0, 2, 2]])
 >>> y = np.array([0, 0, 1, 1, 0, 1])
 >>> clf = MultinomialNB().fit(X, y)
->>> res = loo(clf, X, y)
->>> res["loo_i"].shape, bool(np.isclose(res["elpd_loo"], res["loo_i"].sum()))
+>>> res = elpd_values(loo(clf, X, y))
+>>> res.pointwise.shape, bool(np.isclose(res.elpd, res.pointwise.sum()))
 ((6,), True)
 >>> # the same as refitting without each row (the Dirichlet prior does not depend on the data)
 >>> refit = [MultinomialNB().fit(np.delete(X, i, 0), np.delete(y, i)).predict_log_proba(X[i:i + 1])[0, y[i]]
 ...          for i in range(6)]
->>> bool(np.allclose(res["loo_i"].values, refit, atol=1e-10))
+>>> bool(np.allclose(res.pointwise.values, refit, atol=1e-10))
 True
 """
 
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
+from bayesnb.analysis import _arviz
 from bayesnb.analysis import loo as _loo
 from bayesnb.exceptions import ApproximateLOOWarning
 
-__all__ = ["KINDS", "elpd_data", "loo"]
+__all__ = ["KINDS", "ELPDValues", "elpd_data", "elpd_values", "loo"]
 
 #: What each pointwise term predicts.
 KINDS = ("conditional", "joint")
 
 
+class ELPDValues(NamedTuple):
+    r"""The entries of an ``ELPDData`` under names that do not depend on the arviz version.
+
+    Attributes
+    ----------
+    elpd : float
+        The sum of the pointwise values (arviz 0.x ``elpd_loo``, 1.x ``elpd``).
+    se : float
+        Its standard error.
+    p : float
+        Effective number of parameters (0.x ``p_loo``, 1.x ``p``).
+    pointwise : xarray.DataArray of shape (n_data_points,)
+        The pointwise values (0.x ``loo_i``, 1.x ``elpd_i``).
+    n_data_points, n_samples : int
+    warning : bool
+    scale : str
+    approximate : bool
+        bayesnb's: True where the values are not exact leave-one-out (False for a result
+        of ``az.loo``, which says so through ``warning`` and its Pareto :math:`\hat k`).
+    approximate_reason : str
+        bayesnb's: the causes, ``""`` when exact.
+    """
+
+    elpd: float
+    se: float
+    p: float
+    pointwise: object
+    n_data_points: int
+    n_samples: int
+    warning: bool
+    scale: str
+    approximate: bool
+    approximate_reason: str
+
+
+def elpd_values(result):
+    """Read an ``ELPDData`` of either arviz line: :func:`loo`'s, :func:`elpd_data`'s or ``az.loo``'s.
+
+    The one accessor bayesnb's code and documentation use: arviz 0.x names the entries
+    ``elpd_loo``, ``p_loo``, ``loo_i``, arviz 1.x ``elpd``, ``p``, ``elpd_i``.
+
+    Parameters
+    ----------
+    result : arviz.ELPDData
+
+    Returns
+    -------
+    ELPDValues
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> v = elpd_values(elpd_data(np.log([0.5, 0.25, 0.8])))
+    >>> round(v.elpd, 4), v.n_data_points, v.pointwise.dims, v.approximate
+    (-2.3026, 3, ('observation',), False)
+    """
+    fields = _arviz.elpd_fields(result)
+
+    def extra(name, default):
+        try:
+            return result[name]
+        except (KeyError, AttributeError):
+            return default
+
+    return ELPDValues(
+        elpd=float(fields["elpd"]), se=float(fields["se"]), p=float(fields["p"]), pointwise=fields["pointwise"],
+        n_data_points=int(fields["n_data_points"]), n_samples=int(fields["n_samples"]),
+        warning=bool(fields["warning"]), scale=str(fields["scale"]), approximate=bool(extra("approximate", False)),
+        approximate_reason=str(extra("approximate_reason", "")),
+    )
+
+
 def elpd_data(pointwise, *, p_loo=np.nan, n_samples=0, dim="observation", coords=None, approximate=()):
-    r"""An arviz ``ELPDData`` (``az.loo``'s result, on the log scale) from pointwise values.
+    r"""The installed arviz's ``ELPDData`` (``az.loo``'s result, on the log scale) from pointwise values.
 
     The builder shared by :func:`loo` and by callers that have leave-one-out log
     predictive densities from elsewhere (e.g. brute-force refits of another classifier),
@@ -69,7 +147,7 @@ def elpd_data(pointwise, *, p_loo=np.nan, n_samples=0, dim="observation", coords
     n_samples : int, optional
         Posterior draws the values were computed from (0: closed form, no draws).
     dim : str, optional
-        Name of the dimension of ``loo_i``.
+        Name of the dimension of the pointwise values.
     coords : sequence of length n_data_points, optional
         Its coordinates (default ``0 .. n-1``).
     approximate : sequence of str, optional
@@ -78,12 +156,15 @@ def elpd_data(pointwise, *, p_loo=np.nan, n_samples=0, dim="observation", coords
     Returns
     -------
     arviz.ELPDData
-        Entries ``elpd_loo`` (the sum), ``se`` (:math:`\sqrt{n\,\mathrm{Var}(\text{loo}_i)}`,
-        as ``az.loo``), ``p_loo``, ``n_samples``, ``n_data_points``, ``warning`` (True
-        where a pointwise value is not finite: a row impossible under the model; and
-        where the values are approximate), ``loo_i`` (an ``xarray.DataArray``),
-        ``scale`` (``"log"``), ``approximate`` (bool) and ``approximate_reason`` (the
-        reasons joined by ``"; "``, ``""`` when exact).
+        The installed arviz's (read it with :func:`elpd_values`): the sum (``elpd_loo``
+        on arviz 0.x, ``elpd`` on 1.x), ``se`` (:math:`\sqrt{n\,\mathrm{Var}(\text{loo}_i)}`,
+        as ``az.loo``), the effective number of parameters (``p_loo`` / ``p``),
+        ``n_samples``, ``n_data_points``, ``warning`` (True where a pointwise value is
+        not finite: a row impossible under the model; and where the values are
+        approximate), the pointwise values (``loo_i`` / ``elpd_i``, an
+        ``xarray.DataArray``), ``scale`` (``"log"``), and bayesnb's ``approximate``
+        (bool) and ``approximate_reason`` (the reasons joined by ``"; "``, ``""`` when
+        exact), read as ``result["approximate"]`` on both.
 
     Raises
     ------
@@ -91,7 +172,6 @@ def elpd_data(pointwise, *, p_loo=np.nan, n_samples=0, dim="observation", coords
         If ``pointwise`` is not one-dimensional and non-empty, or holds NaN or +inf.
     """
     import xarray as xr
-    from arviz import ELPDData
 
     values = np.asarray(pointwise, dtype=np.float64)
     if values.ndim != 1 or values.size == 0:
@@ -99,22 +179,12 @@ def elpd_data(pointwise, *, p_loo=np.nan, n_samples=0, dim="observation", coords
     if np.isnan(values).any() or np.isposinf(values).any():
         bad = int(np.flatnonzero(np.isnan(values) | np.isposinf(values))[0])
         raise ValueError(f"pointwise log predictive density {values[bad]} at row {bad} is not a log probability")
-    n = values.size
-    coords = np.arange(n) if coords is None else np.asarray(coords)
-    loo_i = xr.DataArray(values, dims=(dim,), coords={dim: coords}, name="loo_i")
-    finite = bool(np.isfinite(values).all())
-    with np.errstate(invalid="ignore"):
-        se = float(np.sqrt(n * np.var(values))) if finite else np.nan
+    coords = np.arange(values.size) if coords is None else np.asarray(coords)
+    pointwise = xr.DataArray(values, dims=(dim,), coords={dim: coords})
     reasons = [str(r) for r in approximate]
-    return ELPDData(
-        data=[
-            float(values.sum()), se, float(p_loo), int(n_samples), n, not finite or bool(reasons), loo_i, "log",
-            bool(reasons), "; ".join(reasons),
-        ],
-        index=[
-            "elpd_loo", "se", "p_loo", "n_samples", "n_data_points", "warning", "loo_i", "scale",
-            "approximate", "approximate_reason",
-        ],
+    return _arviz.elpd_data(
+        pointwise, p=p_loo, n_samples=n_samples, warning=not bool(np.isfinite(values).all()) or bool(reasons),
+        extra={"approximate": bool(reasons), "approximate_reason": "; ".join(reasons)},
     )
 
 
@@ -186,15 +256,18 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
         probability of the token sequence, as everywhere in bayesnb).
     sample_weight : array-like of shape (n_samples,), optional
         The weights the estimator was fitted with. Each row is left out whole; its
-        pointwise value is not multiplied by its weight (``elpd_loo`` sums rows, as
+        pointwise value is not multiplied by its weight (the elpd sums rows, as
         arviz does).
 
     Returns
     -------
     arviz.ELPDData
-        ``elpd_loo``, ``se``, ``p_loo``, ``n_samples`` (0: closed form, no posterior
-        draws), ``n_data_points``, ``warning``, ``loo_i`` (``xarray.DataArray`` with dim
-        ``observation``, the rows of ``X``), ``scale`` ``"log"``. ``p_loo`` is
+        The installed arviz's, as :func:`elpd_data` builds it (read it with
+        :func:`elpd_values`): the elpd, ``se``, the effective number of parameters,
+        ``n_samples`` (0: closed form, no posterior draws), ``n_data_points``,
+        ``warning``, the pointwise values (``xarray.DataArray`` with dim
+        ``observation``, the rows of ``X``), ``scale`` ``"log"``. The effective number
+        of parameters (``p_loo`` on arviz 0.x, ``p`` on 1.x) is
         :math:`\sum_i \log p(\cdot_i \mid D) - \widehat{\mathrm{elpd}}_{\mathrm{loo}}`,
         the in-sample predictive (same ``kind`` and ``estimate``) minus the leave-one-out
         one, the effective number of parameters of Vehtari, Gelman & Gabry (2017).
@@ -231,8 +304,9 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
     >>> X = rng.normal(size=(30, 2)) + np.repeat([[0, 0], [2, 1]], 15, axis=0)
     >>> y = np.repeat([0, 1], 15)
     >>> from bayesnb.core.priors import NormalInverseGamma
-    >>> diag = bayesnb.loo(bayesnb.GaussianNB(prior=NormalInverseGamma(0.0, 0.1, 2.0, 1.0)).fit(X, y), X, y)
-    >>> bool(diag["warning"]), bool(diag["approximate"]), diag["n_data_points"], diag["scale"]
+    >>> from bayesnb.analysis.elpd import elpd_values
+    >>> diag = elpd_values(bayesnb.loo(bayesnb.GaussianNB(prior=NormalInverseGamma(0.0, 0.1, 2.0, 1.0)).fit(X, y), X, y))
+    >>> diag.warning, diag.approximate, diag.n_data_points, diag.scale
     (False, False, 30, 'log')
 
     GaussianNB's default prior is scaled to ``X``, and not re-scaled without each row:
@@ -240,8 +314,8 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
     >>> import warnings
     >>> with warnings.catch_warnings(record=True) as caught:
     ...     warnings.simplefilter("always")
-    ...     default = bayesnb.loo(bayesnb.GaussianNB().fit(X, y), X, y)
-    >>> bool(default["approximate"]), bool(default["warning"]), default["approximate_reason"][:33]
+    ...     default = elpd_values(bayesnb.loo(bayesnb.GaussianNB().fit(X, y), X, y))
+    >>> default.approximate, default.warning, default.approximate_reason[:33]
     (True, True, 'prior=None: the default prior is ')
     >>> [w.category.__name__ for w in caught]
     ['ApproximateLOOWarning']

@@ -374,7 +374,9 @@ class PPCResult(NamedTuple):
         return ax
 
     def to_inference_data(self):
-        """The replicated and observed data as an arviz ``InferenceData`` for ``az.plot_ppc``.
+        """The replicated and observed data for ``az.plot_ppc`` (arviz 1.x: ``plot_ppc_dist``).
+
+        The installed arviz's object: ``InferenceData`` on arviz 0.x, ``DataTree`` on 1.x.
 
         Groups ``posterior_predictive`` (``X``, dims (chain, draw, data, feature), one
         chain) and ``observed_data`` (``X``, dims (data, feature)), under the same
@@ -386,20 +388,19 @@ class PPCResult(NamedTuple):
         ValueError
             If the replicated data sets were not kept (``keep_replicates=False``).
         """
-        import arviz as az
+        from bayesnb.analysis import _arviz
 
         if self.X_replicated is None:
             raise ValueError("the replicated data sets were not kept: call ppc(..., keep_replicates=True)")
         n, f = self.X_observed.shape
         coords = {"data": np.arange(n), "feature": np.arange(f)}
         dims = {"X": ["data", "feature"], "y": ["data"]}
-        return az.from_dict(
-            posterior_predictive={"X": self.X_replicated[None]},
-            observed_data={"X": self.X_observed},
-            constant_data={"y": np.asarray(self.y)},
-            coords=coords,
-            dims=dims,
-        )
+        groups = {
+            "posterior_predictive": {"X": self.X_replicated[None]},
+            "observed_data": {"X": self.X_observed},
+            "constant_data": {"y": np.asarray(self.y)},
+        }
+        return _arviz.from_dict(groups, coords=coords, dims=dims)
 
 
 class _quiet:

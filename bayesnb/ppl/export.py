@@ -1,4 +1,10 @@
-r"""arviz ``InferenceData`` from the closed-form posterior of a fitted estimator.
+r"""arviz ``InferenceData`` / ``DataTree`` from the closed-form posterior of a fitted estimator.
+
+The export is the installed arviz's native object: an ``xarray.DataTree`` on arviz 1.x
+(Python >= 3.12), an ``arviz.InferenceData`` on arviz 0.x, with the same groups, names,
+dims, coords and values (one code path; the version lives in
+:mod:`bayesnb.analysis._arviz`). ``export.group_names(idata)`` lists the groups of
+either; ``idata.posterior["loc"]`` reads a variable of either.
 
 The conjugate posterior is sampled exactly (iid draws, no Markov chain), so arviz's
 diagnostics read ``r_hat`` near 1 and an effective sample size near the number of draws;
@@ -35,10 +41,13 @@ export has one dim ``cell`` (``<block>__cell`` in a MixedNB) of the
 (:func:`cell_coords`) are the cell names ``"colour=red"`` (feature name and category
 label, the fitted category values where the estimator knows them: a MixedNB's
 ``categories_``, e.g. the strings of a DataFrame column; else the codes), so that
-``az.summary`` labels a row ``feature_probs[yes, colour=red]``, and along the dim the
-non-dimension coordinates ``cell_feature``, ``category_label`` and ``category_code``:
-``probs.groupby("cell_feature").sum()`` is 1 per class and feature, and
-``probs.where(probs.cell_feature == "colour", drop=True)`` one feature's simplex. (Not
+``az.summary`` labels a row ``feature_probs[yes, colour=red]``; along the dim,
+``constant_data`` holds the variables ``cell_feature``, ``category_label`` and
+``category_code`` (variables, not coordinates of the parameters: arviz 1.x's
+``summary`` stacks a group's variables and refuses a coordinate that only some of them
+carry): with ``cells = idata.constant_data``,
+``probs.groupby(cells["cell_feature"]).sum()`` is 1 per class and feature, and
+``probs.where(cells["cell_feature"] == "colour", drop=True)`` one feature's simplex. (Not
 ``feature``: a ``feature`` dim may sit in the same group, e.g. an integrated per-feature
 hyperparameter.) The NUTS side of :func:`bayesnb.ppl.mcmc.crosscheck` is exported in the
 same layout (:func:`from_canonical`).
@@ -50,6 +59,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
+from bayesnb.analysis import _arviz
 from bayesnb.analysis import calibration as _calibration
 from bayesnb.analysis import uncertainty as _uncertainty
 from bayesnb.core import _fitted
@@ -66,6 +76,7 @@ __all__ = [
     "cell_coords",
     "exported_dims",
     "from_canonical",
+    "group_names",
     "parameter_draws",
     "scalar_labels",
     "scalar_mask",
@@ -166,7 +177,7 @@ def _cell_blocks(estimator, feature_names=None):
 
 
 def cell_coords(estimator, feature_names=None):
-    """The coordinates of the ``cell`` dim of the categorical blocks, for arviz.
+    """The coordinates of the ``cell`` dim of the categorical blocks and the cells' table, for arviz.
 
     A categorical ``feature_probs`` is exported over one flat dim ``cell``
     (``<block>__cell`` in a MixedNB) of the (feature, category) cells that exist, feature
@@ -177,6 +188,8 @@ def cell_coords(estimator, feature_names=None):
       if two of them would print alike (labels such as ``1`` and ``"1"`` in one object
       column, or an ``=`` inside a feature name) every one is prefixed with its
       ``[column,code]`` (the column of ``X``, the category code): ``"[0,1] a=b=c"``;
+    and, variables of the export's ``constant_data`` along the dim:
+
     * ``cell_feature``: the feature name (as in :func:`coords_of`);
     * ``category_label``: the category, the fitted value where the estimator knows it (a
       MixedNB fitted on a DataFrame: its ``categories_``, e.g. the column's strings),
@@ -228,8 +241,9 @@ def from_canonical(estimator, groups, *, dims, coords, attrs=None, feature_names
     The canonical arrays (:func:`parameter_draws`, an MCMC run's samples) of a categorical
     family are padded (class, feature, category) with NaN past each feature's number of
     categories; here their last two axes become the ``cell`` dim of the cells that exist
-    (:func:`exported_dims`), with the coordinates of :func:`cell_coords` on every group
-    that holds the dim. Other variables pass through.
+    (:func:`exported_dims`), with the cell names of :func:`cell_coords` as its
+    coordinate and the cells' feature, label and code as variables of
+    ``constant_data``. Other variables pass through.
 
     Parameters
     ----------
@@ -244,10 +258,9 @@ def from_canonical(estimator, groups, *, dims, coords, attrs=None, feature_names
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
+        The installed arviz's (:func:`bayesnb.analysis._arviz.from_dict`).
     """
-    import arviz as az
-
     blocks = _cell_blocks(estimator, feature_names)
     dims = {k: tuple(v) for k, v in dims.items()}
     flat = {}
@@ -262,16 +275,35 @@ def from_canonical(estimator, groups, *, dims, coords, attrs=None, feature_names
         for group, values in groups.items()
     }
     coords = dict(coords)
+    table = {}
     for *_, cell in blocks:
-        coords.update({name: list(values) for name, (dim, values) in cell.items() if name == dim})
-    idata = az.from_dict(**groups, coords=coords, dims={k: list(v) for k, v in dims.items()}, attrs=attrs or {})
-    labels = {k: v for *_, cell in blocks for k, v in cell.items() if k != v[0]}
-    for group in idata.groups():
-        ds = getattr(idata, group)
-        extra = {k: v for k, v in labels.items() if v[0] in ds.dims}
-        if extra:
-            setattr(idata, group, ds.assign_coords(extra))
-    return idata
+        for name, (dim, values) in cell.items():
+            if name == dim:
+                coords[name] = list(values)
+            else:
+                # The cells' feature, label and code are variables of constant_data along
+                # the cell dim, not coordinates of the parameters: arviz 1.x's summary
+                # stacks a group's variables and refuses a coordinate that only some of
+                # them (those over cells) carry.
+                table[name] = np.asarray(values)
+                dims[name] = (dim,)
+    if table:
+        groups["constant_data"] = {**groups.get("constant_data", {}), **table}
+    return _arviz.from_dict(groups, coords=coords, dims=dims, attrs=attrs)
+
+
+def group_names(idata):
+    """The groups of an export, whichever arviz made it (``InferenceData`` or ``DataTree``).
+
+    Parameters
+    ----------
+    idata : arviz.InferenceData or xarray.DataTree
+
+    Returns
+    -------
+    list of str
+    """
+    return _arviz.group_names(idata)
 
 
 def scalar_labels(name, dims, coords, shape):
@@ -375,14 +407,19 @@ def to_inference_data(
       (:func:`cell_coords`), so no cell is padding.
     * ``constant_data``: ``class_probs`` when the class proportions are fixed.
     * With the training data ``X, y`` (the estimator keeps only sufficient statistics,
-      so it cannot supply them itself): ``observed_data`` (``X``, ``y``; per block
-      ``<block>__X`` for a MixedNB), ``log_likelihood`` ``xy`` of shape (chain, draw,
-      data), the joint :math:`\log p(x_i, y_i \mid \theta, \pi)` of every training row
+      so it cannot supply them itself), following arviz's conventions (what is predicted
+      is in ``observed_data`` and ``posterior_predictive`` under one name, what it is
+      conditioned on in ``constant_data``), so that ``az.plot_ppc(idata)`` (arviz 0.x)
+      and ``azp.plot_ppc_dist(idata)`` (arviz 1.x) run on the defaults:
+      ``observed_data`` ``y``, the labels as integer codes into the ``class``
+      coordinate (``classes_``), with the label names as its coordinate ``label``
+      along ``data``; ``constant_data`` ``X`` (per block ``<block>__X`` for a
+      MixedNB); ``log_likelihood`` ``xy`` of shape (chain, draw, data), the joint :math:`\log p(x_i, y_i \mid \theta, \pi)` of every training row
       under every draw (what ``az.loo`` / ``az.waic`` need; for the multinomial family the
       log probability of the token sequence, as everywhere in bayesnb), and
-      ``posterior_predictive`` ``y``: a label drawn from
+      ``posterior_predictive`` ``y``: a label (its code) drawn from
       :math:`p(y \mid x_i, \theta, \pi)` for every row and draw. With
-      ``missing="ignore"`` an unobserved entry is NaN in ``observed_data`` and left out
+      ``missing="ignore"`` an unobserved entry is NaN in ``constant_data`` and left out
       of the row's likelihood (as in the estimator's own predictions). Beside ``xy``,
       ``log_likelihood`` holds ``y``, the conditional
       :math:`\log p(y_i \mid x_i, \theta, \pi)` (the log of the class probability of
@@ -421,7 +458,8 @@ def to_inference_data(
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
+        The installed arviz's native object (``DataTree`` on arviz 1.x).
 
     Examples
     --------
@@ -429,8 +467,10 @@ def to_inference_data(
     >>> from bayesnb import PoissonNB
     >>> X = np.array([[2, 0], [3, 1], [0, 4], [1, 3]]); y = ["a", "a", "b", "b"]
     >>> idata = PoissonNB().fit(X, y).to_inference_data(200, random_state=0, X=X, y=y)
-    >>> sorted(idata.groups())
-    ['log_likelihood', 'observed_data', 'posterior', 'posterior_predictive', 'prior']
+    >>> sorted(group_names(idata))
+    ['constant_data', 'log_likelihood', 'observed_data', 'posterior', 'posterior_predictive', 'prior']
+    >>> idata.observed_data["y"].values.tolist(), idata.observed_data["label"].values.tolist()
+    ([0, 0, 1, 1], ['a', 'a', 'b', 'b'])
     >>> dict(idata.posterior["rate"].sizes)
     {'chain': 2, 'draw': 200, 'class': 2, 'feature': 2}
     >>> idata.posterior["rate"].coords["class"].values.tolist()
@@ -445,8 +485,9 @@ def to_inference_data(
     ('chain', 'draw', 'class', 'cell')
     >>> probs.coords["cell"].values.tolist()
     ['x0=0', 'x0=1', 'x1=0', 'x1=1', 'x1=2']
-    >>> probs.coords["cell_feature"].values.tolist()
-    ['x0', 'x0', 'x1', 'x1', 'x1']
+    >>> cells = CategoricalNB().fit(X, y).to_inference_data(50, random_state=0).constant_data
+    >>> cells["cell_feature"].values.tolist(), cells["category_code"].values.tolist()
+    (['x0', 'x0', 'x1', 'x1', 'x1'], [0, 1, 0, 1, 2])
     """
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws, "n_draws")
@@ -486,10 +527,15 @@ def to_inference_data(
             proba = np.exp(log_proba)
             u = rng.random((stop - start, n))[..., None] * proba.sum(axis=-1, keepdims=True)
             replicated[start:stop] = (np.cumsum(proba, axis=-1) <= u).sum(axis=-1)
-        labels = estimator.classes_
-        groups["observed_data"] = {"y": np.asarray(labels[y_index]), **observed}
+        # arviz's conventions: what is predicted (y, given x) is observed_data and
+        # posterior_predictive under one name; the rows it is conditioned on are
+        # constant_data. Labels are integer codes into the class coordinate (arviz's
+        # numeric plots take no strings); the observed label names ride along as a coordinate.
+        groups["observed_data"] = {"y": np.asarray(y_index, dtype=np.int64)}
+        groups["constant_data"] = {**groups.get("constant_data", {}), **observed}
         groups["log_likelihood"] = _chains({"xy": loglik, "y": conditional}, n_chains, n_draws)
-        groups["posterior_predictive"] = _chains({"y": labels[np.minimum(replicated, labels.size - 1)]}, n_chains, n_draws)
+        n_classes = estimator.classes_.size
+        groups["posterior_predictive"] = _chains({"y": np.minimum(replicated, n_classes - 1)}, n_chains, n_draws)
         dims.update({"y": ("data",), "xy": ("data",)})
         for var in observed:
             dims[var] = ("data", var[: -len("X")] + "feature")
@@ -518,15 +564,20 @@ def to_inference_data(
         "sampling": "exact iid draws from the conjugate posterior (no Markov chain)",
         "estimator": type(estimator).__name__,
     }
-    return from_canonical(estimator, groups, dims=dims, coords=coords, attrs=attrs, feature_names=feature_names)
+    idata = from_canonical(estimator, groups, dims=dims, coords=coords, attrs=attrs, feature_names=feature_names)
+    if X is not None:
+        observed = _arviz.get_group(idata, "observed_data")
+        names = np.asarray([str(v) for v in _labels(estimator.classes_)], dtype=str)
+        _arviz.set_group(idata, "observed_data", observed.assign_coords(label=("data", names[y_index])))
+    return idata
 
 
 def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="posterior", feature_names=None):
-    """Add draws of integrated hyperparameters to a group of an ``InferenceData``.
+    """Add draws of integrated hyperparameters to a group of an export (``InferenceData`` or ``DataTree``).
 
     Parameters
     ----------
-    idata : arviz.InferenceData
+    idata : arviz.InferenceData or xarray.DataTree
         Whose ``group`` has ``n_chains`` chains of ``n`` draws.
     hyper_draws : dict of str to ndarray of shape (n_chains * n, ...)
         Chains one after the other (an estimator's ``hyper_posterior_``).
@@ -540,7 +591,7 @@ def add_hyperparameters(idata, hyper_draws, n_chains, n_features=None, group="po
 
     Returns
     -------
-    arviz.InferenceData
+    arviz.InferenceData or xarray.DataTree
         ``idata``, with the variables added in place.
     """
     import xarray as xr

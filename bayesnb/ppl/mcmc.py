@@ -121,8 +121,9 @@ class NUTSRun(NamedTuple):
         The numpyro model and its arguments.
     latent : dict of name -> ndarray of shape (chain * draw, ...)
         Every latent site, as numpyro returned them (to evaluate the model again).
-    inference_data : arviz.InferenceData
-        ``posterior`` (the parameters in the layout of
+    inference_data : arviz.InferenceData or xarray.DataTree
+        The installed arviz's (converted by :func:`bayesnb.ppl.export.from_canonical`,
+        the export's conversion): ``posterior`` (the parameters in the layout of
         :func:`bayesnb.ppl.export.to_inference_data`: a categorical one over the cells
         that exist) and ``sample_stats`` (``diverging``).
     fingerprint : tuple
@@ -389,10 +390,10 @@ def within_chain_ess(chains):
     >>> bool(np.all(np.abs(within_chain_ess(iid) / 2000 - 1) < 0.15))
     True
     """
-    import arviz as az
+    from bayesnb.analysis import _arviz
 
     M, n, k = chains.shape
-    acov = az.autocov(np.moveaxis(np.asarray(chains, dtype=np.float64), 2, 0), axis=-1)  # (k, M, n)
+    acov = _arviz.autocov(np.moveaxis(np.asarray(chains, dtype=np.float64), 2, 0), axis=-1)  # (k, M, n)
     # Autocovariances about each chain's own mean are biased down by about the variance
     # of that mean, sigma^2 tau / n (arviz's pooled variance adds B/n for this, which is
     # why it collapses when chains disagree): add it back, with tau from the previous pass.
@@ -541,9 +542,11 @@ class CrossCheck:
     n_divergent : int
     max_abs_z, max_rhat, min_ess : float
     nuts : NUTSRun
-    mcmc_inference_data, closed_form_inference_data : arviz.InferenceData
+    mcmc_inference_data, closed_form_inference_data : arviz.InferenceData or xarray.DataTree
         The MCMC draws, and as many exact iid closed-form draws, with the same
-        variables, dims and coords (e.g. for ``az.plot_forest([closed, mcmc])``).
+        variables, dims and coords, as the installed arviz's objects (e.g. for
+        ``az.plot_forest({"closed form": closed, "NUTS": mcmc})`` on arviz 1.x,
+        ``az.plot_forest([closed, mcmc], model_names=[...])`` on 0.x).
     z_max : float
         The critical |z| of the rule (given, or from ``false_alarm`` and ``n_tests``).
     rhat_max : float or None
@@ -792,12 +795,12 @@ def _logsumexp(a, axis):
 
 def _pareto_k(log_values):
     """Pareto shape k of the upper tail of exp(log_values) over the draws (axis 0), per column."""
-    import arviz as az
+    from bayesnb.analysis import _arviz
 
     flat = np.moveaxis(np.asarray(log_values, dtype=np.float64), 0, -1)
     with np.errstate(divide="ignore", invalid="ignore"):
-        _, k = az.psislw(flat.reshape(-1, flat.shape[-1]), normalize=False)
-    return np.asarray(k, dtype=np.float64).reshape(flat.shape[:-1])
+        k = _arviz.pareto_k(flat.reshape(-1, flat.shape[-1]))
+    return k.reshape(flat.shape[:-1])
 
 
 def _repeat_rows(X, k):

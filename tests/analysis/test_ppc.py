@@ -143,8 +143,17 @@ def test_plot_and_arviz_plot_ppc():
     idata = res.to_inference_data()
     np.testing.assert_array_equal(idata.observed_data["X"].values, X)
     assert idata.posterior_predictive["X"].shape == (1, 30, 20, 4)
-    axes = az.plot_ppc(idata, num_pp_samples=10, random_seed=0)
-    assert np.size(axes) >= 1
+    import matplotlib.pyplot as plt
+
+    from bayesnb.analysis import _arviz
+
+    if _arviz.major() >= 1:  # arviz-plots
+        az.plot_ppc_dist(idata, num_samples=10, backend="matplotlib")
+        assert len(plt.gcf().axes) >= 1
+    else:
+        axes = az.plot_ppc(idata, num_pp_samples=10, random_seed=0)
+        assert np.size(axes) >= 1
+    plt.close("all")
 
 
 # ----------------------------------------------------------------------------- correct models

@@ -18,6 +18,8 @@ from numpy.testing import assert_allclose
 from scipy import stats as sps
 from scipy.special import logsumexp
 
+from bayesnb.analysis import _arviz
+from bayesnb.analysis.elpd import elpd_values
 from bayesnb.ppl import export, models
 
 matplotlib.use("Agg")
@@ -30,7 +32,7 @@ def test_inference_data_groups_dims_coords_and_arviz(name):
     X = case.X
     X_new = X.iloc[:3] if hasattr(X, "iloc") else X[:3]
     idata = est.to_inference_data(100, random_state=0, X_new=X_new, X=X, y=case.y, n_chains=2)
-    groups = set(idata.groups())
+    groups = set(export.group_names(idata))
     assert {"posterior", "prior", "observed_data", "log_likelihood", "posterior_predictive", "predictions"} <= groups
     post = idata.posterior
     assert dict(post.sizes)["chain"] == 2 and dict(post.sizes)["draw"] == 100
@@ -45,14 +47,23 @@ def test_inference_data_groups_dims_coords_and_arviz(name):
     # arviz runs on it: summary (every free scalar), PSIS-LOO and WAIC.
     summary = az.summary(idata, kind="stats")
     assert np.isfinite(summary["mean"]).sum() > 0
-    loo = az.loo(idata, pointwise=True, var_name="xy")
-    assert np.isfinite(loo.elpd_loo) and loo.loo_i.shape == (len(case.y),)
-    assert np.isfinite(az.waic(idata, var_name="xy").elpd_waic)
+    loo = elpd_values(az.loo(idata, pointwise=True, var_name="xy"))
+    assert np.isfinite(loo.elpd) and loo.pointwise.shape == (len(case.y),)
+    if hasattr(az, "waic"):  # arviz 0.x only: arviz 1.x has no WAIC
+        assert np.isfinite(elpd_values(az.waic(idata, var_name="xy")).elpd)
     pred = idata.predictions["class_proba"]
     assert pred.dims == ("chain", "draw", "new_data", "class")
     assert_allclose(pred.sum("class"), 1.0, rtol=1e-12)
     assert idata.log_likelihood["xy"].dims == ("chain", "draw", "data")
-    assert set(np.unique(idata.posterior_predictive["y"])) <= set(est.classes_)
+    # Labels are integer codes into the class coordinate (arviz's numeric plots take no strings).
+    assert idata.posterior_predictive["y"].dtype.kind == "i"
+    assert set(np.unique(idata.posterior_predictive["y"])) <= set(range(est.classes_.size))
+    codes = idata.observed_data["y"].values
+    assert codes.dtype.kind == "i"
+    assert list(est.classes_[codes]) == list(np.asarray(case.y))
+    assert list(idata.observed_data["label"].values) == [str(v) for v in np.asarray(case.y)]
+    # What is predicted is observed; what it is conditioned on is constant (arviz's conventions).
+    assert set(idata.observed_data.data_vars) == set(idata.posterior_predictive.data_vars) == {"y"}
 
 
 def test_feature_names_from_a_dataframe_and_block_dims():
@@ -62,7 +73,7 @@ def test_feature_names_from_a_dataframe_and_block_dims():
     assert post["gaussian__loc"].dims == ("chain", "draw", "class", "gaussian__feature")
     assert list(post.coords["gaussian__feature"].values) == ["length"]
     assert list(post.coords["bernoulli__feature"].values) == ["urgent"]
-    assert list(post.coords["categorical__cell_feature"].values) == ["sender"] * 3
+    assert list(idata.constant_data["categorical__cell_feature"].values) == ["sender"] * 3
     assert post["categorical__feature_probs"].dims == ("chain", "draw", "class", "categorical__cell")
     assert list(post.coords["categorical__cell"].values) == ["sender=bank", "sender=friend", "sender=shop"]
 
@@ -80,11 +91,12 @@ def test_feature_names_of_a_plain_estimator():
 def test_categorical_cells_are_those_that_exist():
     # Features with 2 and 3 categories: 5 cells, none of them padding.
     case = fitted("categorical")
-    probs = case.estimator.to_inference_data(30, random_state=0).posterior["feature_probs"]
+    idata = case.estimator.to_inference_data(30, random_state=0)
+    probs = idata.posterior["feature_probs"]
     assert probs.dims[-1] == "cell" and probs.sizes["cell"] == 2 + 3
     assert probs.coords["cell"].values.tolist() == ["x0=0", "x0=1", "x1=0", "x1=1", "x1=2"]
     assert not np.any(np.isnan(probs.values))
-    assert_allclose(probs.groupby("cell_feature").sum(), 1.0, rtol=1e-12)
+    assert_allclose(probs.groupby(idata.constant_data["cell_feature"]).sum(), 1.0, rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", ["multinomial", "gaussian_full", "poisson"])
@@ -121,8 +133,8 @@ def test_log_likelihood_and_predictions_against_scipy():
         assert_allclose(
             idata.predictions["class_proba"].values[0, d], np.exp(new - logsumexp(new, axis=1, keepdims=True)), rtol=1e-9
         )
-    assert list(idata.observed_data["y"].values) == list(y)
-    assert_allclose(idata.observed_data["X"].values, X)
+    assert list(est.classes_[idata.observed_data["y"].values]) == list(y)
+    assert_allclose(idata.constant_data["X"].values, X)
     assert_allclose(idata.predictions_constant_data["X_new"].values, X_new)
 
 
@@ -130,14 +142,14 @@ def test_loo_of_the_exact_draws_is_close_to_the_exact_leave_one_out():
     """PSIS-LOO on the iid draws against the exact leave-one-out predictive of the closed form."""
     case = fitted("bernoulli")
     est, X, y = case.estimator, case.X, case.y
-    loo = az.loo(est.to_inference_data(4000, random_state=0, X=X, y=y), pointwise=True, var_name="xy")
+    loo = elpd_values(az.loo(est.to_inference_data(4000, random_state=0, X=X, y=y), pointwise=True, var_name="xy"))
     exact = []
     for i in range(len(y)):
         keep = np.arange(len(y)) != i
         other = type(est)(**est.get_params()).fit(X[keep], y[keep])
         joint = other.predict_joint_log_proba(X[i : i + 1])[0]
         exact.append(joint[np.searchsorted(est.classes_, y[i])])
-    assert_allclose(loo.loo_i.values, exact, atol=0.05)
+    assert_allclose(loo.pointwise.values, exact, atol=0.05)
 
 
 def test_plots_run(tmp_path):
@@ -145,8 +157,12 @@ def test_plots_run(tmp_path):
 
     case = fitted("poisson")
     idata = case.estimator.to_inference_data(200, random_state=0)
-    az.plot_posterior(idata, var_names=["rate"])
-    az.plot_forest(idata, var_names=["rate"], combined=True)
+    if _arviz.major() >= 1:  # arviz-plots: plot_dist is 0.x's plot_posterior
+        az.plot_dist(idata, var_names=["rate"], backend="matplotlib")
+        az.plot_forest(idata, var_names=["rate"], combined=True, backend="matplotlib")
+    else:
+        az.plot_posterior(idata, var_names=["rate"])
+        az.plot_forest(idata, var_names=["rate"], combined=True)
     plt.savefig(tmp_path / "forest.png")
     plt.close("all")
     assert (tmp_path / "forest.png").stat().st_size > 0
@@ -172,7 +188,7 @@ def test_unobserved_entries_are_nan_in_the_data_and_left_out_of_the_likelihood()
     X_new = np.array([[0.3, np.nan], [np.nan, np.nan], [1.0, -0.5]])
     idata = est.to_inference_data(30, random_state=1, X=X, y=case.y, X_new=X_new)
     observed = ~np.isnan(X)
-    assert_allclose(idata.observed_data["X"].values, X)  # NaN where unobserved (assert_allclose: NaN == NaN)
+    assert_allclose(idata.constant_data["X"].values, X)  # NaN where unobserved (assert_allclose: NaN == NaN)
     post = idata.posterior
     y_index = np.searchsorted(est.classes_, case.y)
     for d in (0, 29):
@@ -190,4 +206,4 @@ def test_unobserved_entries_are_nan_in_the_data_and_left_out_of_the_likelihood()
                         rtol=1e-9)
     # A row with nothing observed gets the class proportions of the draw.
     assert_allclose(idata.predictions["class_proba"].values[0, :, 1], post["class_probs"].values[0], rtol=1e-12)
-    assert np.isfinite(az.loo(idata, var_name="xy").elpd_loo) and observed.sum() < X.size
+    assert np.isfinite(elpd_values(az.loo(idata, var_name="xy")).elpd) and observed.sum() < X.size

@@ -2,8 +2,9 @@
 
 A categorical ``feature_probs`` is exported over one flat dim ``cell`` (``<block>__cell``
 in a MixedNB) of the (feature, category) cells that exist, named ``"<feature>=<label>"``,
-with the non-dimension coordinates ``cell_feature``, ``category_label`` and
-``category_code`` along it. The padded (class, feature, category) layout it replaces was
+with the variables ``cell_feature``, ``category_label`` and ``category_code`` along it
+in ``constant_data`` (not coordinates of the parameters: arviz 1.x's ``summary``
+refuses a coordinate that only some variables of a group carry). The padded (class, feature, category) layout it replaces was
 mostly NaN on data with one wide feature, and arviz showed the NaN cells as empty rows.
 
 Oracles: the Dirichlet posterior of each cell computed here by counting the rows of the
@@ -21,6 +22,7 @@ import pandas as pd
 from numpy.testing import assert_allclose
 
 from bayesnb import CategoricalNB, GaussianNB, MixedNB
+from bayesnb.analysis import _arviz
 from bayesnb.ppl import export
 
 matplotlib.use("Agg")
@@ -60,15 +62,19 @@ def test_ragged_categorical_export_is_flat_without_nan_and_matches_counting():
     idata = est.to_inference_data(N_DRAWS, random_state=0)
     _assert_no_nan(idata)
     cells = [(j, k) for j, K in enumerate([2, 3, 7]) for k in range(K)]
+    table = idata.constant_data
+    assert table["cell"].values.tolist() == [f"x{j}={k}" for j, k in cells]
+    assert table["cell_feature"].values.tolist() == [f"x{j}" for j, _ in cells]
+    assert table["category_label"].values.tolist() == [str(k) for _, k in cells]
+    assert table["category_code"].values.tolist() == [k for _, k in cells]
     for group in (idata.posterior, idata.prior):
         probs = group["feature_probs"]
         assert probs.dims == ("chain", "draw", "class", "cell")
         assert probs.coords["cell"].values.tolist() == [f"x{j}={k}" for j, k in cells]
-        assert probs.coords["cell_feature"].values.tolist() == [f"x{j}" for j, _ in cells]
-        assert probs.coords["category_label"].values.tolist() == [str(k) for _, k in cells]
-        assert probs.coords["category_code"].values.tolist() == [k for _, k in cells]
         # Each (class, feature) is a simplex over its own cells.
-        assert_allclose(probs.groupby("cell_feature").sum(), 1.0, rtol=1e-12)
+        assert_allclose(probs.groupby(table["cell_feature"]).sum(), 1.0, rtol=1e-12)
+    # The whole posterior summarises (class_probs beside the cells).
+    assert len(az.summary(idata, kind="stats")) == 2 + sum([2, 3, 7]) * 2
 
     # arviz: one row per (class, cell), none of them NaN, named by class and cell.
     summary = az.summary(idata, var_names=["feature_probs"])
@@ -110,9 +116,10 @@ def test_mixed_cells_are_named_by_column_and_category_string():
     assert probs.dims == ("chain", "draw", "class", "categorical__cell")
     names = probs.coords["categorical__cell"].values.tolist()
     assert names == ["colour=blue", "colour=green", "colour=red", "size=L", "size=M", "size=S", "size=XL"]
-    assert probs.coords["categorical__cell_feature"].values.tolist() == ["colour"] * 3 + ["size"] * 4
-    assert probs.coords["categorical__category_label"].values.tolist() == ["blue", "green", "red", "L", "M", "S", "XL"]
-    assert probs.coords["categorical__category_code"].values.tolist() == [0, 1, 2, 0, 1, 2, 3]
+    table = idata.constant_data
+    assert table["categorical__cell_feature"].values.tolist() == ["colour"] * 3 + ["size"] * 4
+    assert table["categorical__category_label"].values.tolist() == ["blue", "green", "red", "L", "M", "S", "XL"]
+    assert table["categorical__category_code"].values.tolist() == [0, 1, 2, 0, 1, 2, 3]
 
     summary = az.summary(idata, var_names=["categorical__feature_probs"])
     assert len(summary) == (3 + 4) * 2 and not summary.isna().any().any()
@@ -121,18 +128,19 @@ def test_mixed_cells_are_named_by_column_and_category_string():
     for cell in names:
         # The coordinates, not the position, say which column and category the cell is.
         sel = probs.sel({"categorical__cell": cell})
-        feature = str(sel.coords["categorical__cell_feature"].values)
-        label = str(sel.coords["categorical__category_label"].values)
+        row = table.sel({"categorical__cell": cell})
+        feature = str(row["categorical__cell_feature"].values)
+        label = str(row["categorical__category_label"].values)
         assert cell == f"{feature}={label}"
         for cls in ("no", "yes"):
             # Oracle: the Dirichlet(1, ..., 1) posterior of the label, by counting the frame.
             mean, sd = _dirichlet_cell(df[feature][y == cls], label, df[feature].nunique(), 1.0)
             draws = sel.sel({"class": cls}).values
             assert abs(draws.mean() - mean) < 5 * sd / np.sqrt(n), (cell, cls, draws.mean(), mean)
-    # The cell coordinates are on every group holding the dim (posterior and prior) only.
-    assert "categorical__category_label" in idata.prior.coords
+    # The cell names are the coordinate of every group holding the dim; the table is not a coordinate.
+    assert idata.prior["categorical__feature_probs"].coords["categorical__cell"].values.tolist() == names
     assert "categorical__cell" not in idata.log_likelihood.dims
-    assert "categorical__category_label" not in idata.log_likelihood.coords
+    assert "categorical__category_label" not in idata.posterior.coords
 
 
 def test_equal_numbers_of_categories_have_the_same_layout():
@@ -164,10 +172,11 @@ def test_compiled_categorical_model_exports_the_same_layout():
     probs = idata.posterior["feature_probs"]
     assert probs.dims == ("chain", "draw", "class", "cell")
     n = 2 * N_DRAWS
+    table = idata.constant_data
     for cell in probs.coords["cell"].values.tolist():
         sel = probs.sel(cell=cell)
-        j = int(str(sel.coords["cell_feature"].values)[1:])
-        k = int(sel.coords["category_code"].values)
+        j = int(str(table["cell_feature"].sel(cell=cell).values)[1:])
+        k = int(table["category_code"].sel(cell=cell).values)
         for cls in (0, 1):
             mean, sd = _dirichlet_cell(X[y == cls, j], k, 3, alpha)
             assert abs(sel.sel({"class": cls}).values.mean() - mean) < 5 * sd / np.sqrt(n), (cell, cls)
@@ -190,16 +199,22 @@ def test_nuts_inference_data_sits_beside_the_closed_form_in_a_forest_plot():
         probs = data.posterior["feature_probs"]
         assert probs.dims == ("chain", "draw", "class", "cell") and probs.sizes["cell"] == 12
         assert not np.isnan(probs.values).any()
-    for coord in ("cell", "cell_feature", "category_label", "category_code"):
-        assert mcmc.posterior.coords[coord].values.tolist() == closed.posterior.coords[coord].values.tolist()
+    assert mcmc.posterior.coords["cell"].values.tolist() == closed.posterior.coords["cell"].values.tolist()
+    for name in ("cell_feature", "category_label", "category_code"):
+        assert mcmc.constant_data[name].values.tolist() == closed.constant_data[name].values.tolist()
     # The NUTS draws are of the same cells: per cell, within 0.2 of the closed form's mean.
     diff = mcmc.posterior["feature_probs"].mean(("chain", "draw")) - closed.posterior["feature_probs"].mean(
         ("chain", "draw")
     )
     assert float(np.abs(diff).max()) < 0.2
-    axes = az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=["feature_probs"],
-                          combined=True)
-    labels = [t.get_text() for t in np.ravel(axes)[0].get_yticklabels()]
+    if _arviz.major() >= 1:  # arviz-plots: models as a dict, the labels are text artists
+        az.plot_forest({"closed form": closed, "NUTS": mcmc}, var_names=["feature_probs"], combined=True,
+                       backend="matplotlib")
+        labels = [t.get_text() for ax in plt.gcf().axes for t in ax.texts]
+    else:
+        axes = az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=["feature_probs"],
+                              combined=True)
+        labels = [t.get_text() for t in np.ravel(axes)[0].get_yticklabels()]
     assert any("x2=6" in label for label in labels) and not any("nan" in label.lower() for label in labels)
     plt.close("all")
 
@@ -236,9 +251,10 @@ def test_a_per_feature_hyperparameter_keeps_its_feature_names_beside_the_cells()
     y = rng.integers(0, 2, 40)
     est = CategoricalNB(alpha=dist.Gamma(2.0, 1.0).expand((2,)), hyper_warmup=100, hyper_draws=100,
                         random_state=0).fit(X, y)
-    post = est.to_inference_data(random_state=0).posterior
+    idata = est.to_inference_data(random_state=0)
+    post = idata.posterior
     assert post["alpha"].dims == ("chain", "draw", "feature")
     assert post.coords["feature"].values.tolist() == ["a", "b"]
     assert post["feature_probs"].dims == ("chain", "draw", "class", "cell")
-    assert post.coords["cell_feature"].values.tolist() == ["a", "a", "b", "b", "b", "b"]
+    assert idata.constant_data["cell_feature"].values.tolist() == ["a", "a", "b", "b", "b", "b"]
     assert np.all(np.isfinite(post["alpha"].values)) and np.all(np.isfinite(post["feature_probs"].values))
