@@ -125,3 +125,16 @@ def test_mixednb_categories_are_unchanged_by_the_shared_mechanism(frame):
     alone = CategoricalNB().fit(X, y)
     assert {j: c.tolist() for j, c in mixed.categories_.items()} == {j: c.tolist() for j, c in alone.categories_.items()}
     np.testing.assert_allclose(mixed.predict_proba(X), alone.predict_proba(X), rtol=1e-12)
+
+
+def test_learned_labels_survive_save_and_load(frame, tmp_path):
+    import bayesnb
+
+    X, y = frame
+    clf = CategoricalNB().fit(X, y)
+    clf.save(tmp_path / "model.bnb")
+    back = bayesnb.load(tmp_path / "model.bnb")
+    assert {j: c.tolist() for j, c in back.categories_.items()} == {j: c.tolist() for j, c in clf.categories_.items()}
+    new = pd.DataFrame({"colour": ["purple", "red"], "cap": pd.Series(["bell", None], dtype="string"), "ok": [True, False]})
+    new = new.fillna({"cap": "flat"})
+    np.testing.assert_array_equal(back.predict_proba(new), clf.predict_proba(new))
