@@ -537,7 +537,11 @@ def _check_totals(est, stats, name):
     and a row of a class has at most one category per feature (``sum_k n_cjk <= N_c``;
     equal without missing values). Compared with a relative margin of 1e-9 for the
     rounding of weighted sums taken in different orders."""
-    support = getattr(est.family_, "support", None)
+    try:
+        family = est.family_
+    except AttributeError:  # a family read off the prior, not restored yet: not a binary or categorical model
+        return
+    support = getattr(family, "support", None)
     if support == "binary" and hasattr(stats, "feature_count"):
         per_row = np.asarray(stats.feature_count, dtype=np.float64)
         what = "feature totals"
