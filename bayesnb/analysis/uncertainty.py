@@ -1532,7 +1532,36 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     >>> bool(np.median(odds.draws[:, 0]) > 0 > np.median(odds.draws[:, 1]))
     True
     """
+    odds = _log_odds(estimator, target, versus, n_draws, random_state, feature_names)
+    draws = np.empty((odds.n_draws, odds.feature.size))
+    for d0, d1, block in odds.blocks():
+        draws[d0:d1] = block
+    return FeatureLogOdds(draws, odds.feature, odds.category, odds.unit, odds.name)
+
+
+class _LogOdds(NamedTuple):
+    """The terms of :func:`feature_log_odds_draws` and a way to draw them block of draws by block.
+
+    ``blocks()`` yields ``(d0, d1, contrast)``, the contrasts of draws ``d0:d1``, shape
+    (d1 - d0, n_terms): the values ``feature_log_odds_draws`` returns, drawn in the
+    blocks the posterior's own draws come in, so that no temporary holds every draw of
+    every class's parameters (1,000 draws of 20 classes by 130,000 words are 21 GB).
+    """
+
+    n_draws: int
+    feature: np.ndarray
+    category: Any
+    unit: str
+    name: np.ndarray
+    blocks: Callable
+
+
+def _log_odds(estimator, target, versus, n_draws, random_state, feature_names):
+    """Checks, names and the block generator of :func:`feature_log_odds_draws`."""
     from sklearn.utils.validation import check_is_fitted
+
+    from bayesnb.core import _sampling
+    from bayesnb.core._random import key_from_random_state
 
     if feature_names is None:
         # A pipeline's last step sees the features its earlier steps name (a vectoriser's words).
@@ -1559,30 +1588,64 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     if k == c:
         raise ValueError("versus must differ from target")
     names = _feature_names(estimator, feature_names)
-    _, params = _fitted.draws(estimator, n_draws, random_state)
     labels = getattr(estimator, "categories_", None) or {}
-    parts = []
-    for name, family, prior, idx in ((b.name, b.family, b.prior, b.columns) for b in blocks):
-        # The family's per-term contributions under each class, (n_draws, C, n_terms).
-        terms, feature, category, unit = family.feature_log_odds(params[name] if name else params, prior)
+    temperature = _fitted.temperature(estimator)
+
+    def terms_of(params):
+        """(contrast (n, n_terms), [(feature, category, unit, term names)] per block) of parameter draws."""
+        values, meta = [], []
+        for name, family, prior, idx in ((b.name, b.family, b.prior, b.columns) for b in blocks):
+            # The family's per-term contributions under each class, (n, C, n_terms).
+            terms, feature, category, unit = family.feature_log_odds(params[name] if name else params, prior)
+            # A tempered estimator (temperature_ T) adds 1/T of each term to its log-odds.
+            values.append(np.asarray(terms) / temperature)
+            meta.append((feature, category, unit, name, idx))
+        return _contrast(np.concatenate(values, axis=-1), c, k), meta
+
+    def param_blocks():
+        """(d0, d1, parameter draws d0:d1), the values of ``_fitted.draws`` with this seed."""
+        key = key_from_random_state(random_state)
+        if _fitted.hyper_posterior(estimator):
+            # A mixture over hyperparameter draws (small models): drawn as one block.
+            yield 0, n_draws, _fitted.draws(estimator, n_draws, key)[1]
+            return
+        _, key_feat = _sampling.split(key)  # as _fitted.draws splits it
+        size = _fitted.draw_block(n_draws, _fitted.posterior_size(estimator))
+        for b, d0 in enumerate(range(0, n_draws, size)):
+            params = estimator.family_.sample(_fitted.block_key(key_feat, b), estimator.posterior_, size)
+            d1 = min(d0 + size, n_draws)
+            yield d0, d1, jax.tree.map(lambda a: np.asarray(a)[: d1 - d0], params)
+
+    draws = param_blocks()
+    d0, d1, params = next(draws)
+    first, meta = terms_of(params)
+    features, categories, units, term_names = [], [], [], []
+    for feature, category, unit, name, idx in meta:
         feature = np.asarray(feature) if idx is None else np.asarray(idx)[np.asarray(feature)]
-        term_names = [
+        features.append(feature)
+        categories.append(None if category is None else np.asarray(category))
+        units.append(f"{name}: {unit}" if name else unit)
+        term_names += [
             names[j] if category is None
             else f"{names[j]}={labels[int(j)][v] if int(j) in labels and v < len(labels[int(j)]) else v}"
             for j, v in zip(feature, [None] * len(feature) if category is None else np.asarray(category))
         ]
-        # A tempered estimator (temperature_ T) adds 1/T of each term to its log-odds.
-        terms = np.asarray(terms) / _fitted.temperature(estimator)
-        parts.append((terms, feature, category, f"{name}: {unit}" if name else unit, term_names))
-    any_category = any(p[2] is not None for p in parts)
-    return FeatureLogOdds(
-        _contrast(np.concatenate([p[0] for p in parts], axis=-1), c, k),
-        np.concatenate([p[1] for p in parts]),
+    any_category = any(cat is not None for cat in categories)
+
+    def contrast_blocks():
+        yield d0, d1, first
+        for e0, e1, more in draws:
+            yield e0, e1, terms_of(more)[0]
+
+    return _LogOdds(
+        n_draws,
+        np.concatenate(features),
         # -1: a term of a block without categories, beside categorical ones.
-        np.concatenate([np.full(p[1].size, -1) if p[2] is None else np.asarray(p[2]) for p in parts])
+        np.concatenate([np.full(f.size, -1) if cat is None else cat for f, cat in zip(features, categories)])
         if any_category else None,
-        "; ".join(p[3] for p in parts),
-        np.array([n for p in parts for n in p[4]], dtype=object),
+        "; ".join(units),
+        np.array(term_names, dtype=object),
+        contrast_blocks,
     )
 
 
@@ -1660,19 +1723,53 @@ def top_features(
     check_level(level)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
         raise ValueError(f"n must be a positive integer, got {n!r}")
-    odds = feature_log_odds_draws(
-        estimator, target, versus=versus, n_draws=n_draws, random_state=random_state, feature_names=feature_names
-    )
-    median = np.median(odds.draws, axis=0)
+    odds = _log_odds(estimator, target, versus, n_draws, random_state, feature_names)
+    level = float(level)
+    lower, median, upper = _term_quantiles(odds, [(1 - level) / 2, 0.5, (1 + level) / 2], _chunk(None))
     order = np.argsort(-median, kind="stable")[:n]
-    lower, upper = credible_interval(odds.draws[:, order], level=level)
     return TopFeatures(
         odds.feature[order],
         None if odds.category is None else odds.category[order],
         median[order],
-        lower,
-        upper,
-        float(level),
+        lower[order],
+        upper[order],
+        level,
         odds.unit,
         odds.name[order],
     )
+
+
+def _term_quantiles(odds, qs, chunk):
+    """The ``qs`` quantiles over draws of every term of a :class:`_LogOdds`, shape (len(qs), n_terms).
+
+    The values of ``np.quantile(draws, qs, axis=0)``. Where every draw of every term fits
+    in twice the bound they are held together; otherwise they go to an unnamed temporary
+    file laid out by blocks of terms (each block's draws contiguous) and come back one
+    block of terms at a time, so memory holds one block of terms, not n_draws x n_terms
+    (1,000 draws of 130,000 words: 1 GB).
+    """
+    import tempfile
+
+    n_draws, n_terms = odds.n_draws, odds.feature.size
+    out = np.empty((len(qs), n_terms))
+    if n_draws * n_terms <= 2 * chunk:
+        draws = np.empty((n_draws, n_terms))
+        for d0, d1, block in odds.blocks():
+            draws[d0:d1] = block
+        out[:] = _quantiles_inplace(draws, qs)
+        return out
+    width = max(1, chunk // n_draws)
+    cuts = [(f0, min(f0 + width, n_terms)) for f0 in range(0, n_terms, width)]
+    with tempfile.TemporaryFile(buffering=0) as f:
+        for d0, d1, block in odds.blocks():
+            for f0, f1 in cuts:
+                # Block of terms f0:f1 starts at byte 8 n_draws f0; in it, draw d holds the
+                # block's terms contiguously.
+                _write_all(f, (n_draws * f0 + d0 * (f1 - f0)) * 8, block[:, f0:f1])
+            del block
+        for f0, f1 in cuts:
+            draws = np.empty((n_draws, f1 - f0))
+            _read_all(f, n_draws * f0 * 8, draws)
+            out[:, f0:f1] = _quantiles_inplace(draws, qs)
+            del draws
+    return out
