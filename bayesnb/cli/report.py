@@ -151,7 +151,7 @@ def baselines(clf):
     same ``binarize``), the same in ``CalibratedClassifierCV`` (5-fold, sigmoid and
     isotonic), and a reference ``LogisticRegression`` (on max-abs-scaled counts, or on
     one-hot categories). The estimator names its counterpart
-    (:meth:`bayesnb.estimators._base.BaseNB.sklearn_counterpart`); empty for a model with none.
+    (its ``sklearn_counterpart()``); empty for a model with none.
     """
     from sklearn.calibration import CalibratedClassifierCV
     from sklearn.linear_model import LogisticRegression

@@ -55,7 +55,7 @@ _BLOCK_ROWS = 4096
 
 
 def _log_normalize_rows(joint, fallback, out=None, probabilities=False, entropy=None):
-    """The 2-d case, a block of rows at a time.
+    r"""The 2-d case, a block of rows at a time.
 
     Row maxima and sums over the few classes are taken as a running maximum / sum over
     the columns of the block (elementwise operations on whole columns): numpy's reduction

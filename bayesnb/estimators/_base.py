@@ -296,7 +296,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
         What a user would fit instead of this estimator: the baselines that the
         ``bayesnb demo`` report passes to :func:`bayesnb.compare`
-        (:func:`bayesnb.cli.report.baselines`), which asks the estimator rather than
+        (``bayesnb.cli.report.baselines``), which asks the estimator rather than
         its class. An estimator whose likelihood and prior scikit-learn has overrides
         it; the default (no counterpart) is None.
 

@@ -286,6 +286,14 @@ class MultinomialNB(_DiscreteNB):
         return empirical_bayes.multinomial_alpha(self.stats_, scope)
 
     def sklearn_counterpart(self):
+        """scikit-learn's ``MultinomialNB`` with this estimator's prior settings, unfitted.
+
+        The hook is documented on the base class (``BaseNB.sklearn_counterpart``).
+
+        Returns
+        -------
+        SklearnCounterpart
+        """
         from sklearn import naive_bayes
 
         return SklearnCounterpart(naive_bayes.MultinomialNB(alpha=self.alpha), categorical=False)
@@ -411,6 +419,14 @@ class BernoulliNB(_DiscreteNB):
         return empirical_bayes.bernoulli_alpha(self.stats_, scope, pair=not is_evidence(self.alpha))
 
     def sklearn_counterpart(self):
+        """scikit-learn's ``BernoulliNB`` with this estimator's prior settings, unfitted.
+
+        The hook is documented on the base class (``BaseNB.sklearn_counterpart``).
+
+        Returns
+        -------
+        SklearnCounterpart
+        """
         from sklearn import naive_bayes
 
         return SklearnCounterpart(naive_bayes.BernoulliNB(alpha=self.alpha, binarize=self.binarize), categorical=False)
@@ -567,6 +583,14 @@ class CategoricalNB(_DiscreteNB):
         return {"alpha": conc, "min_categories": np.asarray(prior.n_categories)}
 
     def sklearn_counterpart(self):
+        """scikit-learn's ``CategoricalNB`` with this estimator's prior settings, unfitted.
+
+        The hook is documented on the base class (``BaseNB.sklearn_counterpart``).
+
+        Returns
+        -------
+        SklearnCounterpart
+        """
         from sklearn import naive_bayes
 
         nb = naive_bayes.CategoricalNB(alpha=self.alpha, min_categories=self.min_categories)

@@ -188,6 +188,14 @@ class GaussianNB(BaseNB):
         self.prior_scope = prior_scope
 
     def sklearn_counterpart(self):
+        """scikit-learn's ``GaussianNB`` with this estimator's prior settings, unfitted.
+
+        The hook is documented on the base class (``BaseNB.sklearn_counterpart``).
+
+        Returns
+        -------
+        SklearnCounterpart
+        """
         from sklearn import naive_bayes
 
         return SklearnCounterpart(naive_bayes.GaussianNB(), categorical=False)
