@@ -285,3 +285,21 @@ def test_column_vector_labels_stay_accepted():
     with pytest.warns(Warning):
         clf = bayesnb.GaussianNB().fit(np.arange(4.0).reshape(-1, 1), [[0], [1], [0], [1]])
     assert clf.classes_.tolist() == [0, 1]
+
+
+def test_small_rows_with_invalid_concentrations_are_not_blamed_on_their_counts():
+    # A downdate of the wrong class (a planted error of the LOO tests) leaves negative
+    # concentrations: the values are NaN, as before, and no "beyond the float64 range"
+    # refusal names a row of a dozen counts.
+    import warnings
+
+    import bayesnb
+    from bayesnb.analysis import loo
+
+    X = np.array([[3, 0, 1], [0, 4, 2], [1, 1, 5], [2, 2, 0], [0, 5, 1], [4, 1, 1]])
+    y = np.array([0, 1, 2, 0, 1, 2])
+    clf = bayesnb.MultinomialNB().fit(X, y)
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        wrong = loo.feature_log_loo(clf.family_, clf.prior_, clf.stats_, X, (y + 1) % 3)
+    assert wrong.shape == (6, 3)

@@ -308,7 +308,12 @@ def refuse_unrepresentable(out, totals, what):
     bad = ~np.isfinite(totals)
     if not bad.any() and np.isfinite(out).all():  # the common case: one pass
         return
-    bad |= ~np.isfinite(out).all(axis=1)
+    # Only rows of huge counts (past COUNT_FORM_FROM) can leave float64 through their
+    # size; a small row's non-finite value comes from its concentrations (a caller's
+    # downdate past zero, say) and is passed on as it is, not blamed on the counts.
+    bad |= ~(totals <= COUNT_FORM_FROM) & ~np.isfinite(out).all(axis=1)
+    if not bad.any():
+        return
     r = int(np.argmax(bad))
     raise ValueError(
         f"X row {r} holds {totals[r]:.6g} counts in all: {what} of such counts is beyond "
