@@ -24,14 +24,22 @@ Metrics, for true labels :math:`y_i` and predicted probabilities :math:`p_{ic}`:
   proportions for it, but scoring that fallback would reward the estimate for failing
   (the MLE would look best on data full of unseen words), so the log loss is infinite
   whenever there is such a row (``inf``; the rows are counted in
-  ``zero_likelihood_rows``). The other metrics score ``predict``'s answer, fallback
-  included;
+  ``zero_likelihood_rows``). The same rule holds for every metric of the probabilities
+  (log loss, Brier, ECE): such a row costs the metric's worst value for one row (log
+  loss :math:`\infty`, Brier 2, ECE :math:`1/n`), so no estimate scores better by
+  failing on a row than by answering it. Accuracy and macro-F1 score the label
+  ``predict`` returns, fallback included (a label is an answer the user gets);
 * Brier score :math:`\frac1n\sum_i\sum_c (p_{ic} - [y_i = c])^2` (the multi-category
   score of Brier (1950), between 0 and 2; scikit-learn's ``brier_score_loss`` halves it
-  for two classes unless ``scale_by_half=False``);
+  for two classes unless ``scale_by_half=False``); a row impossible under every class
+  scores 2;
 * expected calibration error (Guo et al. 2017): the confidence :math:`\max_c p_{ic}` is
   put in ``n_bins`` equal-width bins :math:`((b-1)/M, b/M]`, and
-  :math:`\mathrm{ECE} = \sum_b \frac{n_b}{n}\,|\mathrm{acc}_b - \mathrm{conf}_b|`;
+  :math:`\mathrm{ECE} = \sum_b \frac{n_b}{n}\,|\mathrm{acc}_b - \mathrm{conf}_b|
+  + \frac{n_0}{n}`, the bins holding the rows the estimate scores and :math:`n_0` the
+  rows impossible under every class, each costing 1, the largest error one row can add
+  (by the triangle inequality, any answer for such a row would raise the ECE by at most
+  :math:`1/n`);
 * macro-F1: the unweighted mean over every class of the estimator of
   :math:`2\mathrm{TP}_c / (2\mathrm{TP}_c + \mathrm{FP}_c + \mathrm{FN}_c)` (0 for a class
   neither present nor predicted), as scikit-learn's ``f1_score(average="macro")``.
@@ -74,17 +82,50 @@ _BOOTSTRAP_BLOCK = 1 << 21
 # ----------------------------------------------------------------------------- metrics
 
 
+#: What a row impossible under every class costs each metric of the probabilities: the
+#: worst value of one row. The estimate gives such a row probability 0 and has no class
+#: probabilities for it (``predict_proba``'s class proportions are ``predict``'s fallback,
+#: not the estimate's answer); scoring the fallback would reward the estimate for failing.
+#: Log loss: infinite; Brier: 2 (all mass on a wrong class); ECE: 1 (a row in its own bin,
+#: confidence 1 and wrong), added to the bins of the rows the estimate scores.
+UNSCORABLE_ROW_COST = {"log_loss": np.inf, "brier": 2.0, "ece": 1.0}
+
+
+def _confidence_bins(conf, n_bins):
+    """Bin of each confidence: bins ((b - 1)/M, b/M]; a confidence of exactly b/M is in bin b."""
+    return np.clip(np.ceil(conf * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+
+
+def _with_unscorable(metric, live_sum, n_dead, total):
+    """A probability metric from the sum over scored rows and the number of unscorable rows.
+
+    The one place where :data:`UNSCORABLE_ROW_COST` is applied (:class:`_RowTerms`,
+    :func:`reliability_bins`). For the ECE, ``live_sum`` is the sum over bins of
+    ``|sum of (correct - confidence)|`` of the scored rows.
+    """
+    cost = UNSCORABLE_ROW_COST[metric]
+    n_dead = np.asarray(n_dead, dtype=np.float64)
+    if np.isinf(cost):
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(n_dead > 0, cost, live_sum / total)
+    return (live_sum + cost * n_dead) / total
+
+
 class _RowTerms:
     """Per-row quantities of one prediction; every metric is a weighted sum of them.
 
     The quantities are the columns of one matrix, so that the metrics under many sets of
     row weights (bootstrap resamples) are one matrix product followed by :meth:`reduce`.
+    Rows impossible under every class (``dead``) add nothing to the log loss, Brier and
+    ECE columns; they are counted in the last column and cost
+    :data:`UNSCORABLE_ROW_COST` in :meth:`reduce`.
     """
 
     def __init__(self, y_index, proba, n_bins, dead=None):
         proba = np.asarray(proba, dtype=np.float64)
         n, n_classes = proba.shape
-        dead = np.zeros(n) if dead is None else np.asarray(dead, dtype=np.float64)
+        dead = np.zeros(n, dtype=bool) if dead is None else np.asarray(dead, dtype=bool)
+        live = (~dead).astype(np.float64)
         rows = np.arange(n)
         pred = np.argmax(proba, axis=1)
         eps = np.finfo(np.float64).eps
@@ -94,20 +135,19 @@ class _RowTerms:
         predicted = np.zeros((n, n_classes))
         predicted[rows, pred] = 1.0
         conf = proba[rows, pred]
-        # Bins ((b - 1)/M, b/M]: a confidence of exactly b/M belongs to bin b.
-        bins = np.clip(np.ceil(conf * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+        bins = _confidence_bins(conf, n_bins)
         gap = np.zeros((n, n_bins))
-        gap[rows, bins] = correct - conf
+        gap[rows, bins] = (correct - conf) * live
         self.n_classes, self.n_bins = n_classes, n_bins
         self.matrix = np.column_stack(
             [
                 correct,
-                -np.log(np.clip(proba[rows, y_index], eps, 1 - eps)),  # log loss
-                ((proba - onehot) ** 2).sum(axis=1),  # Brier
+                -np.log(np.clip(proba[rows, y_index], eps, 1 - eps)) * live,  # log loss
+                ((proba - onehot) ** 2).sum(axis=1) * live,  # Brier
                 gap,  # ECE: per-bin sums of (correct - confidence)
                 onehot * predicted,  # true positives per class
                 onehot + predicted,  # 2 TP + FP + FN per class
-                dead,  # rows impossible under every class: an infinite log loss
+                dead.astype(np.float64),  # rows impossible under every class
             ]
         )
 
@@ -115,13 +155,14 @@ class _RowTerms:
         """Metrics from the weighted column sums ``sums`` (B, k) and the total weights (B,)."""
         C, M = self.n_classes, self.n_bins
         tp, denom = sums[:, 3 + M : 3 + M + C], sums[:, 3 + M + C : 3 + M + 2 * C]
+        dead = sums[:, -1]
         with np.errstate(invalid="ignore", divide="ignore"):
             f1 = np.where(denom > 0, 2 * tp / np.where(denom > 0, denom, 1.0), 0.0)
         return {
             "accuracy": sums[:, 0] / total,
-            "log_loss": np.where(sums[:, -1] > 0, np.inf, sums[:, 1] / total),
-            "brier": sums[:, 2] / total,
-            "ece": np.abs(sums[:, 3 : 3 + M]).sum(axis=1) / total,
+            "log_loss": _with_unscorable("log_loss", sums[:, 1], dead, total),
+            "brier": _with_unscorable("brier", sums[:, 2], dead, total),
+            "ece": _with_unscorable("ece", np.abs(sums[:, 3 : 3 + M]).sum(axis=1), dead, total),
             "macro_f1": f1.mean(axis=1),
         }
 
@@ -130,7 +171,7 @@ class _RowTerms:
         return self.reduce(W @ self.matrix, W.sum(axis=1))
 
 
-def metric_values(y_true, proba, classes, *, n_bins=15):
+def metric_values(y_true, proba, classes, *, n_bins=15, impossible=None):
     """Accuracy, log loss, Brier score, ECE and macro-F1 of one set of probabilities.
 
     Parameters
@@ -141,6 +182,11 @@ def metric_values(y_true, proba, classes, *, n_bins=15):
     classes : array-like of shape (n_classes,)
     n_bins : int
         Confidence bins of the ECE.
+    impossible : array-like of bool, shape (n_samples,), optional
+        Rows impossible under every class (``proba`` holds ``predict``'s fallback for
+        them). Each costs the log loss, the Brier score and the ECE their worst value for
+        one row (:data:`UNSCORABLE_ROW_COST`); accuracy and macro-F1 score ``proba``'s
+        labels.
 
     Returns
     -------
@@ -152,15 +198,19 @@ def metric_values(y_true, proba, classes, *, n_bins=15):
     >>> m = metric_values(["a", "b"], [[0.9, 0.1], [0.2, 0.8]], ["a", "b"])
     >>> round(m["accuracy"], 3), round(m["brier"], 3)
     (1.0, 0.05)
+    >>> m = metric_values(["a", "b"], [[0.9, 0.1], [0.5, 0.5]], ["a", "b"], impossible=[False, True])
+    >>> m["log_loss"], round(m["brier"], 3), round(m["ece"], 3)
+    (inf, 1.01, 0.55)
     """
     classes = np.asarray(classes)
     y_index = _label_index(np.asarray(y_true), classes, "y_true")
     proba = _check_proba(proba, len(y_index), classes.size)
-    terms = _RowTerms(y_index, proba, _check_bins(n_bins))
+    dead = _check_impossible(impossible, len(y_index))
+    terms = _RowTerms(y_index, proba, _check_bins(n_bins), dead)
     return {k: float(v[0]) for k, v in terms.evaluate(np.ones((1, len(y_index)))).items()}
 
 
-def reliability_bins(y_true, proba, classes, *, n_bins=15):
+def reliability_bins(y_true, proba, classes, *, n_bins=15, impossible=None):
     """Confidence bins of a reliability diagram (top-label calibration).
 
     Parameters
@@ -170,14 +220,21 @@ def reliability_bins(y_true, proba, classes, *, n_bins=15):
         Columns in the order of ``classes``.
     classes : array-like of shape (n_classes,)
     n_bins : int
+    impossible : array-like of bool, shape (n_samples,), optional
+        Rows impossible under every class: they are in no bin, and each adds
+        ``1 / n_samples`` to the ECE (:data:`UNSCORABLE_ROW_COST`), as in
+        :func:`metric_values` and :func:`compare`.
 
     Returns
     -------
     count : ndarray of shape (n_bins,)
-        Rows whose confidence :math:`\\max_c p_{ic}` falls in each bin ((b-1)/M, b/M].
+        Scored rows whose confidence :math:`\\max_c p_{ic}` falls in each bin
+        ((b-1)/M, b/M]; ``count.sum()`` plus the impossible rows is ``n_samples``.
     confidence, accuracy : ndarrays of shape (n_bins,)
         Mean confidence and accuracy of each bin (NaN for an empty bin: nothing to plot).
     ece : float
+        :math:`\\sum_b |\\sum_{i \\in b} (\\mathrm{correct}_i - \\mathrm{conf}_i)| / n`
+        plus the impossible rows' share.
 
     Examples
     --------
@@ -192,18 +249,29 @@ def reliability_bins(y_true, proba, classes, *, n_bins=15):
     y_index = _label_index(np.asarray(y_true), classes, "y_true")
     proba = _check_proba(proba, len(y_index), classes.size)
     n_bins = _check_bins(n_bins)
+    dead = _check_impossible(impossible, len(y_index))
+    live = ~dead
     rows = np.arange(len(y_index))
     pred = np.argmax(proba, axis=1)
     conf = proba[rows, pred]
-    bins = np.clip(np.ceil(conf * n_bins).astype(np.intp) - 1, 0, n_bins - 1)
+    bins = _confidence_bins(conf, n_bins)[live]
     count = np.bincount(bins, minlength=n_bins).astype(np.float64)
-    conf_sum = np.bincount(bins, weights=conf, minlength=n_bins)
-    acc_sum = np.bincount(bins, weights=(pred == y_index).astype(np.float64), minlength=n_bins)
+    conf_sum = np.bincount(bins, weights=conf[live], minlength=n_bins)
+    acc_sum = np.bincount(bins, weights=(pred == y_index)[live].astype(np.float64), minlength=n_bins)
     with np.errstate(invalid="ignore", divide="ignore"):
         confidence = np.where(count > 0, conf_sum / np.where(count > 0, count, 1), np.nan)
         accuracy = np.where(count > 0, acc_sum / np.where(count > 0, count, 1), np.nan)
-    ece = float(np.abs(acc_sum - conf_sum).sum() / len(y_index))
+    ece = float(_with_unscorable("ece", np.abs(acc_sum - conf_sum).sum(), dead.sum(), len(y_index)))
     return count, confidence, accuracy, ece
+
+
+def _check_impossible(impossible, n):
+    if impossible is None:
+        return np.zeros(n, dtype=bool)
+    dead = np.asarray(impossible)
+    if dead.shape != (n,) or dead.dtype != bool:
+        raise ValueError(f"impossible must be a boolean array of shape ({n},), got {dead.dtype} of shape {dead.shape}")
+    return dead
 
 
 def _check_bins(n_bins):

@@ -53,17 +53,27 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, min_
     """Reliability diagram: accuracy against confidence, one line per estimate.
 
     The confidence of a row is its largest class probability; rows are grouped in
-    ``n_bins`` equal-width confidence bins, and adjacent bins are merged (in order of
-    confidence) until each holds at least ``min_count`` rows: the accuracy of a bin of one
-    to three rows is 0, 1/2 or 1 and makes the line zig-zag for no reason. Each group is
-    drawn at (mean confidence, accuracy) with its number of rows written beside it and a
-    marker area proportional to it. A calibrated model lies on the diagonal. The legend
-    gives each estimate's expected calibration error over the ``n_bins`` bins
-    (:func:`bayesnb.analysis.comparison.reliability_bins`). Estimates whose probabilities are
-    identical (the MAP and the MLE under a flat prior, the posterior mean and the
-    predictive of a Bernoulli or categorical model) are drawn once, labelled together.
-    An estimate undefined for this posterior (the MAP with a concentration below 1) is
-    listed as not available.
+    ``n_bins`` equal-width confidence bins. Every row is drawn: no bin is dropped. A bin
+    of fewer than ``min_count`` rows is merged with its sparse neighbours (adjacent bins
+    also under ``min_count``, in order of confidence; :func:`merge_bins`) so that the line
+    does not zig-zag through bins of one to three rows; a bin of ``min_count`` rows or
+    more is never merged, so a few sparse bins never vanish into a full one. A sparse
+    run that stays under ``min_count`` rows is drawn on its own with a hollow marker.
+    Each point is drawn at (mean confidence, accuracy) with its number of rows written
+    beside it and a marker area proportional to it. A calibrated model lies on the
+    diagonal.
+
+    Rows impossible under every class for an estimate (e.g. a word never seen in training
+    under the MLE) have no probabilities from that estimate; they are drawn as one cross
+    at (confidence 1, accuracy 0) with their count, which is how the ECE scores them
+    (:data:`bayesnb.analysis.comparison.UNSCORABLE_ROW_COST`: each costs 1/n, as the log
+    loss counts them infinite), not at ``predict_proba``'s fallback to the class
+    proportions. The legend gives each estimate's expected calibration error over the
+    ``n_bins`` bins (:func:`bayesnb.analysis.comparison.reliability_bins`, the same number as
+    :func:`bayesnb.compare`). Estimates whose probabilities are identical (the MAP and the
+    MLE under a flat prior, the posterior mean and the predictive of a Bernoulli or
+    categorical model) are drawn once, labelled together. An estimate undefined for this
+    posterior (the MAP with a concentration below 1) is listed as not available.
 
     Parameters
     ----------
@@ -73,7 +83,7 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, min_
     estimates : sequence of {"mle", "map", "mean", "predictive"}
     n_bins : int
     min_count : int
-        Smallest number of rows of a plotted group (1: the bins as they are).
+        Rows a merged group of sparse bins should reach (1: the bins as they are).
     ax : matplotlib Axes, optional
 
     Returns
@@ -102,40 +112,82 @@ def reliability_diagram(estimator, X, y, *, estimates=ESTIMATES, n_bins=15, min_
     series = []
     for estimate, pred in predictions.items():
         for group in series:
-            if pred.proba is not None and group[1] is not None and np.array_equal(pred.proba, group[1]):
+            if (
+                pred.proba is not None
+                and group[1] is not None
+                and np.array_equal(pred.proba, group[1])
+                and np.array_equal(pred.dead, group[2])
+            ):
                 group[0].append(estimate)
                 break
         else:
-            series.append(([estimate], pred.proba))
-    ax = _new_axes(ax, (5.5, 5))
+            series.append(([estimate], pred.proba, pred.dead))
+    ax = _new_axes(ax, (5.5, 6))
     ax.plot([0, 1], [0, 1], ls="--", color="0.6", lw=1, label="calibrated")
-    for names, proba in series:
+    low = 1.0 / len(estimator.classes_)
+    x_lo, x_hi = low - 0.02, 1.01
+    labels = []  # (x, y, text, colour, series number)
+    for k, (names, proba, dead) in enumerate(series):
         estimate, label = names[0], " = ".join(names)
         colour = _COLOURS[estimate]
         if proba is None:
             ax.plot([], [], color=colour, label=f"{label}: n/a")
             continue
-        count, conf, acc, ece = reliability_bins(y, proba, estimator.classes_, n_bins=n_bins)
-        count, conf, acc = merge_bins(count, conf, acc, min_count)
-        ax.plot(conf, acc, _STYLES[estimate], color=colour, lw=1.2, alpha=0.85, label=f"{label} (ECE {ece:.3f})")
-        ax.scatter(conf, acc, s=12 + 200 * count / count.sum(), color=colour, alpha=0.8)
-        for n, cx, ay in zip(count, conf, acc):
-            ax.annotate(f"{int(n)}", (cx, ay), xytext=(3, -9), textcoords="offset points", fontsize=6, color=colour)
-    low = 1.0 / len(estimator.classes_)
-    ax.set_xlim(low - 0.02, 1.01)
+        count, conf, acc, ece = reliability_bins(y, proba, estimator.classes_, n_bins=n_bins, impossible=dead)
+        n_dead = int(dead.sum())
+        extra = f"; {n_dead} impossible rows at (1, 0)" if n_dead else ""
+        if count.sum() > 0:
+            count, conf, acc = merge_bins(count, conf, acc, min_count)
+        else:
+            count = conf = acc = np.zeros(0)
+        ax.plot(conf, acc, _STYLES[estimate], color=colour, lw=1.2, alpha=0.85, label=f"{label} (ECE {ece:.3f}{extra})")
+        size = 12 + 200 * count / len(dead)
+        thin = count < min_count
+        ax.scatter(conf[~thin], acc[~thin], s=size[~thin], color=colour, alpha=0.8)
+        ax.scatter(conf[thin], acc[thin], s=size[thin], facecolors="none", edgecolors=colour, alpha=0.8)
+        labels += [(cx, ay, f"{int(n)}", colour, k) for n, cx, ay in zip(count, conf, acc)]
+        if n_dead:
+            ax.scatter([1.0], [0.0], marker="x", s=12 + 200 * n_dead / len(dead), color=colour, alpha=0.9)
+            labels.append((1.0, 0.0, f"{n_dead} impossible", colour, k))
+    for cx, ay, text, colour, k in labels:
+        # Beside the point, on the side with room: left of points in the right half (else the
+        # label runs off the figure), above points near the bottom; series offset vertically so
+        # that the counts of points drawn at the same place do not overlap.
+        right = cx > (x_lo + x_hi) / 2
+        up = ay < 0.15
+        dy = (4 + 8 * k) if up else -(9 + 8 * k)
+        ax.annotate(
+            text,
+            (cx, ay),
+            xytext=(-4 if right else 4, dy),
+            textcoords="offset points",
+            ha="right" if right else "left",
+            fontsize=6,
+            color=colour,
+        )
+    ax.set_xlim(x_lo, x_hi)
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel("confidence (largest class probability); rows per point written beside it")
     ax.set_ylabel("accuracy")
-    ax.set_title(f"Reliability: {type(estimator).__name__} ({n_bins} bins, >= {min_count} rows per point)")
-    ax.legend(loc="upper left", fontsize="small")
+    ax.set_title(
+        f"Reliability: {type(estimator).__name__}\n{n_bins} bins; sparse bins merged to >= {min_count} rows, "
+        "hollow where fewer",
+        fontsize="small",
+    )
+    # Below the axes: inside, the legend would hide the points of some corner.
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.13), fontsize="small", frameon=False)
     return ax
 
 
 def merge_bins(count, confidence, accuracy, min_count):
-    """Merge adjacent confidence bins until each holds at least ``min_count`` rows.
+    """Merge adjacent sparse confidence bins, keeping every row.
 
-    Bins are taken in order of confidence; empty ones are dropped; a group short of
-    ``min_count`` at the top end joins the group before it.
+    Empty bins are skipped. A bin of ``min_count`` rows or more is a group of its own,
+    never merged. Runs of adjacent bins under ``min_count`` rows (in order of confidence)
+    are cut into groups of at least ``min_count`` rows; a remainder short of
+    ``min_count`` joins the group before it in the same run, or, when the whole run holds
+    fewer than ``min_count`` rows, stays a group of its own (the caller marks it as
+    sparse). The counts of the groups add up to the counts of the bins.
 
     Parameters
     ----------
@@ -151,28 +203,39 @@ def merge_bins(count, confidence, accuracy, min_count):
     Examples
     --------
     >>> import numpy as np
-    >>> count = np.array([3.0, 0.0, 4.0, 12.0, 2.0])
-    >>> conf = np.array([0.55, np.nan, 0.7, 0.8, 0.95])
-    >>> acc = np.array([1 / 3, np.nan, 0.5, 0.75, 1.0])
+    >>> count = np.array([3.0, 0.0, 4.0, 12.0, 2.0, 1.0, 40.0])
+    >>> conf = np.array([0.55, np.nan, 0.6, 0.65, 0.7, 0.75, 0.95])
+    >>> acc = np.array([1 / 3, np.nan, 0.5, 0.75, 1.0, 0.0, 0.9])
     >>> n, c, a = merge_bins(count, conf, acc, min_count=5)
-    >>> n.tolist(), [round(float(v), 4) for v in a]
-    ([7.0, 14.0], [0.4286, 0.7857])
+    >>> n.tolist(), [round(float(v), 4) for v in a]  # the run of 2 + 1 rows stays apart
+    ([7.0, 12.0, 3.0, 40.0], [0.4286, 0.75, 0.6667, 0.9])
     """
     count = np.asarray(count, dtype=np.float64)
     used = count > 0
     n = count[used]
     conf_sum, acc_sum = n * np.asarray(confidence)[used], n * np.asarray(accuracy)[used]
-    groups, current = [], []
+    groups, run = [], []  # run: the groups cut from the current run of sparse bins
+
+    def close(current):
+        if current and run and n[current].sum() < min_count:
+            run[-1] = run[-1] + current
+        elif current:
+            run.append(current)
+        groups.extend(run)
+        run.clear()
+
+    current = []
     for i in range(n.size):
+        if n[i] >= min_count:
+            close(current)
+            current = []
+            groups.append([i])
+            continue
         current.append(i)
         if n[current].sum() >= min_count:
-            groups.append(current)
+            run.append(current)
             current = []
-    if current:
-        if groups:
-            groups[-1] = groups[-1] + current
-        else:
-            groups.append(current)
+    close(current)
     total = np.array([n[g].sum() for g in groups])
     return (
         total,

@@ -242,7 +242,9 @@ def demo_summary(args, problem, results, evidences, n_train, n_test, report_path
         "zero-lik rows: test rows impossible under every class for that estimate (a feature value "
         "never seen in training). predict gives them the class proportions (bayesnb.ZeroLikelihoodWarning, "
         "counted here instead of printed), but the estimate gives them probability 0: its log loss is "
-        "infinite (inf) whenever there is one, so an estimate cannot look better by failing.",
+        "infinite (inf) whenever there is one, and each such row costs the Brier score 2 and the ECE 1 "
+        "(the worst one row can cost), so an estimate cannot look better by failing. Accuracy and "
+        "macro-F1 score predict's label, fallback included.",
         "log loss clips probabilities at machine epsilon (scikit-learn): a row possible under some "
         "class but given probability 0 for its true class costs about 36 nats (a row impossible under "
         "every class is the inf above). Brier: sum over classes (0..2). "
@@ -365,7 +367,10 @@ def write_report(args, problem, out_dir, fitted, tables, evidences, curve, progr
         "Log loss in nats (probabilities clipped at machine epsilon, as scikit-learn); Brier summed "
         "over classes (0 to 2); ECE with 15 equal-width confidence bins; zero-lik rows: test rows "
         "impossible under every class. Such a row has probability 0 under that estimate, so its log "
-        "loss is infinite (inf); accuracy, Brier and ECE score predict's fallback to the class proportions."
+        "loss is infinite (inf), and it costs the Brier score 2 and the ECE 1 (the worst one row can "
+        "cost: an estimate cannot look better by failing); accuracy and macro-F1 score predict's "
+        "fallback label (the class proportions). The reliability diagrams draw such rows as a cross "
+        "at (confidence 1, accuracy 0), and every bin with its number of rows."
     )
     for name, table in tables.items():
         md += ["", f"### {name}", "", format_comparison(table, style="markdown", intervals=True), ""]

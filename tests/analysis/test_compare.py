@@ -236,6 +236,12 @@ def test_cross_validated_mode_pools_out_of_fold_predictions():
         # fallback to the class proportions is not scored): the log loss is infinite.
         if impossible[e].any():
             ref["log_loss"] = np.inf
+            # Issue 38: the same rule for the Brier score (2 per such row) and the ECE (1 per
+            # such row, the other rows binned without them).
+            live, n = ~impossible[e], len(y)
+            scored = sklearn_metrics(y[live], oof[e][live], np.arange(10))
+            ref["brier"] = (scored["brier"] * live.sum() + 2.0 * impossible[e].sum()) / n
+            ref["ece"] = (scored["ece"] * live.sum() + impossible[e].sum()) / n
         assert table.row(e)["zero_likelihood_rows"] == impossible[e].sum()
         for m in METRICS:
             assert table.row(e)[m] == pytest.approx(ref[m], rel=1e-10, abs=1e-12), (e, m)
