@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["is_labels", "learn", "encode"]
+__all__ = ["is_labels", "learn", "encode", "decode"]
 
 
 def is_labels(dtype):
@@ -121,3 +121,41 @@ def encode(col, labels, unseen):
     return np.array(
         [np.nan if m else lookup.get(v, float(unseen)) for v, m in zip(col.tolist(), missing)], dtype=np.float64
     )
+
+
+def decode(codes, labels):
+    """The labels of integer ``codes`` of a column whose labels are ``labels``: generated rows in the user's terms.
+
+    The inverse of :func:`encode`, for the rows ``sample`` / ``sample_prior`` generate.
+    A column learned from booleans (labels ``[False, True]``) comes back boolean; any
+    other a pandas ``Categorical`` with the learned labels as its categories (the learned
+    order, which :func:`learn` keeps), so that it can be fitted again as it is. A code
+    past the labels (the share kept for a category not seen at fit, or a slot of
+    ``min_categories`` beyond the labels) is a new category with no label: missing.
+
+    Parameters
+    ----------
+    codes : array-like of int, shape (n,)
+    labels : ndarray of object
+        The learned labels (:func:`learn`).
+
+    Returns
+    -------
+    pandas.Categorical or ndarray of bool
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> list(decode([1, 0, 2], np.array(["a", "b"], dtype=object)))
+    ['b', 'a', nan]
+    >>> decode([1, 0], np.array([False, True], dtype=object)).tolist()
+    [True, False]
+    """
+    import pandas as pd
+
+    codes = np.asarray(codes).astype(np.int64)
+    known = (codes >= 0) & (codes < len(labels))
+    values = list(labels)
+    if values == [False, True] and all(isinstance(v, (bool, np.bool_)) for v in values) and known.all():
+        return codes.astype(bool)
+    return pd.Categorical.from_codes(np.where(known, codes, -1), categories=pd.Index(values, dtype=object))

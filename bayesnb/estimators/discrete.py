@@ -45,6 +45,15 @@ def _map_refusal(where, value, why, parameter):
     )
 
 
+def class_map_refusal(model, err):
+    """The refusal of ``estimate='map'`` for a class proportion (``err.index`` is ``(c,)``) of a fitted ``model``."""
+    (c,) = err.index
+    rows = float(np.asarray(model.stats_.class_count)[c])
+    where = f"the proportion of class {model.classes_[c].tolist()!r}"
+    why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
+    return _map_refusal(where, err.value, why, "class_alpha")
+
+
 class _DiscreteNB(BaseNB):
     """Families with Dirichlet/Beta priors set by a scikit-learn style ``alpha``."""
 
@@ -111,30 +120,36 @@ class _DiscreteNB(BaseNB):
         try:
             return super()._point(kind)
         except UndefinedModeError as err:
-            where, why = self._cell_words(err.index, err.value)
-            raise _map_refusal(where, err.value, why, "alpha") from None
+            raise self._map_refusal(err) from None
+
+    def _map_refusal(self, err, feature_words=None, labels=None):
+        """The refusal of ``estimate='map'`` for ``err`` (an ``UndefinedModeError`` of this model's feature posterior).
+
+        ``feature_words`` (feature index -> words) and ``labels`` (feature index -> its
+        category labels or None) say how an enclosing model names this model's features
+        (:class:`~bayesnb.estimators.mixed.MixedNB`, whose blocks see codes, not the
+        user's columns); by default this model's own column names and labels.
+        """
+        where, why = self._cell_words(err.index, err.value, feature_words or self._feature_words, labels)
+        return _map_refusal(where, err.value, why, "alpha")
 
     def _class_log_prob(self, kind):
         try:
             return super()._class_log_prob(kind)
         except UndefinedModeError as err:
-            (c,) = err.index
-            rows = float(np.asarray(self.stats_.class_count)[c])
-            where = f"the proportion of class {self.classes_[c].tolist()!r}"
-            why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
-            raise _map_refusal(where, err.value, why, "class_alpha") from None
+            raise class_map_refusal(self, err) from None
 
     def _feature_words(self, j):
         """How a message names feature ``j``: its column name when fitted on a DataFrame."""
         names = getattr(self, "feature_names_in_", None)
         return f"feature {names[j]!r}" if names is not None else f"feature {j} (column {j} of X)"
 
-    def _cell_words(self, index, value):
+    def _cell_words(self, index, value, feature_words, labels=None):
         """``(where, why)``: the cell of a concentration below 1 and what it is made of, in the user's terms."""
         c, j = index[:2]
         prior = float(np.asarray(self.prior_.concentration)[c, j])
         return (
-            f"in class {self.classes_[c].tolist()!r}, {self._feature_words(j)}",
+            f"in class {self.classes_[c].tolist()!r}, {feature_words(j)}",
             f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts",
         )
 
@@ -431,12 +446,12 @@ class BernoulliNB(_DiscreteNB):
 
         return SklearnCounterpart(naive_bayes.BernoulliNB(alpha=self.alpha, binarize=self.binarize), categorical=False)
 
-    def _cell_words(self, index, value):
+    def _cell_words(self, index, value, feature_words, labels=None):
         c, j, on = index
         prior = float(np.asarray(self.prior_.concentration1 if on else self.prior_.concentration0)[c, j])
         which = "present (1)" if on else "absent (0)"
         return (
-            f"in class {self.classes_[c].tolist()!r}, the probability that {self._feature_words(j)} is {which}",
+            f"in class {self.classes_[c].tolist()!r}, the probability that {feature_words(j)} is {which}",
             f"its prior concentration {prior:.4g} plus {value - prior:.4g} weighted rows with the feature {which}",
         )
 
@@ -515,7 +530,11 @@ class CategoricalNB(_DiscreteNB):
         boolean column, label ``k`` having code ``k``: the dtype's categories (pandas
         ``category``, in their order), ``[False, True]`` (boolean) or the sorted distinct
         values (string), learned at fit; ``partial_fit`` appends new labels. Empty when
-        every column holds codes.
+        every column holds codes. ``sample`` and ``sample_prior`` of a model with label
+        columns return a DataFrame with the training columns: label columns as their
+        labels (pandas ``Categorical`` with the learned categories, boolean columns as
+        bool; a new category with no label, drawn from the share kept for one, is
+        missing), code columns as int64.
     category_count_ : list of ndarray of shape (n_classes, n_categories_[j])
     feature_log_prob_ : list of ndarray of shape (n_classes, n_categories_[j])
         Log category probabilities of the current estimate (scikit-learn's layout).
@@ -596,10 +615,10 @@ class CategoricalNB(_DiscreteNB):
         nb = naive_bayes.CategoricalNB(alpha=self.alpha, min_categories=self.min_categories)
         return SklearnCounterpart(nb, categorical=True)
 
-    def _cell_words(self, index, value):
+    def _cell_words(self, index, value, feature_words, labels=None):
         c, j, k = index
         prior = float(np.asarray(self.prior_.concentration)[c, j, min(k, self.prior_.concentration.shape[-1] - 1)])
-        where = f"in class {self.classes_[c].tolist()!r}, {self._feature_words(j)}"
+        where = f"in class {self.classes_[c].tolist()!r}, {feature_words(j)}"
         if k >= self.n_categories_[j]:
             # The slot the family keeps for a category first seen at prediction: its
             # concentration is alpha alone, which no training data can raise.
@@ -607,9 +626,33 @@ class CategoricalNB(_DiscreteNB):
                 f"{where}, the share kept for a category not seen at fit (every feature has one)",
                 "alpha alone: no training row can raise it",
             )
-        labels = getattr(self, "categories_", {}).get(j)
-        category = f"category {labels[k]!r}" if labels is not None and k < labels.size else f"category code {k}"
+        labels = getattr(self, "categories_", {}).get(j) if labels is None else labels(j)
+        if labels is not None and k < len(labels):
+            label = labels[k]
+            label = label.item() if isinstance(label, np.generic) else label  # 'red', not np.str_('red')
+            category = f"category {label!r}"
+        else:
+            category = f"category code {k}"
         return f"{where}, {category}", f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts"
+
+    def _format_generated(self, X):
+        """Generated codes in the user's terms: labels where the model learned labels.
+
+        Without label columns (every column held codes) the int64 codes as they are;
+        else a DataFrame with the training columns, each label column decoded
+        (:func:`bayesnb.estimators._categories.decode`, the decoding ``MixedNB`` uses).
+        """
+        labels = getattr(self, "categories_", None)
+        if not labels:
+            return X
+        import pandas as pd
+
+        names = getattr(self, "feature_names_in_", None)
+        columns = {}
+        for j in range(X.shape[1]):
+            key = names[j] if names is not None else j
+            columns[key] = _categories.decode(X[:, j], labels[j]) if j in labels else X[:, j].astype(np.int64)
+        return pd.DataFrame(columns)
 
     def _check_X_y(self, X, y, reset):
         # The rows being fitted teach the labels of label columns (see _label_codes).

@@ -21,11 +21,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_category_codes
+from bayesnb.core.families._dirichlet import UndefinedModeError
 from bayesnb.core.families.product import BlockRows, product
 from bayesnb.core.stats import ProductStats
 from bayesnb.estimators import _categories
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
 from bayesnb.estimators._registry import estimator_for
+from bayesnb.estimators.discrete import class_map_refusal
 from bayesnb.ppl.collapsed import find_hyperpriors
 
 __all__ = ["MixedNB", "infer_blocks"]
@@ -638,6 +640,50 @@ class MixedNB(BaseNB):
     def _make_prior(self):
         return {name: est.prior_ for name, est, _ in self.estimators_}
 
+    # ------------------------------------------------ "map" refusals in the user's terms
+    def _point(self, kind):
+        try:
+            return super()._point(kind)
+        except UndefinedModeError as err:
+            raise self._block_map_refusal(kind, err) from None
+
+    def _class_log_prob(self, kind):
+        try:
+            return super()._class_log_prob(kind)
+        except UndefinedModeError as err:
+            raise class_map_refusal(self, err) from None
+
+    def _block_map_refusal(self, kind, err):
+        """The refusal of ``kind`` in the words of the block that has no mode there.
+
+        The product family reports a cell of one block's tables, indexed by the block's
+        own features and (for a categorical block) codes; the block names the cell, told
+        how this model names its features (the DataFrame's column, the block) and the
+        category labels this model learned for its string columns.
+        """
+        for name, est, idx in self.estimators_:
+            block = est._as_block(name, idx)
+            try:
+                block.family.point(self.prior_[name], self.stats_.blocks[name], kind, **block.point_options.get(kind, {}))
+            except UndefinedModeError as block_err:
+                words = getattr(est, "_map_refusal", None)
+                if words is None:  # a family without its own words: at least the block and its columns
+                    columns = [self._column_name(j) for j in idx]
+                    return ValueError(f"block {name!r} (columns {columns!r}): {block_err}")
+
+                def feature(j, name=name, idx=idx):
+                    return f"feature {self._column_name(idx[j])!r} (block {name!r})"
+
+                def labels(j, idx=idx):
+                    return self.categories_.get(int(idx[j]))
+
+                return words(block_err, feature_words=feature, labels=labels)
+        return err
+
+    def _column_name(self, j):
+        names = getattr(self, "feature_names_in_", None)
+        return str(names[int(j)]) if names is not None else int(j)
+
     def _sample_row_params(self, key, n, prior):
         keys = jax.random.split(key, len(self.estimators_))
         return {name: est._sample_row_params(k, n, prior) for k, (name, est, _) in zip(keys, self.estimators_)}
@@ -648,9 +694,10 @@ class MixedNB(BaseNB):
         A column's dtype follows its block's family ``support`` (the family is asked,
         never the estimator's class): counts and numeric category codes int64, binary
         columns bool, real and positive columns float; category-code columns learned
-        from non-numeric values are pandas ``Categorical`` with the learned categories
-        (a code past them, possible only with ``min_categories`` larger than the
-        categories seen, is missing).
+        from labels are decoded as :class:`CategoricalNB` decodes its own
+        (:func:`bayesnb.estimators._categories.decode`: pandas ``Categorical`` with the
+        learned categories, booleans as bool; a code past them, possible only with
+        ``min_categories`` larger than the categories seen, is missing).
         """
         if not hasattr(self, "feature_names_in_"):
             return X
@@ -664,9 +711,7 @@ class MixedNB(BaseNB):
         for j, name in enumerate(self.feature_names_in_):
             kind, values = support.get(j), X[:, j]
             if kind == "codes" and j in self.categories_:
-                cats = self.categories_[j]
-                codes = values.astype(np.int64)
-                columns[name] = pd.Categorical.from_codes(np.where(codes < cats.size, codes, -1), categories=cats)
+                columns[name] = _categories.decode(values, self.categories_[j])
             elif kind in _SUPPORT_DTYPE:
                 columns[name] = values.astype(_SUPPORT_DTYPE[kind])
             else:
