@@ -58,6 +58,7 @@ import numpy as np
 from bayesnb.core import _fitted
 from bayesnb.core._normalize import log_normalize
 from bayesnb.core._validation import ESTIMATES, check_estimate, check_level
+from bayesnb.analysis.uncertainty import final_step
 
 __all__ = [
     "METRICS",
@@ -311,30 +312,68 @@ class _Prediction(NamedTuple):
     dead: np.ndarray | None = None  # (n,) bool: rows impossible under every class
 
 
+def _has_estimate(est):
+    """Whether ``estimate`` is a parameter of ``est`` (bayesnb's own estimators), rather than
+    fixed by the class (the estimators of :mod:`bayesnb.sklearn`, scikit-learn's signatures)."""
+    return "estimate" in est.get_params(deep=False)
+
+
+def _bayesnb_view(est):
+    """The fitted model as an estimator whose ``estimate`` (and ``calibrate``) can be set.
+
+    bayesnb's own estimators are returned as they are. An estimator of
+    :mod:`bayesnb.sklearn` has scikit-learn's parameters only; its public ``to_bayesnb()``
+    hands the same statistics, prior and class proportions to the equivalent bayesnb
+    estimator, whose other estimates are then those of this very model.
+    """
+    if _has_estimate(est):
+        return est
+    to_bayesnb = getattr(est, "to_bayesnb", None)
+    if not callable(to_bayesnb):
+        raise TypeError(
+            f"{type(est).__name__} has no 'estimate' parameter and no to_bayesnb(): compare cannot switch "
+            "its estimates"
+        )
+    return to_bayesnb()
+
+
 def _predict_all(clf, X, estimates):
     """Class probabilities of every estimate of one fitted posterior.
+
+    ``clf`` may be a fitted ``Pipeline`` ending in a bayesnb estimator (``X`` then in the
+    pipeline's input form: the estimates are the final step's, on the rows transformed
+    by the steps before it) and an estimator of :mod:`bayesnb.sklearn` (its own estimate
+    from itself, the others through :func:`_bayesnb_view`).
 
     An estimate that is undefined for this posterior (e.g. the MAP with a concentration
     below 1) is returned with its reason instead of raising. Rows with zero likelihood
     under every class get the class proportions (as ``predict_proba``), and are counted
     rather than warned about.
     """
+    clf, X = final_step(clf, X)
     # Bad input is the caller's error, not an undefined estimate: checked once, raised.
     clf.validate_input(X)
-    original = clf.estimate
+    own = clf.estimate
+    view = clf if _has_estimate(clf) else None
     out = {}
     try:
         for estimate in estimates:
-            clf.set_params(estimate=estimate)
             try:
-                joint = clf.predict_joint_log_proba(X)
-                log_proba, dead = log_normalize(joint, clf.class_log_prior_)
+                if estimate == own and view is not clf:  # a namespace estimator's own estimate: itself
+                    model = clf
+                else:
+                    if view is None:
+                        view = _bayesnb_view(clf)
+                    model = view.set_params(estimate=estimate)
+                joint = model.predict_joint_log_proba(X)
+                log_proba, dead = log_normalize(joint, model.class_log_prior_)
             except ValueError as exc:
                 out[estimate] = _Prediction(None, None, _first_sentence(str(exc)))
                 continue
             out[estimate] = _Prediction(np.exp(log_proba), int(dead.sum()), None, np.asarray(dead, dtype=bool))
     finally:
-        clf.set_params(estimate=original)
+        if view is clf:
+            clf.set_params(estimate=own)
     return out
 
 
@@ -342,21 +381,41 @@ def _predict_all(clf, X, estimates):
 CALIBRATED = "calibrated (loo)"
 
 
-def _predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines):
+def _calibrated_template(template, fitted):
+    """An unfitted copy of ``template`` whose bayesnb estimator has ``calibrate="loo"``.
+
+    ``fitted``: ``template`` fitted (for an estimator of :mod:`bayesnb.sklearn`, the
+    calibrated model is its bayesnb equivalent, which has ``calibrate``, at the class
+    proportions of the same rows). A ``Pipeline`` keeps its transforms (refitted on the
+    same rows) and gets the calibrated final step.
+    """
+    from sklearn.base import clone
+
+    final, _ = final_step(fitted)
+    base = _final(template) if _has_estimate(final) else _bayesnb_view(final)
+    step = clone(base).set_params(calibrate="loo")
+    if not _is_pipeline(template):
+        return step
+    return clone(template).set_params(**{template.steps[-1][0]: step})
+
+
+def _predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines, fitted=None):
     """Predictions of the rows beside the estimates: the calibrated model and the baselines.
 
     ``calibrated``: a clone of ``template`` with ``calibrate="loo"`` (at its own
-    ``estimate``), fitted on the same rows. ``baselines``: name -> unfitted scikit-learn
-    classifier, cloned and fitted on the same rows; its ``predict_proba`` columns are
-    placed in the order of ``classes`` (a class it never saw gets probability 0).
+    ``estimate``; see :func:`_calibrated_template`, which reads ``fitted``, the template
+    fitted on these rows), fitted on the same rows. ``baselines``: name -> unfitted
+    scikit-learn classifier, cloned and fitted on the same rows; its ``predict_proba``
+    columns are placed in the order of ``classes`` (a class it never saw gets probability 0).
     """
     from sklearn.base import clone
 
     out = {}
     if calibrated:
-        clf = clone(template).set_params(calibrate="loo")
-        clf.partial_fit(X_train, y_train, classes=classes)
-        out[CALIBRATED] = _Prediction(np.asarray(clf.predict_proba(X_test)), 0, None, np.zeros(_n_rows(X_test), bool))
+        clf = _fit(_calibrated_template(template, template if fitted is None else fitted), X_train, y_train, classes)
+        model, X_scored = final_step(clf, X_test)
+        proba = np.asarray(model.predict_proba(X_scored))
+        out[CALIBRATED] = _Prediction(proba, 0, None, np.zeros(_n_rows(X_test), bool))
     for name, base in (baselines or {}).items():
         model = clone(base).fit(X_train, y_train)
         proba = np.zeros((_n_rows(X_test), classes.size))
@@ -416,14 +475,32 @@ def short_reason(message, width=60):
     return text
 
 
+def _is_pipeline(est):
+    from sklearn.pipeline import Pipeline
+
+    return isinstance(est, Pipeline)
+
+
+def _final(est):
+    """The bayesnb estimator of ``est``: itself, or a ``Pipeline``'s final step."""
+    return est.steps[-1][1] if _is_pipeline(est) else est
+
+
 def _fit(template, X, y, classes):
-    """A fresh clone of ``template`` fitted on (X, y), with every class of ``classes``."""
+    """A fresh clone of ``template`` fitted on (X, y), with every class of ``classes``.
+
+    A ``Pipeline``'s transforms are fitted on these rows (as ``Pipeline.fit`` fits them:
+    nothing of the held-out rows reaches them), then its final step on the transformed rows.
+    """
     from sklearn.base import clone
 
     clf = clone(template)
+    final = _final(clf)
+    if _is_pipeline(clf) and len(clf.steps) > 1:
+        X = clf[:-1].fit_transform(X, y)
     # partial_fit with the full class list: a training subset missing a class still
     # gives probabilities for every class, in the same columns.
-    clf.partial_fit(X, y, classes=classes)
+    final.partial_fit(X, y, classes=classes)
     return clf
 
 
@@ -735,8 +812,18 @@ def _check_models(estimator):
     for name, est in models.items():
         if not isinstance(name, str):
             raise TypeError(f"model names must be strings, got {name!r}")
-        if not _is_bayesnb_estimator(est):
-            raise TypeError(f"compare needs bayesnb estimators, got {type(est).__name__} for {name!r}")
+        final = _final(est)
+        if _is_pipeline(est) and not _is_bayesnb_estimator(final):
+            raise TypeError(
+                f"compare needs a Pipeline that ends in a bayesnb estimator; the last step of {name!r} "
+                f"({est.steps[-1][0]!r}) is {type(final).__name__}. Pass scikit-learn classifiers as baselines="
+            )
+        if not _is_bayesnb_estimator(final):
+            raise TypeError(
+                f"compare needs bayesnb estimators, got {type(est).__name__} for {name!r} (it has no posterior "
+                "whose estimates could be compared); pass scikit-learn classifiers as baselines={name: model}, "
+                "scored beside the bayesnb model on the same rows"
+            )
     return models, named
 
 
@@ -829,7 +916,14 @@ def compare(
     estimator : bayesnb estimator, or dict of name -> estimator
         Cloned and fitted here (once per fold / training subset); every estimate is
         scored from that one posterior. A dict compares several models (e.g. priors),
-        whose log evidences are then comparable.
+        whose log evidences are then comparable. An estimator may be a scikit-learn
+        ``Pipeline`` ending in a bayesnb estimator: the whole pipeline is fitted on each
+        training fold / subset (its transforms see no held-out row) and the estimates
+        are those of its final step on the transformed rows (``X`` in the pipeline's
+        input form, e.g. documents). An estimator of :mod:`bayesnb.sklearn` scores its
+        own estimate (``"mean"``; ``"mle"`` for ``GaussianNB``) as it is, scikit-learn's
+        numbers, and the others through ``to_bayesnb()``: the same statistics, ``alpha``
+        and class proportions with the ``estimate`` switched.
     X_train, y_train : training rows and labels (the whole data set with ``cv``)
     X_test, y_test : held-out rows and labels (hold-out and learning-curve modes)
     estimates : sequence of {"mle", "map", "mean", "predictive"}
@@ -955,10 +1049,10 @@ def compare(
             key = (name,) if named else ()
             groups[key] = [
                 {**_predict_all(clf, X_test, estimates),
-                 **_predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines)}
+                 **_predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines, clf)}
             ]
-            evidences[key] = [float(clf.log_evidence())]
-            summaries[key] = hyperparameter_summary(clf)
+            evidences[key] = [float(_final(clf).log_evidence())]
+            summaries[key] = hyperparameter_summary(_final(clf))
             if progress is not None:
                 progress(i + 1, total, f"fitted {name}")
         attrs.update(n_train=int(y_train.shape[0]), n_test=int(y_test.shape[0]))
@@ -980,7 +1074,7 @@ def compare(
                 clf = _fit(template, X_fold, y_fold, classes)
                 preds = {
                     **_predict_all(clf, X_held, estimates),
-                    **_predict_extra(template, X_fold, y_fold, X_held, classes, calibrated, baselines),
+                    **_predict_extra(template, X_fold, y_fold, X_held, classes, calibrated, baselines, clf),
                 }
                 for e, pred in preds.items():
                     if pred.proba is None:
@@ -1006,8 +1100,8 @@ def compare(
                 }
             ]
             full = _fit(template, X_train, y_train, classes)
-            evidences[key] = [float(full.log_evidence())]
-            summaries[key] = hyperparameter_summary(full)
+            evidences[key] = [float(_final(full).log_evidence())]
+            summaries[key] = hyperparameter_summary(_final(full))
             done += 1
             if progress is not None:
                 progress(done, total, f"{name}: fit on all rows")
@@ -1027,9 +1121,9 @@ def compare(
                     clf = _fit(template, X_sub, y_sub, classes)
                     runs.append(
                         {**_predict_all(clf, X_test, estimates),
-                         **_predict_extra(template, X_sub, y_sub, X_test, classes, calibrated, baselines)}
+                         **_predict_extra(template, X_sub, y_sub, X_test, classes, calibrated, baselines, clf)}
                     )
-                    evs.append(float(clf.log_evidence()))
+                    evs.append(float(_final(clf).log_evidence()))
                     done += 1
                     if progress is not None:
                         progress(done, total, f"{name}: {size} training rows")
@@ -1070,7 +1164,7 @@ def _compare_fitted(
     classes = None
     groups, evidences, summaries = {}, {}, {}
     for name, clf in models.items():
-        check_is_fitted(clf, "stats_")
+        check_is_fitted(_final(clf), "stats_")
         if classes is None:
             classes = clf.classes_
         elif not np.array_equal(classes, clf.classes_):
@@ -1083,8 +1177,8 @@ def _compare_fitted(
              **(_predict_extra(clf, X_train, np.asarray(y_train), X_test, classes, calibrated, baselines)
                 if X_train is not None else {})}
         ]
-        evidences[key] = [float(clf.log_evidence())]
-        summaries[key] = hyperparameter_summary(clf)
+        evidences[key] = [float(_final(clf).log_evidence())]
+        summaries[key] = hyperparameter_summary(_final(clf))
     rng = np.random.default_rng(random_state)
     y_index = _label_index(y_test, classes, "y_test")
     index_names = (["model"] if named else []) + ["estimate"]
@@ -1103,7 +1197,7 @@ def _compare_fitted(
         "n_bootstrap": int(n_bootstrap),
         "reference": reference,
         "n_bins": n_bins,
-        "n_train": int(sum(float(np.sum(m.class_count_)) for m in models.values()) / len(models)),
+        "n_train": int(sum(float(np.sum(_final(m).class_count_)) for m in models.values()) / len(models)),
         "n_test": int(y_test.shape[0]),
     }
     columns = [c for c in records[0] if c not in index_names]

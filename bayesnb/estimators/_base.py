@@ -91,6 +91,36 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     Subclasses set ``_family`` (a registered :class:`bayesnb.core.families.Family`) and implement
     ``_check_X(X, reset)``, ``_compute_stats(X, y_index, sample_weight, mask=None)`` and
     ``_make_prior()``.
+
+    Notes
+    -----
+    Protected extension hooks. A subclass (a family's estimator, or a front such as
+    :mod:`bayesnb.sklearn`, which gives the estimators scikit-learn's signatures) builds on
+    the public methods and on these names only; their contracts are kept stable. Every
+    other private name of this class may change.
+
+    ``_family``
+        Class attribute: the registered family of the feature model.
+    ``_check_X(X, reset)``
+        Validate rows and return them in the family's form (``reset``: learn
+        ``n_features_in_`` / ``feature_names_in_``, as at the first ``fit``).
+    ``_compute_stats(X, y_index, sample_weight, mask=None)``
+        The statistics pytree of validated rows; an override may check or record
+        something about the batch and return ``super()._compute_stats(...)``.
+    ``_make_prior()``
+        The prior pytree from the parameters (may set fitted hyperparameters such as
+        ``alpha_``). The discrete estimators build it with ``_prior_from_alpha(alpha)``,
+        the conjugate prior of a given concentration, which an override that checks or
+        adjusts ``alpha`` itself calls.
+    ``_refresh()``
+        Recompute everything derived from ``stats_`` (``prior_``, ``posterior_``, the
+        class prior or posterior, ``class_count_``); ``fit``, ``partial_fit``,
+        ``fit_shard``, ``update_prior`` and :func:`bayesnb.load` call it. An override calls
+        ``super()._refresh()`` and then adjusts the derived attributes.
+    ``_point(kind)``
+        The plug-in parameters (the family's parameter pytree) that predictions use for
+        the point estimate ``kind``; it may be memoised in ``self._cache``, a dict
+        emptied whenever the statistics or the prior change.
     """
 
     _family = None

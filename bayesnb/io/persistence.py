@@ -25,7 +25,10 @@ A ZIP archive, readable by ``numpy.load`` as an ``.npz`` (the suggested suffix),
   object dtype).
 
 An estimator's state is ``{"class": name, "params": get_params(deep=False),
-"fitted": bool, "attributes": {...}}``. Values are encoded as JSON where JSON is exact
+"fitted": bool, "attributes": {...}}``; ``name`` is the class's registered name (its
+``__name__``, or ``"sklearn.MultinomialNB"`` etc. for the classes of
+:mod:`bayesnb.sklearn`, which files written by earlier versions never name, and which
+load finds once ``bayesnb.sklearn`` is imported). Values are encoded as JSON where JSON is exact
 (``None``, booleans, strings, integers, finite floats, lists) and otherwise as a
 one-key object naming the type: ``{"array": name}`` (with ``"object": "str" | "int" |
 "float" | "bool"`` for an object array of such Python values, e.g. string class labels),
@@ -40,7 +43,9 @@ What is stored, and why
 The fitted state is what cannot be recomputed: ``classes_``, ``n_features_in_``,
 ``feature_names_in_`` (when present), the additive sufficient statistics ``stats_`` and
 a few estimator-specific fields (``n_categories_``; :class:`~bayesnb.MixedNB`'s fitted
-blocks and learned categories). Priors and posteriors are *not* stored: ``load``
+blocks and learned categories; the private state a class registers with
+:func:`register_estimator`, e.g. scikit-learn's variance floor of
+``bayesnb.sklearn.GaussianNB``). Priors and posteriors are *not* stored: ``load``
 recomputes them from the parameters and the statistics with the same code that
 ``fit`` ran, so
 
@@ -124,34 +129,57 @@ _STATE = (
 
 
 # Filled by the layers that define the classes (the estimators register themselves when
-# bayesnb.estimators is imported), so that this module imports none of them: loading
-# looks a class up here and never imports code named by a file.
+# bayesnb.estimators is imported, bayesnb.sklearn's when it is imported), so that this
+# module imports none of them: loading looks a class up here and never imports code
+# named by a file.
 _ESTIMATORS: dict[str, type] = {}
 _PYTREES: dict[str, type] = {}
+# Registered name -> private fitted attributes that are state of that class (saved and
+# restored beside _STATE; validated by the class's own _refresh on load).
+_EXTRA_STATE: dict[str, tuple] = {}
 
 
-def _register(table, cls, what):
-    held = table.get(cls.__name__)
+def _register(table, cls, what, name=None):
+    name = cls.__name__ if name is None else name
+    held = table.get(name)
     if held is not None and held is not cls:
-        raise ValueError(f"another {what} named {cls.__name__!r} is already registered")
-    table[cls.__name__] = cls
+        raise ValueError(f"another {what} named {name!r} is already registered")
+    table[name] = cls
     return cls
 
 
-def register_estimator(cls):
+def register_estimator(cls=None, *, name=None, state=()):
     """Allow instances of ``cls`` to be saved and loaded (a class decorator).
 
     Parameters
     ----------
     cls : type
-        An estimator class; files name it by ``cls.__name__``.
+        An estimator class.
+    name : str, optional
+        The name files give the class (default ``cls.__name__``). A class of a namespace
+        with the main namespace's class names (:mod:`bayesnb.sklearn`) is registered as
+        ``"<namespace>.<class>"``, e.g. ``"sklearn.MultinomialNB"``.
+    state : tuple of str
+        Private fitted attributes (``_name_``) that are state of this class, saved and
+        restored beside the common ones (e.g. scikit-learn's variance floor of
+        ``bayesnb.sklearn.GaussianNB``). The class validates them when its posterior is
+        recomputed on load.
 
     Returns
     -------
     type
-        ``cls`` itself.
+        ``cls`` itself (or, without ``cls``, a decorator).
     """
-    return _register(_ESTIMATORS, cls, "estimator class")
+    if cls is None:
+        return lambda c: register_estimator(c, name=name, state=state)
+    state = tuple(state)
+    for key in state:
+        if not (isinstance(key, str) and key.startswith("_") and key.endswith("_") and not key.startswith("__")):
+            raise ValueError(f"state names private fitted attributes such as '_epsilon_', got {key!r}")
+    name = cls.__name__ if name is None else name
+    _register(_ESTIMATORS, cls, "estimator class", name)
+    _EXTRA_STATE[name] = state
+    return cls
 
 
 def register_pytree(cls):
@@ -217,6 +245,7 @@ class _Encoder:
     def __init__(self):
         self.arrays = {}
         self._estimators = _estimator_types()
+        self._names = {cls: name for name, cls in self._estimators.items()}
         self._namedtuples = _namedtuple_types()
 
     def _store(self, arr, where):
@@ -272,7 +301,7 @@ class _Encoder:
             if value.dtype.kind not in _ARRAY_KINDS:
                 raise TypeError(f"cannot save {where}: numpy scalar of dtype {value.dtype}")
             return {"scalar": self._store(np.asarray(value), where)}
-        if type(value) in self._estimators.values():
+        if type(value) in self._names:
             return {"estimator": self.estimator(value, where)}
         if isinstance(value, tuple) and hasattr(value, "_fields"):
             name = type(value).__name__
@@ -295,13 +324,13 @@ class _Encoder:
         raise TypeError(f"cannot save {where}: values of type {type(value).__name__} are not supported")
 
     def estimator(self, est, where=None):
-        name = type(est).__name__
-        where = where or name
-        if self._estimators.get(name) is not type(est):
+        name = self._names.get(type(est))
+        where = where or type(est).__name__
+        if name is None:
             raise TypeError(
-                f"cannot save {where}: {type(est).__module__}.{name} is not one of bayesnb's estimators "
-                f"({', '.join(sorted(self._estimators))}); loading looks classes up in that table and "
-                "never imports code named by a file"
+                f"cannot save {where}: {type(est).__module__}.{type(est).__name__} is not one of bayesnb's "
+                f"estimators ({', '.join(sorted(self._estimators))}); loading looks classes up in that table "
+                "and never imports code named by a file"
             )
         fitted = hasattr(est, "stats_")
         public = [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
@@ -313,7 +342,7 @@ class _Encoder:
             )
         attributes = {}
         if fitted:
-            for key in _STATE:
+            for key in _STATE + _EXTRA_STATE.get(name, ()):
                 if key in vars(est):
                     attributes[key] = self.value(vars(est)[key], f"{where}.{key}")
         params = est.get_params(deep=False)
@@ -399,10 +428,18 @@ class _Decoder:
     def estimator(self, state):
         if not isinstance(state, dict) or set(state) != {"class", "params", "fitted", "attributes"}:
             raise ModelFileError("the estimator entry of the metadata is malformed")
-        cls = self._estimators.get(state["class"])
+        name = state["class"]
+        cls = self._estimators.get(name) if isinstance(name, str) else None
         if cls is None:
+            namespace = name.split(".")[0] if isinstance(name, str) and "." in name else None
+            hint = (
+                f" (a class of bayesnb.{namespace}, registered when it is imported: `import bayesnb.{namespace}` "
+                "before loading)"
+                if namespace is not None and namespace.isidentifier()
+                else ""
+            )
             raise ModelFileError(
-                f"unknown estimator class {state['class']!r}; a bayesnb model file names one of "
+                f"unknown estimator class {name!r}{hint}; a bayesnb model file names one of "
                 f"{', '.join(sorted(self._estimators))}"
             )
         params = {k: self.value(v) for k, v in dict(state["params"]).items()}
@@ -413,7 +450,7 @@ class _Decoder:
         if not state["fitted"]:
             return est
         attributes = dict(state["attributes"])
-        unknown = set(attributes) - set(_STATE)
+        unknown = set(attributes) - set(_STATE) - set(_EXTRA_STATE.get(name, ()))
         if unknown or "stats_" not in attributes or "classes_" not in attributes:
             raise ModelFileError(f"fitted attributes {sorted(attributes)} of {cls.__name__} are incomplete or unknown")
         for key, node in attributes.items():
@@ -599,8 +636,10 @@ def save(estimator, path):
     Parameters
     ----------
     estimator : a bayesnb estimator
-        One of bayesnb's own estimator classes (not a subclass: loading looks classes up
-        by name in a fixed table).
+        One of bayesnb's own estimator classes, those of :mod:`bayesnb.sklearn` included
+        (not a subclass: loading looks classes up by name in a fixed table). A
+        scikit-learn ``Pipeline`` is refused with a ``TypeError`` (its transforms cannot
+        be stored without pickle): save its final step, ``pipeline[-1]``.
     path : str, os.PathLike or binary file object
         Written as given (no suffix is added; ``.npz`` is suggested). A path is written
         atomically: a temporary file in the same folder is renamed over it once complete,
@@ -614,7 +653,8 @@ def save(estimator, path):
     ------
     TypeError
         If the estimator, a parameter or a label cannot be stored without pickle (e.g.
-        object class labels that are not all str, int, float or bool of one type).
+        object class labels that are not all str, int, float or bool of one type, or a
+        ``Pipeline``'s transforms).
 
     Examples
     --------
@@ -628,6 +668,7 @@ def save(estimator, path):
     """
     from bayesnb._version import __version__
 
+    _refuse_pipeline(estimator)
     enc = _Encoder()
     metadata = {
         "format": FORMAT,
@@ -653,6 +694,25 @@ def save(estimator, path):
     # A temporary file in the same folder replaces the destination once complete.
     with atomic_write(path, "wb") as f:
         write(f)
+
+
+def _refuse_pipeline(estimator):
+    """A scikit-learn ``Pipeline`` cannot be saved in this format: say why, and what can be."""
+    from sklearn.pipeline import Pipeline
+
+    if not isinstance(estimator, Pipeline):
+        return
+    steps = estimator.steps
+    head = ", ".join(type(step).__name__ for _, step in steps[:-1]) or "none"
+    last = steps[-1][0] if steps else "?"
+    raise TypeError(
+        f"cannot save a scikit-learn Pipeline in bayesnb's model format: its transforms ({head}) are "
+        "arbitrary Python objects, which only pickle could store, and bayesnb never pickles (loading a "
+        "pickle runs code from the file). Save the final step: "
+        f"pipeline.named_steps[{last!r}].save(path) (or bayesnb.io.persistence.save(pipeline[-1], path)), "
+        "and rebuild the transforms where the model is loaded (refit them on the training data, or keep "
+        "them with a tool you trust for them); then bayesnb.load(path).predict(pipeline[:-1].transform(X))"
+    )
 
 
 def _read(source, max_bytes):

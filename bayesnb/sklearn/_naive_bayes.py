@@ -41,15 +41,17 @@ from bayesnb import estimators as _est
 from bayesnb.core._validation import check_category_codes
 from bayesnb.core.families.gaussian import GaussianParams
 from bayesnb.core.stats import GaussianStats
+from bayesnb.estimators._shards import Shard
+from bayesnb.io.persistence import register_estimator
 
 __all__ = ["BernoulliNB", "CategoricalNB", "GaussianNB", "MultinomialNB"]
 
 # scikit-learn's floor for alpha when force_alpha=False.
 _ALPHA_MIN = 1e-10
 
-# The fitted state a main-namespace estimator is rebuilt from (the statistics and the
-# tables they index); priors and posteriors are recomputed from it (see to_bayesnb).
-_STATE = ("classes_", "n_features_in_", "feature_names_in_", "stats_", "n_categories_")
+# The fitted state, beside the classes and the statistics, that a main-namespace
+# estimator is rebuilt from (see to_bayesnb): what a Shard's ``state`` holds.
+_SHARD_STATE = ("n_features_in_", "feature_names_in_", "n_categories_")
 
 
 class _ScikitLearnFront:
@@ -91,6 +93,7 @@ class _ScikitLearnFront:
         self._validate_params()
         # A fit that raises leaves the estimator as it was (scikit-learn's estimators keep
         # their previous fit when the new input is refused).
+        check_consistent_length(X, y)
         before = dict(self.__dict__)
         try:
             return super().fit(X, y, sample_weight=sample_weight)
@@ -132,11 +135,8 @@ class _ScikitLearnFront:
             raise ValueError(
                 "The target label(s) %s in y do not exist in the initial classes %s" % (unknown, known)
             )
-        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
-
-    def _check_X_y(self, X, y, reset):
         check_consistent_length(X, y)
-        return super()._check_X_y(X, y, reset)
+        return super().partial_fit(X, y, classes=classes, sample_weight=sample_weight)
 
     def _check_X(self, X, reset):
         with self._input_messages():
@@ -218,10 +218,10 @@ class _ScikitLearnFront:
         """
         check_is_fitted(self, "stats_")
         est = self._main(**{**self._bayesnb_params(), **params})
-        for key in _STATE:
-            if key in vars(self):
-                est.__dict__[key] = vars(self)[key]
-        return est.update_prior()
+        # The public map-reduce entry: the statistics held here as the merged shard of all
+        # the rows, from which fit_shard builds the prior and posterior once.
+        state = {key: vars(self)[key] for key in _SHARD_STATE if key in vars(self)}
+        return est.fit_shard(Shard(self.classes_, self.stats_, state))
 
 
 _DISCRETE_ATTRS = """
@@ -522,13 +522,15 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
     def _check_X(self, X, reset):
         if reset:
             # scikit-learn's fitted arrays have the floating dtype of X (float32 stays float32).
-            self._dtype_ = np.float32 if getattr(X, "dtype", None) == np.float32 else np.float64
+            # (Held by name, so that a model file stores it as a string.)
+            self._dtype_ = "float32" if getattr(X, "dtype", None) == np.float32 else "float64"
         return super()._check_X(X, reset)
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
         new = super()._compute_stats(X, y_index, sample_weight, mask=mask)
         # scikit-learn's floor: var_smoothing times the largest unweighted variance of this batch.
-        epsilon = self._var_smoothing() * float(np.max(np.var(X, axis=0)))
+        # (var_smoothing was checked against scikit-learn's constraints by fit / partial_fit.)
+        epsilon = float(self.var_smoothing) * float(np.max(np.var(X, axis=0)))
         if hasattr(self, "stats_"):
             # scikit-learn's partial_fit takes the *new* floor off var_ before merging the
             # batch (var_ -= epsilon_), so the previous floor's excess stays in the old
@@ -545,15 +547,32 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
         return new
 
     def _refresh(self):
+        self._check_floor_state()
         super()._refresh()
         self.class_count_ = self.class_count_.astype(self._dtype_)
         self.class_prior_ = np.asarray(self.class_prior_).astype(self._dtype_)
 
+    def _check_floor_state(self):
+        """Refuse a state of the variance floor that ``fit`` / ``partial_fit`` cannot leave
+        (it is saved with the model: a model file is checked as the input of ``fit``)."""
+        n_classes = np.shape(self.stats_.class_count)
+        epsilon, leak = self._epsilon_, np.asarray(self._leak_)
+        if self._dtype_ not in ("float32", "float64"):
+            raise ValueError(f"GaussianNB: the fitted dtype must be 'float32' or 'float64', got {self._dtype_!r}")
+        if isinstance(epsilon, bool) or not isinstance(epsilon, Real) or not np.isfinite(epsilon) or epsilon < 0:
+            raise ValueError(f"GaussianNB: the variance floor epsilon_ must be a finite number >= 0, got {epsilon!r}")
+        if leak.shape != n_classes or leak.dtype.kind != "f" or not np.all(np.isfinite(leak)):
+            raise ValueError(
+                f"GaussianNB: the carried variance floors must be {n_classes[0]} finite numbers (one per class), "
+                f"got dtype {leak.dtype} and shape {leak.shape}"
+            )
+
     def _point(self, kind):
-        # scikit-learn's plug-in (whatever `kind`: its estimate is fixed): the class means
-        # and maximum-likelihood variances of the statistics plus epsilon_. The family's
-        # "mle" is not used: it refuses a class without rows and a zero variance, which
-        # scikit-learn covers with zeros and its floor.
+        # BaseNB's protected hook for the plug-in parameters. scikit-learn's plug-in
+        # (whatever `kind`: its estimate is fixed): the class means and maximum-likelihood
+        # variances of the statistics plus epsilon_. The family's "mle" is not used: it
+        # refuses a class without rows and a zero variance, which scikit-learn covers
+        # with zeros and its floor. Memoised in the hook's cache, emptied with the posterior.
         if "sklearn" not in self._cache:
             n = np.asarray(self.stats_.class_count, dtype=np.float64)[:, None]
             m2 = np.asarray(self.stats_.m2, dtype=np.float64)
@@ -575,7 +594,7 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
     def epsilon_(self):
         """float: ``var_smoothing`` times the largest feature variance of the latest batch."""
         check_is_fitted(self, "stats_")
-        return self._dtype_(self._epsilon_)
+        return np.dtype(self._dtype_).type(self._epsilon_)
 
     @classmethod
     def _update_mean_variance(cls, n_past, mu, var, X, sample_weight=None):
@@ -609,3 +628,12 @@ class GaussianNB(_ScikitLearnFront, _est.GaussianNB):
             total = GaussianStats(np.array([float(n_past)]), mean, m2).merge(new)
         n = np.asarray(total.class_count, dtype=np.float64)[0]
         return np.asarray(total.mean, dtype=np.float64)[0], np.asarray(total.m2, dtype=np.float64)[0] / n
+
+
+# Model files name these classes "sklearn.<class>" (the main namespace's classes hold the
+# bare names); bayesnb.load finds them once this module is imported. GaussianNB's
+# scikit-learn variance floor is fitted state that the statistics do not hold.
+for _cls in (MultinomialNB, BernoulliNB, CategoricalNB):
+    register_estimator(_cls, name=f"sklearn.{_cls.__name__}")
+register_estimator(GaussianNB, name="sklearn.GaussianNB", state=("_epsilon_", "_leak_", "_dtype_"))
+del _cls
