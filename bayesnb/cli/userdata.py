@@ -27,7 +27,6 @@ import zipfile
 from pathlib import Path
 
 from bayesnb._version import __version__
-from bayesnb.core import families
 from bayesnb.io import _atomic
 
 __all__ = ["DataError", "ALIASES", "family_choices", "resolve_family"]
@@ -56,11 +55,15 @@ class DataError(Exception):
 
 def family_choices():
     """Values of ``--family``: ``auto``, every registered family, the aliases, ``mixed``."""
+    from bayesnb.core import families  # on first use: `bayesnb --help` does not import JAX
+
     return ("auto", *families.names(), *(alias for alias, _, _ in ALIASES), "mixed")
 
 
 def resolve_family(name):
     """``(Family, estimator parameters)`` of a ``--family`` value other than auto / mixed."""
+    from bayesnb.core import families  # on first use: `bayesnb --help` does not import JAX
+
     for alias, family, params in ALIASES:
         if name == alias:
             return families.get(family), dict(params)
@@ -68,6 +71,8 @@ def resolve_family(name):
 
 
 def _text_families():
+    from bayesnb.core import families  # on first use: `bayesnb --help` does not import JAX
+
     return tuple(n for n in families.names() if families.get(n).support in _TEXT_SUPPORTS)
 
 
@@ -543,6 +548,7 @@ def make_estimator(spec, alpha):
         return E.estimator_for(fam.name, alpha=alpha, missing=missing, **params, **extra)
     # mixed: the blocks MixedNB(blocks=None) infers from a DataFrame of these columns (one
     # rule for both): by default the numeric columns Gaussian, the others categorical.
+    from bayesnb.core import families
     from bayesnb.estimators.mixed import infer_blocks
 
     features = spec["features"]
@@ -712,6 +718,59 @@ def _check_spec(spec, clf, layout):
             bad("the categories of a column must be distinct strings")
     else:
         bad(f"unknown kind {spec['kind']!r}")
+    _check_spec_fits_model(spec, clf, bad)
+
+
+def _check_spec_fits_model(spec, clf, bad):
+    """Refuse a layout that says other than its model about the family, missing values or categories.
+
+    The layout's checksum detects an edit, not a layout rewritten with its checksum
+    recomputed; what the model file itself records is checked here: the family (and its
+    fixed parameters), the missing-value policy, which columns are categories (a code
+    read as a number, or a number as a code, would be a silent wrong answer) and how
+    many categories each has (one category fewer would read a new value as the code of
+    a fitted category).
+    """
+    import numpy as np
+
+    family = getattr(getattr(clf, "family_", None), "name", None)
+    if spec["family"] == "mixed":
+        expected, params = "product", {}
+    else:
+        fam, params = resolve_family(spec["family"])
+        expected = fam.name
+    if family != expected:
+        bad(f"family {spec['family']!r}, but the model is of family {family!r}")
+    model_params = clf.get_params(deep=False)
+    for key, value in params.items():
+        if model_params.get(key) != value:
+            bad(f"family {spec['family']!r} has {key}={value!r}, the model {key}={model_params.get(key)!r}")
+    if spec.get("missing", "error") != model_params.get("missing", "error"):
+        bad(f"missing={spec.get('missing', 'error')!r}, but the model was fitted with missing={model_params.get('missing')!r}")
+    if spec["kind"] != "tabular":
+        return
+    features, types = spec["features"], spec["types"]
+    # (estimator, its columns) of each block: the model itself, or a MixedNB's blocks.
+    blocks = getattr(clf, "estimators_", None)
+    blocks = [(est, np.asarray(idx)) for _, est, idx in blocks] if blocks is not None else [(clf, np.arange(len(features)))]
+    for est, idx in blocks:
+        codes = getattr(getattr(est, "family_", None), "support", None) == "codes"
+        n_categories = np.asarray(getattr(est, "n_categories_", []))
+        for k, j in enumerate(idx.tolist()):
+            if not 0 <= j < len(features):
+                bad(f"the model has no feature {j}")
+            name = features[j]
+            if (types[name] == "categorical") != codes:
+                bad(
+                    f"column {name!r} is {types[name]}, but the model's feature {j} is "
+                    f"{'categorical' if codes else 'numeric'}"
+                )
+            if codes and (k >= n_categories.size or int(n_categories[k]) != len(spec["categories"][name])):
+                shown = int(n_categories[k]) if k < n_categories.size else "no"
+                bad(
+                    f"column {name!r} has {len(spec['categories'][name])} categories, the model's feature {j} "
+                    f"{shown}"
+                )
 
 
 def load_model(path):

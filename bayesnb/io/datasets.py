@@ -57,7 +57,9 @@ def _require_file(path):
     return path
 
 
-def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_bytes=None, allow_unlabelled=False):
+def read_labelled_text(
+    path, sep="\t", encoding="utf-8", *, max_rows=None, max_bytes=None, allow_unlabelled=False, max_line_chars=None
+):
     """Read a file of ``label<sep>text`` lines (e.g. the SMS Spam Collection).
 
     A line whose label field is empty (it starts with the separator, ``<sep>text``) is
@@ -70,9 +72,10 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
     path : str or Path
     sep : str, default TAB
     encoding : str, default "utf-8"
-    max_rows, max_bytes : int, optional
-        Refuse a file of more labelled lines, or of more bytes (checked before reading);
-        defaults ``MAX_ROWS`` and ``MAX_BYTES``, as for :func:`read_table`.
+    max_rows, max_bytes, max_line_chars : int, optional
+        Refuse a file of more labelled lines, of more bytes (checked before reading) or
+        with a longer line (checked while reading it); defaults ``MAX_ROWS``,
+        ``MAX_BYTES`` and ``MAX_LINE_CHARS``, as for :func:`read_table`.
     allow_unlabelled : bool, default False
         Keep lines with an empty label field as unlabelled documents (label ``""``)
         instead of refusing them.
@@ -121,7 +124,8 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
         # Lines end at \n, \r\n or \r only (universal newlines): str.splitlines would also
         # split a text at U+2028, U+0085, \x0c, ... and fabricate documents.
         with path.open(encoding=encoding, newline=None) as fh:
-            for number, line in enumerate(fh, start=1):
+            lines = _bounded_lines(fh, path, MAX_LINE_CHARS if max_line_chars is None else max_line_chars)
+            for number, line in enumerate(lines, start=1):
                 line = line.rstrip("\n")
                 if not line.strip():
                     continue
@@ -132,8 +136,8 @@ def read_labelled_text(path, sep="\t", encoding="utf-8", *, max_rows=None, max_b
                     raise ValueError(f"{path}, line {number}: more than {max_rows:,} rows, the limit (read_table's max_rows)")
                 labels.append(label.strip())
                 texts.append(text)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
+    except UnicodeDecodeError:
+        raise _not_text(path, encoding) from None
     if not any(labels):
         raise ValueError(f"{path} holds no labelled lines")
     return texts, _column_array(labels)
@@ -147,6 +151,79 @@ def _check_size(path, max_bytes):
             f"{path}: {size:,} bytes, more than the limit of {max_bytes:,} (read_table's max_bytes; "
             "the rows are held in memory as text)"
         )
+
+
+def _bounded_lines(fh, path, max_line_chars):
+    """The lines of a text file, each read up to ``max_line_chars`` characters and no more.
+
+    A file of one enormous line (no line break in gigabytes) is refused once the bound is
+    passed, without reading the rest of the line into memory (iterating the file object
+    would build the whole line first).
+    """
+    number = 0
+    while True:
+        line = fh.readline(max_line_chars + 1)
+        if not line:
+            return
+        number += 1
+        if len(line) > max_line_chars:
+            raise ValueError(
+                f"{path}, line {number}: longer than {max_line_chars:,} characters, the limit "
+                "(read_table's max_line_chars; a file without line breaks is not a table of rows)"
+            )
+        yield line
+
+
+def _not_text(path, encoding):
+    r"""``ValueError`` naming the line (and byte) of the first bytes of ``path`` not in ``encoding``.
+
+    The decoder's own message gives a position within the block it was decoding, not in
+    the file. The file (already bounded by ``max_bytes``) is read again in blocks, line
+    breaks (``\n``, ``\r\n``, ``\r``) counted up to the first undecodable byte.
+    """
+    import codecs
+
+    name = codecs.lookup(encoding).name
+    base = "utf-8" if name == "utf-8-sig" else name
+    shown = base.upper() if base.startswith("utf") else base
+    if "\n".encode(base) != b"\n":  # not ASCII-compatible (UTF-16, ...): no byte line breaks to count
+        return ValueError(f"{path} is not {shown} text")
+    decoder = codecs.getincrementaldecoder(base)()
+    lines, line_start, offset, last = 1, 0, 0, b""
+    with open(path, "rb") as fh:
+        while True:
+            block = fh.read(2**20)
+            pending = decoder.getstate()[0]
+            try:
+                decoder.decode(block, final=not block)
+            except UnicodeDecodeError as exc:
+                data = pending + block
+                start = offset - len(pending)
+                head = data[: exc.start]
+                lines += _line_breaks(head, last)
+                cut = max(head.rfind(b"\n"), head.rfind(b"\r"))
+                if cut >= 0:
+                    line_start = start + cut + 1
+                where = start + exc.start
+                return ValueError(
+                    f"{path}, line {lines}: not {shown} text (byte 0x{data[exc.start]:02x}, byte {where - line_start + 1} "
+                    f"of the line): convert the file to {shown} (a Latin-1 or Windows-1252 file, for instance, "
+                    f"with: iconv -f cp1252 -t {shown.lower()} FILE)"
+                )
+            if not block:
+                return ValueError(f"{path} is not {shown} text")
+            lines += _line_breaks(block, last)
+            cut = max(block.rfind(b"\n"), block.rfind(b"\r"))
+            if cut >= 0:
+                line_start = offset + cut + 1
+            offset += len(block)
+            last = block[-1:]
+
+
+def _line_breaks(data, before):
+    r"""Line breaks in ``data`` (``\r\n`` once, also across the block boundary after ``before``)."""
+    count = data.count(b"\n") + data.count(b"\r") - data.count(b"\r\n")
+    return count - (1 if before == b"\r" and data[:1] == b"\n" else 0)
 
 
 def read_20newsgroups_bydate(path, subset="train", categories=None):
@@ -229,6 +306,9 @@ MAX_FIELD_CHARS = 2**24
 #: size is checked before it is opened and its rows while it is read.
 MAX_BYTES = 256 * 2**20
 MAX_ROWS = 1_000_000
+#: A line is read up to this many characters and refused beyond them (4 times the field
+#: limit), so that a file of one enormous line is refused without reading it whole.
+MAX_LINE_CHARS = 2**26
 
 
 class Table(NamedTuple):
@@ -360,6 +440,7 @@ def read_table(
     max_field_chars=MAX_FIELD_CHARS,
     max_rows=MAX_ROWS,
     max_bytes=MAX_BYTES,
+    max_line_chars=MAX_LINE_CHARS,
 ):
     """Read a CSV/TSV file of labelled rows (a user's data for ``bayesnb fit``).
 
@@ -389,6 +470,8 @@ def read_table(
     max_bytes : int, default 256 MiB
         Refuse a larger file before reading it: the rows are held in memory as Python
         strings, several times the file's size.
+    max_line_chars : int, default 2**26
+        Refuse a line longer than this, reading no more of it than the bound.
 
     Returns
     -------
@@ -433,6 +516,7 @@ def read_table(
             # newline="": the file object splits lines on \n, \r\n and \r only, and the
             # csv module joins the lines of a quoted field; str.splitlines would also
             # split on U+2028, U+0085, \x0c, \x1c-\x1e and fabricate rows.
+            fh = _bounded_lines(fh, path, max_line_chars)
             head = []
             for line in fh:
                 head.append(line)
@@ -478,8 +562,8 @@ def read_table(
                 "max_field_chars; an unbalanced quote makes the rest of the file one field)"
             )
         raise ValueError(f"{path}, line {line_num + 1}: {message}") from None
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
+    except UnicodeDecodeError:
+        raise _not_text(path, encoding) from None
     finally:
         csv.field_size_limit(previous_limit)
     if not rows:
@@ -497,7 +581,7 @@ def read_table(
             if positions.setdefault(name, j) != j:
                 dupes.add(name)
         if dupes:
-            raise ValueError(f"{path}: duplicate column names in the header: {_shown(sorted(dupes))}")
+            raise ValueError(f"{path}, line {header_line}: duplicate column names in the header: {_shown(sorted(dupes))}")
     else:
         names = [str(j) for j in range(len(rows[0]))]
         positions = {name: j for j, name in enumerate(names)}
@@ -550,15 +634,25 @@ def _arff_attribute(rest, path, line_num):
     """``(name, type, nominal values or None)`` of the text after ``@attribute``."""
     rest = rest.strip()
     if rest[:1] in ("'", '"'):
-        end = rest.find(rest[0], 1)
-        if end < 0:
+        # A quoted name, where a backslash escapes the next character ('it\'s'), as in values.
+        quote, i, chars = rest[0], 1, []
+        while i < len(rest) and rest[i] != quote:
+            if rest[i] == "\\" and i + 1 < len(rest):
+                i += 1
+            chars.append(rest[i])
+            i += 1
+        if i >= len(rest):
             raise ValueError(f"{path}, line {line_num}: unbalanced quote in an attribute name")
-        name, kind = rest[1:end], rest[end + 1 :].strip()
+        name, kind = "".join(chars), rest[i + 1 :].strip()
     else:
-        parts = rest.split(None, 1)
-        if len(parts) != 2:
+        # An unquoted name ends at a blank or at the '{' of a nominal type ("color{red,blue}",
+        # which Weka reads as its tokenizer does: '{' is a token of its own).
+        end = next((i for i, c in enumerate(rest) if c.isspace() or c == "{"), len(rest))
+        name, kind = rest[:end], rest[end:].strip()
+        if not name or not kind:
             raise ValueError(f"{path}, line {line_num}: '@attribute NAME TYPE' expected")
-        name, kind = parts
+    if not name:
+        raise ValueError(f"{path}, line {line_num}: an attribute with an empty name")
     if kind.startswith("{"):
         if not kind.endswith("}"):
             raise ValueError(f"{path}, line {line_num}: a nominal type must end with '}}'")
@@ -577,7 +671,10 @@ def _arff_attribute(rest, path, line_num):
     )
 
 
-def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_ROWS, max_bytes=MAX_BYTES):
+def read_arff(
+    path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_ROWS, max_bytes=MAX_BYTES,
+    max_line_chars=MAX_LINE_CHARS,
+):
     r"""Read a (dense) ARFF file, as Weka and OpenML write them, into a :class:`Table`.
 
     The header's ``@attribute`` lines give the columns, their types (``numeric``,
@@ -591,7 +688,7 @@ def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_R
     ----------
     path : str or Path
     encoding : str, default "utf-8"
-    max_columns, max_rows, max_bytes : int
+    max_columns, max_rows, max_bytes, max_line_chars : int
         Bounds as for :func:`read_table`.
 
     Returns
@@ -627,17 +724,18 @@ def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_R
     in_data = False
     try:
         with path.open(encoding=encoding, newline=None) as fh:
-            for line_num, line in enumerate(fh, start=1):
+            for line_num, line in enumerate(_bounded_lines(fh, path, max_line_chars), start=1):
                 text = line.strip()
                 if not text or text.startswith("%"):
                     continue
                 if not in_data:
-                    keyword, _, rest = text.partition(" ")
+                    # The keyword ends at any blank (a TAB too: "@attribute\tx\tnumeric").
+                    keyword, rest = (text.split(None, 1) + [""])[:2]
                     keyword = keyword.lower()
                     if keyword == "@relation":
                         continue
                     if keyword == "@attribute":
-                        name, kind, values = _arff_attribute(rest.replace("\t", " "), path, line_num)
+                        name, kind, values = _arff_attribute(rest, path, line_num)
                         if name in types:
                             raise ValueError(f"{path}, line {line_num}: attribute {name!r} declared twice")
                         if len(names) == max_columns:
@@ -681,8 +779,8 @@ def read_arff(path, *, encoding="utf-8", max_columns=MAX_COLUMNS, max_rows=MAX_R
                     row.append(value)
                 rows.append(row)
                 numbers.append(line_num)
-    except UnicodeDecodeError as exc:
-        raise ValueError(f"{path} is not {encoding.removesuffix('-sig')} text: {exc}") from None
+    except UnicodeDecodeError:
+        raise _not_text(path, encoding) from None
     if not in_data:
         raise ValueError(f"{path}: no @data section (not an ARFF file?)")
     if not rows:
