@@ -5,8 +5,8 @@
 * The folders are layers (``core`` < ``io`` < ``analysis`` < ``ppl`` < ``scale`` <
   ``estimators`` < ``sklearn`` < ``cli``): a module imports only from its own layer or those below it, so
   nothing below the estimators can reach an estimator.
-* No module uses a name of the flat layout (``bayesnb.uncertainty``, ...): those stay
-  importable for users as aliases of the layered modules (the same module objects).
+* Every ``bayesnb.…`` module an import statement names exists in the layered layout (the
+  flat names of a layout never released, ``bayesnb.uncertainty``, ..., do not import).
 * No module outside ``bayesnb/core/families/`` switches on a family's identity: no comparison
   (``is``, ``==``, ``in``, …) against a family module, a registered ``Family`` value or a
   registered family's name, and no table keyed by them. Layers reach families through
@@ -137,7 +137,7 @@ def test_the_cycle_finder_sees_lazy_imports_and_ignores_type_checking(tmp_path):
 
 # ----------------------------------------------------------------------------- layers
 
-#: The layers, lowest first. Top-level leaf modules (exceptions, _version, _legacy)
+#: The layers, lowest first. Top-level leaf modules (exceptions, _version)
 #: import nothing of bayesnb and may be imported from anywhere.
 LAYERS = ("core", "io", "analysis", "ppl", "scale", "estimators", "sklearn", "cli")
 TOP = PACKAGE.name
@@ -169,7 +169,7 @@ def layer_violations(edges):
 def test_the_folders_are_layers_and_every_module_sits_in_one():
     modules = _modules(PACKAGE)
     loose = sorted(m for m in modules if _layer(m) is None and m.count(".") == 1)
-    assert loose == [f"{TOP}.__main__", f"{TOP}._legacy", f"{TOP}._version", f"{TOP}.exceptions"]
+    assert loose == [f"{TOP}.__main__", f"{TOP}._version", f"{TOP}.exceptions"]
     assert {_layer(m) for m in modules} - {None} == set(LAYERS)
     assert layer_violations(import_graph(PACKAGE)) == []
 
@@ -191,65 +191,61 @@ def test_the_layer_check_catches_an_upward_import(tmp_path):
     assert layer_violations(import_graph(pkg)) == []
 
 
-def _imported_names(path, name, is_pkg):
-    """Every absolute ``bayesnb...`` name an ``import`` statement in ``path`` reaches."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                package = name.split(".") if is_pkg else name.split(".")[:-1]
-                package = package[: len(package) - (node.level - 1)]
-                base = ".".join(package + ([node.module] if node.module else []))
+def _missing_modules(root):
+    """``[(module, line, target)]``: an import statement naming a package module that is not there."""
+    modules = _modules(root)
+    top = root.name
+    found = []
+    for name, (path, is_pkg) in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom):
+                targets = [_imported_base(node, name, is_pkg)]
+            elif isinstance(node, ast.Import):
+                targets = [a.name for a in node.names]
             else:
-                base = node.module or ""
-            yield node.lineno, base
-            for a in node.names:
-                yield node.lineno, f"{base}.{a.name}"
-        elif isinstance(node, ast.Import):
-            for a in node.names:
-                yield node.lineno, a.name
+                continue
+            found += [(name, node.lineno, t) for t in targets if t.startswith(top + ".") and t not in modules]
+    return found
 
 
-def test_no_module_imports_a_name_of_the_flat_layout():
-    from bayesnb import _legacy
-
-    found = [
-        (name, line, target)
-        for name, (path, is_pkg) in _modules(PACKAGE).items()
-        for line, target in _imported_names(path, name, is_pkg)
-        if target.startswith(TOP + ".") and _legacy.new_name(target) is not None
-    ]
-    assert found == []
+def _imported_base(node, name, is_pkg):
+    if not node.level:
+        return node.module or ""
+    package = name.split(".") if is_pkg else name.split(".")[:-1]
+    package = package[: len(package) - (node.level - 1)]
+    return ".".join(package + ([node.module] if node.module else []))
 
 
-def test_the_flat_layout_names_are_the_layered_modules_themselves():
-    import subprocess
-    import sys
+def test_every_imported_package_module_exists():
+    assert _missing_modules(PACKAGE) == []
 
-    from bayesnb import _legacy
 
-    code = (
-        "import importlib, pickle, sys, bayesnb\n"
-        "from bayesnb import _legacy\n"
-        "n = len(bayesnb.core.families.names())\n"
-        "for old, new in _legacy.MOVED.items():\n"
-        "    assert importlib.import_module(old) is importlib.import_module(new), old\n"
-        "    assert getattr(bayesnb, old.split('.')[1]) is sys.modules[new], old\n"
-        "import bayesnb.families.poisson as p\n"
-        "from bayesnb.families.multinomial import family\n"
-        "assert p is sys.modules['bayesnb.core.families.poisson']\n"
-        "assert family is bayesnb.families.get('multinomial')\n"
-        "assert len(bayesnb.families.names()) == n  # no family registered twice\n"
-        "cls = pickle.loads(b'cbayesnb.priors\\nDirichlet\\n.')\n"
-        "assert cls is bayesnb.core.priors.Dirichlet\n"
-        "print('ok')\n"
+def test_the_module_check_catches_a_flat_layout_name(tmp_path):
+    pkg = tmp_path / "pkg"
+    _write(
+        pkg,
+        {
+            "__init__.py": "",
+            "core/__init__.py": "",
+            "core/uncertainty.py": "",
+            "cli/__init__.py": "def f():\n    from pkg.uncertainty import x\n    from ..core import uncertainty\n",
+        },
     )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=300
-    )
-    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
-    assert _legacy.new_name("bayesnb.estimators") is None
-    assert _legacy.new_name("bayesnb.families.protocol") == "bayesnb.core.families.protocol"
+    assert _missing_modules(pkg) == [("pkg.cli", 2, "pkg.uncertainty")]
+
+
+def test_the_flat_layout_names_do_not_import():
+    import importlib
+
+    import bayesnb
+
+    for old in ("bayesnb.uncertainty", "bayesnb.families.poisson", "bayesnb.priors", "bayesnb.models"):
+        with pytest.raises(ModuleNotFoundError):
+            importlib.import_module(old)
+    # The short names the documentation uses are the layered modules, re-exported explicitly.
+    assert bayesnb.families is families
+    assert bayesnb.plots is importlib.import_module("bayesnb.analysis.plots")
 
 
 # ----------------------------------------------------------------------------- private hooks

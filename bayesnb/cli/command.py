@@ -41,18 +41,35 @@ from bayesnb.cli import report as _report
 from bayesnb.cli import userdata as _userdata
 from bayesnb.cli.report import DIGITS_BINARIZE_THRESHOLD, DIGITS_N_CATEGORIES
 from bayesnb.cli.userdata import DataError
-from bayesnb.core import families
-from bayesnb.core._validation import ESTIMATES
 from bayesnb.io import _atomic
-from bayesnb.io import datasets as _datasets
+
+# Parsing the arguments imports nothing heavy (no NumPy, JAX or scikit-learn): `bayesnb
+# --help` and `bayesnb COMMAND --help` answer at once; a command imports what it runs.
 
 __all__ = ["main", "build_parser"]
 
 PROG = "bayesnb"
 
 
-#: Families ``bayesnb fit`` / ``compare`` can use: every registered family and the aliases.
-FAMILIES = _userdata.family_choices()
+#: ``predict --estimate`` values: ``bayesnb.core._validation.ESTIMATES`` (checked equal by
+#: tests/test_lazy_import.py; that module imports NumPy and SciPy).
+ESTIMATES = ("mle", "map", "mean", "predictive")
+#: Bounds of a user's data file: those of ``bayesnb.io.datasets`` (which imports NumPy;
+#: checked equal by tests/test_lazy_import.py).
+MAX_ROWS = 1_000_000
+MAX_BYTES = 256 * 2**20
+#: ``crosscheck`` defaults: ``bayesnb.ppl.mcmc.NUM_CHAINS`` and ``FALSE_ALARM`` (that module
+#: imports numpyro; checked equal by tests/test_lazy_import.py).
+NUM_CHAINS = 4
+FALSE_ALARM = 0.01
+
+
+def _family(text):
+    """A ``--family`` value: auto, mixed, a registered family or an alias (read on use)."""
+    choices = _userdata.family_choices()
+    if text not in choices:
+        raise argparse.ArgumentTypeError(f"invalid choice: {text!r} (choose from {', '.join(choices)})")
+    return text
 
 
 # ------------------------------------------------------------------ argument parsing
@@ -131,14 +148,14 @@ def _add_limit_options(p):
     p.add_argument(
         "--max-rows",
         type=_count(1),
-        default=_datasets.MAX_ROWS,
+        default=MAX_ROWS,
         metavar="N",
         help="refuse a data file of more than N rows (default: %(default)s)",
     )
     p.add_argument(
         "--max-size",
         type=_count(1),
-        default=_datasets.MAX_BYTES // 2**20,
+        default=MAX_BYTES // 2**20,
         metavar="MB",
         help="refuse a data file larger than MB mebibytes, before reading it (default: %(default)s)",
     )
@@ -189,10 +206,12 @@ def _add_table_options(p, *, label_required=False, data_help="CSV/TSV file, one 
 def _add_model_options(p):
     p.add_argument(
         "--family",
-        choices=FAMILIES,
+        type=_family,
         default="auto",
-        help="naive Bayes family (default: auto = multinomial for text; gaussian for numeric "
-        "columns, categorical for non-numeric ones, mixed for both)",
+        metavar="FAMILY",
+        help="naive Bayes family: a registered family (multinomial, bernoulli, categorical, poisson, "
+        "gaussian, ...; a wrong name lists them all), an alias, mixed, or auto (default: multinomial "
+        "for text; gaussian for numeric columns, categorical for non-numeric ones, mixed for both)",
     )
     p.add_argument(
         "--alpha",
@@ -467,8 +486,6 @@ def _add_crosscheck_parser(sub):
     )
     check.add_argument("--warmup", type=_count(1), default=1000, metavar="N", help="NUTS warm-up iterations per chain (default: %(default)s)")
     check.add_argument("--samples", type=_count(10), default=1000, metavar="N", help="NUTS draws kept per chain (default: %(default)s)")
-    from bayesnb.ppl.mcmc import FALSE_ALARM, NUM_CHAINS
-
     check.add_argument(
         "--chains",
         type=_count(2),
@@ -830,6 +847,8 @@ def _crosscheck_digits(args):
     X = pd.DataFrame(X, columns=[f"block({r},{c})" for r in range(4) for c in range(4)])
     family = "multinomial" if args.family == "auto" else args.family
     # Pixel counts are counts, presence (thresholded) or numbers, never category codes.
+    from bayesnb.core import families
+
     offered = [n for n in families.names() if families.get(n).support != "codes"]
     if family not in offered:
         raise DataError(
