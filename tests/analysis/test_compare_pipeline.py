@@ -79,7 +79,7 @@ def test_holdout_pipeline_rows_equal_the_fitted_pipeline(docs):
     texts, y = docs
     train, test = slice(0, 32), slice(32, None)
     pipe = make_pipeline(CountVectorizer(), bayesnb.MultinomialNB(estimate="predictive"))
-    table = bayesnb.compare(pipe, texts[train], y[train], texts[test], y[test], n_bootstrap=50, as_frame=False)
+    table = bayesnb.compare(pipe, texts[train], y[train], texts[test], y[test], n_bootstrap=20, as_frame=False)
     fitted = make_pipeline(CountVectorizer(), bayesnb.MultinomialNB(estimate="predictive")).fit(texts[train], y[train])
     want = metric_values(y[test], fitted.predict_proba(texts[test]), fitted.classes_)
     assert table.row("predictive")["log_loss"] == pytest.approx(want["log_loss"], abs=ATOL)
