@@ -70,21 +70,9 @@ def test_dense_passes_through():
     assert summed(X) is X
 
 
-@pytest.fixture(params=["product-counter", "column-major"])
-def detector(request, monkeypatch):
-    """Both duplicate detectors of ``summed``: SciPy's product counter and the fallback."""
-    from bayesnb.core import kernels
-
-    if request.param == "column-major":
-        monkeypatch.setattr(kernels, "_count_product", None)
-    elif kernels._count_product is None:  # pragma: no cover
-        pytest.fail("this SciPy has no csr_matmat_maxnnz: the fast path is never taken")
-    return request.param
-
-
 @pytest.mark.parametrize("seed", range(25))
 @pytest.mark.parametrize("index_dtype", [np.int32, np.int64])
-def test_both_detectors_find_exactly_the_matrices_that_repeat_an_entry(detector, seed, index_dtype):
+def test_the_detector_finds_exactly_the_matrices_that_repeat_an_entry(seed, index_dtype):
     from bayesnb.core.kernels import _repeated_entries
 
     rng = np.random.default_rng(seed)
@@ -108,7 +96,7 @@ def test_both_detectors_find_exactly_the_matrices_that_repeat_an_entry(detector,
     assert out.nnz == ref.nnz
 
 
-def test_corrupt_column_indices_are_refused_before_they_index_anything(detector):
+def test_corrupt_column_indices_are_refused_before_they_index_anything():
     for bad in (8, -1):
         X = sp.csr_matrix((np.ones(3), np.array([1, 0, 2]), np.array([0, 2, 3])), shape=(2, 8))
         X.indices[0] = bad  # SciPy checks index ranges only with check_format(full_check=True)
@@ -154,17 +142,3 @@ def test_index_arrays_of_two_dtypes_are_refused_not_converted_per_block():
     X.indices = X.indices.astype(np.int32)
     with pytest.raises(ValueError, match="one dtype"):
         repeated_entries(X)
-
-
-def test_the_identity_for_the_counter_is_one_read_only_range_grown_for_wider_matrices():
-    from bayesnb.core import kernels
-
-    small = kernels._identity_indices(5, np.int32)
-    wide = kernels._identity_indices(5000, np.int32)
-    again = kernels._identity_indices(7, np.int32)
-    for (indptr, indices), n in ((small, 5), (wide, 5000), (again, 7)):
-        np.testing.assert_array_equal(indptr, np.arange(n + 1))
-        np.testing.assert_array_equal(indices, np.arange(n))
-        assert indptr.dtype == indices.dtype == np.int32
-        assert not indptr.flags.writeable and not indices.flags.writeable
-    assert np.shares_memory(wide[0], again[0])  # no range built for a narrower matrix
