@@ -86,8 +86,10 @@ _MODULES = {
 }
 
 #: Modules a name needs beside its own: ``load`` finds estimator classes in the table
-#: that importing :mod:`bayesnb.estimators` fills.
-_ALSO = {"load": ("bayesnb.estimators",)}
+#: that importing :mod:`bayesnb.estimators` and :mod:`bayesnb.sklearn` (whose classes a
+#: file names ``sklearn.MultinomialNB``, ...) fills, so that any file ``save`` wrote
+#: loads in a fresh process.
+_ALSO = {"load": ("bayesnb.estimators", "bayesnb.sklearn")}
 
 __all__ = [
     "ApproximateLOOWarning",

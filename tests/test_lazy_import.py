@@ -57,7 +57,8 @@ def test_lazy_names_are_the_modules_own():
 
 def test_load_imports_the_estimators_first(monkeypatch):
     # bayesnb.load finds estimator classes in the table that importing the estimators
-    # fills; a fresh `import bayesnb` has not imported them, so the lazy `load` does.
+    # (and the scikit-learn namespace's) fills; a fresh `import bayesnb` has not
+    # imported them, so the lazy `load` does.
     import importlib
 
     import bayesnb
@@ -69,7 +70,7 @@ def test_load_imports_the_estimators_first(monkeypatch):
     from bayesnb.io.persistence import load
 
     assert bayesnb.load is load
-    assert imported == ["bayesnb.estimators", "bayesnb.io.persistence"]
+    assert imported == ["bayesnb.estimators", "bayesnb.sklearn", "bayesnb.io.persistence"]
 
 
 def test_the_cli_copies_of_constants_match_their_modules():

@@ -775,7 +775,9 @@ def _check_spec_fits_model(spec, clf, bad):
 
 def load_model(path):
     """The estimator (``bayesnb.load``) and the column layout saved by :func:`save_model`."""
-    from bayesnb.io.persistence import load
+    # bayesnb.load, not bayesnb.io.persistence.load: the front imports the estimator
+    # modules whose import fills the table of classes a model file may name.
+    from bayesnb import load
 
     path = Path(path)
     if not path.exists():

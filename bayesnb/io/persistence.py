@@ -27,8 +27,8 @@ A ZIP archive, readable by ``numpy.load`` as an ``.npz`` (the suggested suffix),
 An estimator's state is ``{"class": name, "params": get_params(deep=False),
 "fitted": bool, "attributes": {...}}``; ``name`` is the class's registered name (its
 ``__name__``, or ``"sklearn.MultinomialNB"`` etc. for the classes of
-:mod:`bayesnb.sklearn`, which files written by earlier versions never name, and which
-load finds once ``bayesnb.sklearn`` is imported). Values are encoded as JSON where JSON is exact
+:mod:`bayesnb.sklearn`, which files written by earlier versions never name; ``bayesnb.load``
+imports both estimator layers before it reads a file). Values are encoded as JSON where JSON is exact
 (``None``, booleans, strings, integers, finite floats, lists) and otherwise as a
 one-key object naming the type: ``{"array": name}`` (with ``"object": "str" | "int" |
 "float" | "bool"`` for an object array of such Python values, e.g. string class labels),
@@ -438,9 +438,11 @@ class _Decoder:
                 if namespace is not None and namespace.isidentifier()
                 else ""
             )
+            known = ", ".join(sorted(self._estimators))
             raise ModelFileError(
-                f"unknown estimator class {name!r}{hint}; a bayesnb model file names one of "
-                f"{', '.join(sorted(self._estimators))}"
+                f"unknown estimator class {name!r}{hint}; "
+                + (f"a bayesnb model file names one of {known}" if known else
+                   "no estimator class is registered: load through bayesnb.load, which imports them")
             )
         params = {k: self.value(v) for k, v in dict(state["params"]).items()}
         try:
