@@ -40,8 +40,9 @@ from bayesnb.core import _private_api
 __all__ = ["is_traced", "namespace", "host", "dense_jax", "sum_log_rising_jax", "summed", "repeated_entries", "repeated_entries_checkable", "matmul", "csr_rows_product", "csr_rows_transposed_product", "gemm", "log_linear", "row_sums", "csr_row_sums", "row_counts", "num_threads", "map_threads", "row_ranges", "entry_blocks", "ParamCache", "frozen", "check_sparse_structure"]
 
 # The trace state at top level (no jax.jit / grad / vmap active), read through JAX's public
-# extension API: see is_traced.
-_TOP_TRACE_STATE = None
+# extension API when this module is imported (bayesnb is imported outside any JAX
+# transformation): see is_traced.
+_TOP_TRACE_STATE = get_opaque_trace_state()
 
 
 def is_traced(*values):
@@ -62,11 +63,6 @@ def is_traced(*values):
     """
     # A tracer exists only while its trace is active: comparing the current trace state
     # with the top-level one needs no walk over the pytrees (O(1) on the CPU path).
-    global _TOP_TRACE_STATE
-    if _TOP_TRACE_STATE is None:
-        if isinstance(jnp.zeros(()), jax.core.Tracer):  # called under a trace before any call outside one
-            return True
-        _TOP_TRACE_STATE = get_opaque_trace_state()
     return get_opaque_trace_state() != _TOP_TRACE_STATE
 
 
