@@ -279,8 +279,10 @@ def test_numpyro_model_has_the_exact_log_density():
 # ----------------------------------------------------------------------------- the estimator
 
 
+# The defaults (ExponentialNB()) are checked with every registered family's estimator in
+# tests/estimators/test_estimators.py (the registry's list).
 @parametrize_with_checks(
-    [ExponentialNB(), ExponentialNB(missing="ignore"), ExponentialNB(estimate="map", beta=1.0)],
+    [ExponentialNB(missing="ignore"), ExponentialNB(estimate="map", beta=1.0)],
     xfail_strict=True,
 )
 def test_sklearn_estimator_checks(estimator, check):
