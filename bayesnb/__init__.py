@@ -88,8 +88,9 @@ _MODULES = {
 #: Modules a name needs beside its own: ``load`` finds estimator classes in the table
 #: that importing :mod:`bayesnb.estimators` and :mod:`bayesnb.sklearn` (whose classes a
 #: file names ``sklearn.MultinomialNB``, ...) fills, so that any file ``save`` wrote
-#: loads in a fresh process.
-_ALSO = {"load": ("bayesnb.estimators", "bayesnb.sklearn")}
+#: loads in a fresh process; ``BayesFactorSelector``'s default estimator is looked up in
+#: the same table.
+_ALSO = {"load": ("bayesnb.estimators", "bayesnb.sklearn"), "BayesFactorSelector": ("bayesnb.estimators",)}
 
 __all__ = [
     "ApproximateLOOWarning",

@@ -93,3 +93,19 @@ def test_a_wrong_family_lists_the_registered_ones(capsys):
     assert "invalid choice: 'nonesuch'" in err
     for name in families.names():
         assert name in err
+
+
+def test_the_selector_imports_the_estimators_first(monkeypatch):
+    # BayesFactorSelector's default estimator is looked up in the same class table
+    # ("no estimator class 'BernoulliNB' is registered" in a fresh process before).
+    import importlib
+
+    import bayesnb
+    from bayesnb.analysis.evidence import BayesFactorSelector
+
+    imported = []
+    real = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module", lambda name: imported.append(name) or real(name))
+    monkeypatch.delitem(vars(bayesnb), "BayesFactorSelector", raising=False)
+    assert bayesnb.BayesFactorSelector is BayesFactorSelector
+    assert imported == ["bayesnb.estimators", "bayesnb.analysis.evidence"]
