@@ -1040,23 +1040,23 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     sum_p = np.zeros((source.n_rows, n_classes))
     sum_h = np.zeros(source.n_rows)
     for _, component in _components(source):
-        for part_p, part_h in _block_sums(component, chunk):
-            sum_p += part_p
-            sum_h += part_h
+        _accumulate_sums(component, chunk, sum_p, sum_h)
         del component
-    u = _decomposition(sum_p / n_draws, sum_h / n_draws)
+    sum_p /= n_draws
+    sum_h /= n_draws
+    u = _decomposition(sum_p, sum_h)
     return UncertaintyDecomposition(*as_frames(X, estimator.classes_, *u))
 
 
-def _block_sums(source, chunk):
-    """Per parameter block, in block order: the sums over its draws of the class
-    probabilities (n_rows, n_classes) and of their entropies (n_rows,), one block at a
-    time in the calling thread (see :func:`_iter_by_draws` on threads)."""
+def _accumulate_sums(source, chunk, sum_p, sum_h):
+    """Add to ``sum_p`` (n_rows, n_classes) and ``sum_h`` (n_rows,) the sums over the
+    source's draws of the class probabilities and of their entropies, one block of
+    draws and rows at a time in the calling thread (see :func:`_iter_by_draws` on
+    threads). In place: no accumulator beside the result's own arrays, so that the
+    temporaries stay within ``chunk`` entries whatever the number of classes."""
     blocks = _ParamBlocks(source, chunk)
     n_classes = source.log_class.shape[1]
     cuts = _row_bounds(source.n_rows, blocks.size * n_classes, chunk)
-    part_p = np.empty((source.n_rows, n_classes))
-    part_h = np.empty(source.n_rows)
     for b in range(blocks.count):
         params = blocks.get(b)
         d0, d1 = blocks.bounds(b)
@@ -1065,9 +1065,8 @@ def _block_sums(source, chunk):
             # draw, not per class as scipy's entr on the probabilities).
             h = np.empty((d1 - d0, r1 - r0))
             p = _proba_block(source, params, d0, d1, r0, r1, entropy=h)
-            p.sum(axis=0, out=part_p[r0:r1])
-            h.sum(axis=0, out=part_h[r0:r1])
-        yield part_p, part_h
+            sum_p[r0:r1] += p.sum(axis=0)
+            sum_h[r0:r1] += h.sum(axis=0)
 
 
 class EpistemicRanking(NamedTuple):
