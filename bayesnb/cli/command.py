@@ -767,10 +767,18 @@ def _run_predict(args):
 
         known = np.isin(y, clf.classes_)
         if known.any():
-            m = metric_values(y[known], proba[known], clf.classes_)
+            # A row impossible under every class holds predict's fallback (the class
+            # proportions): scored as compare scores it (infinite log loss, the worst
+            # Brier and ECE of a row), never as an answer the estimate gave.
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", ZeroLikelihoodWarning)
+                impossible = np.isneginf(clf.predict_joint_log_proba(X)).all(axis=1)
+            m = metric_values(y[known], proba[known], clf.classes_, impossible=impossible[known])
+            dead = int(impossible[known].sum())
             print(
                 f"{PROG}: {int(known.sum())} labelled rows: accuracy {m['accuracy']:.4f}, log loss "
-                f"{m['log_loss']:.4f} (estimate={args.estimate!r})",
+                f"{m['log_loss']:.4f} (estimate={args.estimate!r})"
+                + (f"; {dead} of them impossible under every class" if dead else ""),
                 file=sys.stderr,
             )
     return 0

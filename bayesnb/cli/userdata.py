@@ -760,7 +760,9 @@ def _check_spec_fits_model(spec, clf, bad):
             if not 0 <= j < len(features):
                 bad(f"the model has no feature {j}")
             name = features[j]
-            if (types[name] == "categorical") != codes:
+            # A layout's column type is "numeric" or "categorical" (_COLUMN_TYPES), a
+            # word of the file format, not a family: the family's support decides.
+            if (types[name] != "numeric") != codes:
                 bad(
                     f"column {name!r} is {types[name]}, but the model's feature {j} is "
                     f"{'categorical' if codes else 'numeric'}"

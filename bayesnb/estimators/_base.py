@@ -1352,7 +1352,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         -------
         X : ndarray of shape (n, n_features)
             Counts / 0-1 values / category codes as int64, real values as float64
-            (:class:`~bayesnb.MixedNB` fitted on a DataFrame returns a DataFrame).
+            (:class:`~bayesnb.MixedNB` fitted on a DataFrame, and
+            :class:`~bayesnb.CategoricalNB` fitted on label columns, return a DataFrame
+            of the training columns, categories as their labels).
         y : ndarray of shape (n,)
             Class labels from ``classes_``.
 

@@ -559,7 +559,8 @@ def _demo(tmp_path, content, capsys):
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"\xff\xfe\x00binary\x00", r"is not utf-8 text"),
+        # Issue 40: the message names the line and the byte (and how to convert the file).
+        (b"\xff\xfe\x00binary\x00", r"line 1: not UTF-8 text \(byte 0xff, byte 1 of the line\)"),
         # '<TAB>text' is an unlabelled document (the semi-supervised section), no longer an
         # error; a line without the separator still is one, and so is a file of only
         # unlabelled lines.
