@@ -14,7 +14,8 @@ without ``--quick``, for a ``MultinomialNB`` on pixel counts of the bundled digi
 prints the reports and writes to ``--out`` (default ``./mcmc_crosscheck_out``):
 
 * ``<model>_forest.png``: arviz forest plot of the closed-form draws next to NUTS;
-* ``<model>_posterior.png``: arviz posterior plot of the closed-form draws;
+* ``<model>_posterior.png``: arviz posterior plot of the closed-form draws (``plot_posterior``
+  on arviz 0.x, ``plot_dist`` on arviz 1.x);
 * ``<model>_plate.gv``: the model's plate diagram (Graphviz source, from
   ``numpyro.render_model``; also ``.png`` when the Graphviz ``dot`` program is installed).
 
@@ -98,12 +99,23 @@ def check(name, estimator, X, y, out, nuts_args):
     print(report.to_string(max_rows=12))
     closed, mcmc = report.closed_form_inference_data, report.mcmc_inference_data
     var_names = list(mcmc.posterior.data_vars)[:2]
-    az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=var_names, combined=True,
-                   figsize=(7, 0.25 * len(report.parameters) + 1.5))
-    plt.savefig(out / f"{name}_forest.png", dpi=90, bbox_inches="tight")
-    plt.close("all")
-    az.plot_posterior(closed, var_names=var_names[:1])
-    plt.savefig(out / f"{name}_posterior.png", dpi=90, bbox_inches="tight")
+    figsize = (7, 0.25 * len(report.parameters) + 1.5)
+    if int(az.__version__.split(".")[0]) >= 1:
+        # arviz 1.x (arviz-plots): several models are a dict {name: DataTree}, and the
+        # plots return a PlotCollection; the posterior plot is plot_dist.
+        forest = az.plot_forest({"closed form": closed, "NUTS": mcmc}, var_names=var_names, combined=True,
+                                figure_kwargs={"figsize": figsize})
+        forest.add_legend("model")
+        forest.savefig(out / f"{name}_forest.png", dpi=90, bbox_inches="tight")
+        az.plot_dist(closed, var_names=var_names[:1]).savefig(out / f"{name}_posterior.png", dpi=90,
+                                                               bbox_inches="tight")
+    else:  # arviz 0.x: a list of InferenceData with model_names; plot_posterior
+        az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=var_names, combined=True,
+                       figsize=figsize)
+        plt.savefig(out / f"{name}_forest.png", dpi=90, bbox_inches="tight")
+        plt.close("all")
+        az.plot_posterior(closed, var_names=var_names[:1])
+        plt.savefig(out / f"{name}_posterior.png", dpi=90, bbox_inches="tight")
     plt.close("all")
     print(f"  wrote {name}_forest.png, {name}_posterior.png")
     plate_diagram(estimator, X, y, out, name)

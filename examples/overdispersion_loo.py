@@ -85,17 +85,37 @@ def _ppc_table(results, classes):
 
 
 def _psis_conditional(est, X, y, n_draws, seed):
-    """PSIS-LOO of log p(y_i | x_i, theta) from exact posterior draws (arviz.loo)."""
+    """PSIS-LOO of log p(y_i | x_i, theta) from exact posterior draws (arviz.loo).
+
+    Returns the pointwise PSIS values, their Pareto k and arviz's threshold ``good_k``.
+    A row whose p(y_i | x_i, theta) is 1 to double precision in every draw (a long post
+    classified with certainty) has equal importance weights: its PSIS value is the plain
+    mean, log 1 = 0, with no tail to fit (arviz 1.x refuses such a row: "All tail values
+    are the same"), so only the other rows go to ``arviz.loo``; the flat ones get k = NaN.
+    """
     import arviz as az
+
+    from bayesnb.analysis.elpd import elpd_values
 
     proba = est.predict_proba_draws(X, n_draws=n_draws, random_state=seed)  # (draw, row, class)
     col = np.searchsorted(est.classes_, y)
     with np.errstate(divide="ignore"):
         loglik = np.log(proba[:, np.arange(len(y)), col])
-    idata = az.from_dict(posterior={"dummy": np.zeros((1, n_draws))}, log_likelihood={"y": loglik[None]})
+    flat = np.ptp(loglik, axis=0) == 0
+    groups = {"posterior": {"dummy": np.zeros((1, n_draws))}, "log_likelihood": {"y": loglik[None][:, :, ~flat]}}
+    if int(az.__version__.split(".")[0]) >= 1:
+        idata = az.from_dict(groups)  # arviz 1.x: one dict of groups, a DataTree
+    else:
+        idata = az.from_dict(**groups)  # arviz 0.x: one keyword per group, an InferenceData
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return az.loo(idata, pointwise=True)
+        psis = az.loo(idata, pointwise=True)
+    # elpd_values reads an ELPDData of either arviz line (pointwise: 0.x loo_i, 1.x elpd_i);
+    # "pareto_k" and "good_k" are entries under the same names on both.
+    pointwise, k = loglik[0].copy(), np.full(len(y), np.nan)
+    pointwise[~flat] = elpd_values(psis).pointwise.values
+    k[~flat] = psis["pareto_k"].values
+    return pointwise, k, float(psis["good_k"])
 
 
 def main(argv=None):
@@ -107,6 +127,7 @@ def main(argv=None):
     import arviz as az
 
     import bayesnb
+    from bayesnb.analysis.elpd import elpd_values
 
     X, y = _load(corpus, args.quick, args.seed)
     n_draws = 100
@@ -133,20 +154,24 @@ def main(argv=None):
     exact = bayesnb.loo(est, X, y)
     t_exact = time.perf_counter() - t
     t = time.perf_counter()
-    psis = _psis_conditional(est, X, y, 1000, args.seed)
+    psis, k, good_k = _psis_conditional(est, X, y, 1000, args.seed)
     t_psis = time.perf_counter() - t
-    k = psis["pareto_k"].values
-    diff = np.abs(psis["loo_i"].values - exact["loo_i"].values)
-    bad = k > psis["good_k"]
+    psis_se = np.sqrt(len(psis) * np.var(psis))  # arviz's standard error of a sum of pointwise values
+    # elpd_values reads an ELPDData of either arviz line (0.x: elpd_loo / p_loo / loo_i,
+    # 1.x: elpd / p / elpd_i).
+    ex = elpd_values(exact)
+    diff = np.abs(psis - ex.pointwise.values)
+    bad = k > good_k
     print(f"\nLeave-one-out log p(y_i | x_i, D_-i), MultinomialNB, {len(y)} posts")
-    print(f"  exact (downdate):        elpd_loo = {exact['elpd_loo']:10.2f}  (se {exact['se']:.2f}, p_loo {exact['p_loo']:.1f}), {t_exact:.2f} s")
-    print(f"  PSIS (1,000 exact draws): elpd_loo = {psis['elpd_loo']:10.2f}  (se {psis['se']:.2f}), {t_psis:.2f} s")
-    print(f"  rows with Pareto k > {psis['good_k']:.2f}: {bad.sum()} of {len(y)} (k > 1: {(k > 1).sum()})")
+    print(f"  exact (downdate):        elpd_loo = {ex.elpd:10.2f}  (se {ex.se:.2f}, p_loo {ex.p:.1f}), {t_exact:.2f} s")
+    print(f"  PSIS (1,000 exact draws): elpd_loo = {psis.sum():10.2f}  (se {psis_se:.2f}), {t_psis:.2f} s")
+    print(f"  rows with p(y_i | x_i, theta) = 1 in every draw (no tail to fit, PSIS = log 1): {np.isnan(k).sum()}")
+    print(f"  rows with Pareto k > {good_k:.2f}: {bad.sum()} of {len(y)} (k > 1: {(k > 1).sum()})")
     for label, rows in (("flagged rows", bad), ("other rows", ~bad)):
         if rows.any():
             print(f"  |PSIS - exact| on {label:<12}: median {np.median(diff[rows]):.3g}, max {diff[rows].max():.3g} nats")
     if bad.any():
-        print(f"  sum of the error on the flagged rows: {np.sum(psis['loo_i'].values[bad] - exact['loo_i'].values[bad]):+.2f} nats")
+        print(f"  sum of the error on the flagged rows: {np.sum(psis[bad] - ex.pointwise.values[bad]):+.2f} nats")
 
     # The joint log p(x_i, y_i | D_-i) from the arviz export (its log_likelihood "xy").
     t = time.perf_counter()
@@ -155,12 +180,12 @@ def main(argv=None):
         warnings.simplefilter("ignore")
         psis_joint = az.loo(idata, pointwise=True, var_name="xy")
     t_psis = time.perf_counter() - t
-    exact_joint = bayesnb.loo(est, X, y, kind="joint")
+    exact_joint = elpd_values(bayesnb.loo(est, X, y, kind="joint"))
     kj = psis_joint["pareto_k"].values
-    dj = psis_joint["loo_i"].values - exact_joint["loo_i"].values
+    dj = elpd_values(psis_joint).pointwise.values - exact_joint.pointwise.values
     badj = kj > psis_joint["good_k"]
     print(f"\nLeave-one-out log p(x_i, y_i | D_-i) (joint), PSIS from to_inference_data(X=X, y=y), 1,000 draws ({t_psis:.1f} s)")
-    print(f"  exact elpd_loo = {exact_joint['elpd_loo']:.1f}, PSIS elpd_loo = {psis_joint['elpd_loo']:.1f}")
+    print(f"  exact elpd_loo = {exact_joint.elpd:.1f}, PSIS elpd_loo = {elpd_values(psis_joint).elpd:.1f}")
     print(f"  rows with Pareto k > {psis_joint['good_k']:.2f}: {badj.sum()} of {len(y)}; "
           f"PSIS - exact on them: median {np.median(dj[badj]) if badj.any() else 0:+.2f}, "
           f"max |.| {np.abs(dj[badj]).max() if badj.any() else 0:.2f} nats; on the others max |.| "
@@ -169,9 +194,14 @@ def main(argv=None):
     rough = bayesnb.loo(bayesnb.MultinomialNB(alpha=0.1).fit(X, y), X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        table = az.compare({"alpha=1": exact, "alpha=0.1": rough})
+        # arviz 1.x rounds the table to the standard errors' digits unless told not to (0.x does not round).
+        raw = {"round_to": "none"} if int(az.__version__.split(".")[0]) >= 1 else {}
+        table = az.compare({"alpha=1": exact, "alpha=0.1": rough}, **raw)
     print("\naz.compare of MultinomialNB smoothings by exact LOO (conditional log score):")
-    print(table[["rank", "elpd_loo", "p_loo", "elpd_diff", "dse", "weight"]].round(2).to_string())
+    # The columns are elpd_loo / p_loo on arviz 0.x, elpd / p on arviz 1.x (whose elpd_diff
+    # is the model minus the best, so negative; 0.x gives the best minus the model).
+    columns = [c for c in ("rank", "elpd_loo", "elpd", "p_loo", "p", "elpd_diff", "dse", "weight") if c in table]
+    print(table[columns].round(2).to_string())
 
     if args.out is not None:
         from matplotlib.figure import Figure
@@ -187,7 +217,7 @@ def main(argv=None):
         fig = Figure(figsize=(5.5, 3.6), layout="constrained")
         ax = fig.add_subplot()
         ax.scatter(k, np.maximum(diff, 1e-8), s=8, alpha=0.6)
-        ax.axvline(psis["good_k"], color="#d62728", ls="--", label=f"k = {psis['good_k']:.2f}")
+        ax.axvline(good_k, color="#d62728", ls="--", label=f"k = {good_k:.2f}")
         ax.set_yscale("log")
         ax.set_xlabel("Pareto k (PSIS)")
         ax.set_ylabel("|PSIS - exact| log p(y_i | x_i, D_-i)")

@@ -149,12 +149,23 @@ def run(name, model, X, y, out, nuts):
     print(f"  cross-check against NUTS on the model as written: {'agrees' if report.agrees else 'DISAGREES'} "
           f"(largest |z| {report.max_abs_z:.2f}, max r_hat {report.max_rhat:.3f}, {len(report.parameters)} scalars)")
     idata = estimator.to_inference_data(n_draws=500, random_state=0)
-    print(f"  arviz export: groups {list(idata.groups())}, variables {list(idata.posterior.data_vars)}")
+    # Iterating over the export gives its group names on both arviz lines (InferenceData
+    # on 0.x, DataTree on 1.x, where ``groups`` is a property holding paths).
+    print(f"  arviz export: groups {list(idata)}, variables {list(idata.posterior.data_vars)}")
     closed, mcmc = report.closed_form_inference_data, report.mcmc_inference_data
     var_names = list(mcmc.posterior.data_vars)[:2]
-    az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=var_names, combined=True,
-                   figsize=(7, 0.25 * min(len(report.parameters), 24) + 1.5))
-    plt.savefig(out / f"{name}_forest.png", dpi=80, bbox_inches="tight")
+    figsize = (7, 0.25 * min(len(report.parameters), 24) + 1.5)
+    if int(az.__version__.split(".")[0]) >= 1:
+        # arviz 1.x (arviz-plots): several models are a dict {name: DataTree}; the plot
+        # returns a PlotCollection, which saves itself.
+        forest = az.plot_forest({"closed form": closed, "NUTS": mcmc}, var_names=var_names, combined=True,
+                                figure_kwargs={"figsize": figsize})
+        forest.add_legend("model")
+        forest.savefig(out / f"{name}_forest.png", dpi=80, bbox_inches="tight")
+    else:  # arviz 0.x: a list of InferenceData with model_names
+        az.plot_forest([closed, mcmc], model_names=["closed form", "NUTS"], var_names=var_names, combined=True,
+                       figsize=figsize)
+        plt.savefig(out / f"{name}_forest.png", dpi=80, bbox_inches="tight")
     plt.close("all")
     print(f"  wrote {name}_forest.png")
     return report
