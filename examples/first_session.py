@@ -10,7 +10,8 @@ tables with string categories (mushroom also has missing values, ``?`` in stalk-
 3. credible intervals of the class probabilities of a few rows, with the median of the
    same draws, as DataFrames indexed like the input (``X.loc`` on the ranked rows);
 4. the features that most raise a class's log-odds, by name, with 90% intervals;
-5. ``to_inference_data`` -> ``az.summary``, ``az.plot_ppc``, ``az.loo``, beside
+5. ``to_inference_data`` -> ``az.summary``, ``az.plot_ppc`` (``az.plot_ppc_rootogram`` on
+   arviz 1.x), ``az.loo``, beside
    bayesnb's exact leave-one-out (``bayesnb.loo``);
 6. ``save`` / ``load``, and the loaded model's probabilities equal the fitted one's.
 
@@ -124,7 +125,14 @@ def session(name, path, columns, target, args, out):
     idata = clf.to_inference_data(n_draws=n_draws, random_state=args.seed, X=X, y=y)
     summary = az.summary(idata, var_names=["class_probs"], kind="stats")
     print(summary.to_string(max_rows=6))
-    axes = az.plot_ppc(idata, num_pp_samples=50 if args.quick else 200)
+    n_replicates = 50 if args.quick else 200
+    if int(az.__version__.split(".")[0]) >= 1:
+        # arviz 1.x (arviz-plots): the labels are discrete, so the rootogram (observed
+        # counts of each class against the replicates', at 0.x's figure size); a
+        # PlotCollection saves itself.
+        save_ppc = az.plot_ppc_rootogram(idata, var_names=["y"], figure_kwargs={"figsize": (6.4, 4.8)}).savefig
+    else:  # arviz 0.x: plot_ppc, returning matplotlib axes
+        save_ppc = np.ravel(az.plot_ppc(idata, num_pp_samples=n_replicates))[0].figure.savefig
     # The export holds two pointwise log-likelihoods: "y" (log p(y | x, θ, π), the
     # classifier's) and "xy" (log p(x, y | θ, π), the generative model's); az.loo asks which.
     print(az.loo(idata, var_name="y"))
@@ -133,11 +141,10 @@ def session(name, path, columns, target, args, out):
     exact = bayesnb.loo(clf, X, y)
     print(f"exact leave-one-out (bayesnb.loo): {exact}")
     if out is not None:
-        figure = np.ravel(axes)[0].figure
-        figure.savefig(out / f"first_session_ppc_{name}.png", dpi=100)
-        import matplotlib.pyplot as plt
+        save_ppc(out / f"first_session_ppc_{name}.png", dpi=100)
+    import matplotlib.pyplot as plt
 
-        plt.close(figure)
+    plt.close("all")
 
     # 6. Save and load: the same probabilities.
     folder = out if out is not None else Path(tempfile.mkdtemp())
