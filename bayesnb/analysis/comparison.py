@@ -63,6 +63,7 @@ from bayesnb.analysis.uncertainty import final_step
 __all__ = [
     "METRICS",
     "ComparisonTable",
+    "UNSCORABLE_ROW_COST",
     "compare",
     "format_comparison",
     "metric_values",

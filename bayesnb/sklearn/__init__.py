@@ -22,7 +22,7 @@ parameters here (``set_params`` refuses them, as scikit-learn's would); ``to_bay
 turns a fitted estimator into the equivalent ``bayesnb`` one, whose ``estimate`` can
 be switched to the exact posterior predictive.
 
-:class:`ComplementNB` is **not Bayesian**: it is scikit-learn's own
+``ComplementNB`` is **not Bayesian**: it is scikit-learn's own
 ``sklearn.naive_bayes.ComplementNB``, the very same class, re-exported so that replacing
 ``from sklearn.naive_bayes import ...`` by ``from bayesnb.sklearn import ...`` keeps
 working for every class scikit-learn's module exports. Complement naive Bayes (Rennie et
