@@ -59,18 +59,10 @@ def test_load_imports_the_estimators_first(monkeypatch):
     # bayesnb.load finds estimator classes in the table that importing the estimators
     # (and the scikit-learn namespace's) fills; a fresh `import bayesnb` has not
     # imported them, so the lazy `load` does.
-    import importlib
-
-    import bayesnb
-
-    imported = []
-    real = importlib.import_module
-    monkeypatch.setattr(importlib, "import_module", lambda name: imported.append(name) or real(name))
-    monkeypatch.delitem(vars(bayesnb), "load", raising=False)
     from bayesnb.io.persistence import load
 
-    assert bayesnb.load is load
-    assert imported == ["bayesnb.estimators", "bayesnb.sklearn", "bayesnb.io.persistence"]
+    imported = _imports_of_first_access(monkeypatch, "load")
+    assert imported == (load, ["bayesnb.estimators", "bayesnb.sklearn", "bayesnb.io.persistence"])
 
 
 def test_the_cli_copies_of_constants_match_their_modules():
@@ -98,14 +90,20 @@ def test_a_wrong_family_lists_the_registered_ones(capsys):
 def test_the_selector_imports_the_estimators_first(monkeypatch):
     # BayesFactorSelector's default estimator is looked up in the same class table
     # ("no estimator class 'BernoulliNB' is registered" in a fresh process before).
+    from bayesnb.analysis.evidence import BayesFactorSelector
+
+    imported = _imports_of_first_access(monkeypatch, "BayesFactorSelector")
+    assert imported == (BayesFactorSelector, ["bayesnb.estimators", "bayesnb.analysis.evidence"])
+
+
+def _imports_of_first_access(monkeypatch, name):
+    """``(bayesnb.<name>, the modules bayesnb imported to give it)``, as on first access."""
     import importlib
 
     import bayesnb
-    from bayesnb.analysis.evidence import BayesFactorSelector
 
     imported = []
     real = importlib.import_module
-    monkeypatch.setattr(importlib, "import_module", lambda name: imported.append(name) or real(name))
-    monkeypatch.delitem(vars(bayesnb), "BayesFactorSelector", raising=False)
-    assert bayesnb.BayesFactorSelector is BayesFactorSelector
-    assert imported == ["bayesnb.estimators", "bayesnb.analysis.evidence"]
+    monkeypatch.setattr(importlib, "import_module", lambda module: imported.append(module) or real(module))
+    monkeypatch.delitem(vars(bayesnb), name, raising=False)
+    return getattr(bayesnb, name), imported

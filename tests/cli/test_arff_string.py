@@ -12,7 +12,6 @@ text. Oracle: the same file fitted with ``--text``, and ``MultinomialNB`` on
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -23,19 +22,12 @@ import pytest
 from numpy.testing import assert_allclose
 
 from bayesnb import MultinomialNB
-from bayesnb.cli.command import main
+from _cli import run
 
 TOPICS = {
     "econ": "market stocks trade bank rates growth inflation".split(),
     "sport": "game team score win player match goal".split(),
 }
-
-
-def run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def _documents(n, seed):

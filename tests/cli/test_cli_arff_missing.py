@@ -10,7 +10,6 @@ MixedNB fitted in Python on the values parsed by hand from the same text.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -26,7 +25,7 @@ from numpy.testing import assert_allclose
 
 import bayesnb
 from bayesnb import CategoricalNB, GaussianNB, MixedNB
-from bayesnb.cli.command import main
+from _cli import run
 
 REPO = Path(bayesnb.__file__).resolve().parent.parent
 
@@ -60,13 +59,6 @@ TEMP = [85, 80, 83, 70, 68, 65, 64, 72, 69, 75, np.nan, 72]
 HUMID = [85, 90, np.nan, 96, 80, 70, 65, 95, 70, 80, 70, 90]
 WINDY = [1, 0, 1, 1, np.nan, 0, 0, 1, 1, 1, 0, 0]
 LABEL = ["no", "no", "yes", "yes", "yes", "no", "yes", "no", "yes", "yes", "yes", "yes"]
-
-
-def run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def _probabilities(text):

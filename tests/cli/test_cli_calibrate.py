@@ -4,7 +4,6 @@ same design, and ``compare(calibrated=True)``."""
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 
@@ -13,14 +12,7 @@ import pytest
 from numpy.testing import assert_allclose
 
 import bayesnb
-from bayesnb.cli.command import main
-
-
-def run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
+from _cli import run
 
 
 @pytest.fixture

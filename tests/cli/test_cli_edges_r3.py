@@ -18,9 +18,7 @@ full-disk / Ctrl-C paths of ``predict`` were already right and are pinned here.
 
 from __future__ import annotations
 
-import contextlib
 import errno
-import io
 import json
 import os
 import tracemalloc
@@ -30,7 +28,7 @@ import numpy as np
 import pytest
 
 import bayesnb
-from bayesnb.cli.command import main
+from _cli import run
 from bayesnb.io import _atomic, datasets
 
 ARFF = """% weather, 12 rows
@@ -53,13 +51,6 @@ rainy,75,6,yes
 sunny,75,9,yes
 overcast,72,2,yes
 """
-
-
-def run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def one_line_error(err):

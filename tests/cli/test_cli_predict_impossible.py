@@ -7,24 +7,15 @@ on the library's own predictions of the same model.
 
 from __future__ import annotations
 
-import contextlib
 import csv
-import io
 import warnings
 
 import numpy as np
 
 import bayesnb
 from bayesnb.analysis.comparison import metric_values
-from bayesnb.cli.command import main
+from _cli import run
 from bayesnb.exceptions import ZeroLikelihoodWarning
-
-
-def run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
 
 
 def _write(path, rows):

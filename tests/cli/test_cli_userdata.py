@@ -7,7 +7,6 @@ saved file is an ordinary bayesnb model file (``bayesnb.load``).
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
@@ -18,14 +17,7 @@ from numpy.testing import assert_allclose
 
 import bayesnb
 from bayesnb import CategoricalNB, GaussianNB, MixedNB, MultinomialNB
-from bayesnb.cli.command import main
-
-
-def run(argv):
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main([str(a) for a in argv])
-    return code, out.getvalue(), err.getvalue()
+from _cli import run
 
 
 def read_csv(text, delimiter=","):
