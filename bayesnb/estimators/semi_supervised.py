@@ -83,6 +83,58 @@ Hyperparameters learned from the evidence (``alpha="evidence"``) and data-scaled
 priors are learned from the labelled rows and then held fixed, so that every iteration
 targets the same posterior.
 
+Several components per class
+----------------------------
+A class that is a union of sub-topics ("legitimate mail" is several kinds of mail) is
+badly served by one component: EM then explains the unlabelled rows by whichever clusters
+fit best (Nigam et al. 2000, section 5.4, their remedy for a heterogeneous class).
+``n_components`` gives class :math:`c` a mixture of :math:`K_c` components, each a
+conjugate member of the wrapped estimator's family with the same prior:
+
+.. math::
+
+    \pi \sim \mathrm{Dir}(\beta) \text{ over the } M = \textstyle\sum_c K_c
+    \text{ (class, component) pairs}, \quad z_i \mid \pi \sim \mathrm{Cat}(\pi),
+    \quad x_i \mid z_i \sim p(x \mid \theta_{z_i}), \quad y_i = \mathrm{class}(z_i),
+
+each component's :math:`\beta_k` the ``class_alpha`` of its class. A labelled row fixes
+its class, not its component: its responsibilities run over its class's components
+(:math:`r_{ik} \propto \pi_k p(x_i \mid \theta_k)` for :math:`k \in y_i`, 0 elsewhere); an
+unlabelled row's over all :math:`M`, its copies weighted by :math:`\lambda` as above. The
+EM objective is the log posterior above with :math:`\log \pi_{y_i} p(x_i \mid
+\theta_{y_i})` replaced by :math:`\log \sum_{k \in y_i} \pi_k p(x_i \mid \theta_k)`
+(``log_posterior_``); VB's :math:`q(\pi)` is the Dirichlet over the :math:`M` weights,
+:math:`q(\theta_k)` the conjugate posterior of each component, and the ELBO gains the
+labelled rows' entropy :math:`\sum_{i \in L} w_i H(q(z_i))` (``elbo_``). Both never
+decrease. The machinery is the family protocol's: the components are the classes of a
+copy of the wrapped estimator (``estimator_``, whose ``classes_`` are ``0 .. M-1``,
+grouped by class, ``component_class_`` mapping them back), the rows enter its
+statistics as responsibility-weighted copies. A class's probability is the sum over its
+components, :math:`p(y = c \mid x) = \sum_{k \in c} p(z = k \mid x)`, under the
+estimate of each method (EM: the plug-in of the M-step's estimate; VB: the predictive
+under :math:`q`, exact for the mixture since the components are disjoint).
+
+*Start.* Each class's labelled rows are shuffled by
+``numpy.random.default_rng(random_state)`` and split into :math:`K_c` parts of sizes
+differing by at most one, part :math:`j` starting as component :math:`j` (one-hot
+responsibilities, ``initial_responsibilities_``); the unlabelled rows enter at the first
+E-step. A class needs at least :math:`K_c` labelled rows. Different seeds can reach
+different local optima of a mixture's objective: compare them by ``log_posterior_[-1]``
+or ``elbo_[-1]``.
+
+*Supervised.* With no unlabelled row (no ``y == -1``), ``fit`` is a class-conditional
+mixture fitted to labelled rows alone by the same EM or VB. With one component per
+class (the default) the fit is the plain estimator's: one iteration, no latent
+variable (``estimate="mean"`` under Laplace smoothing, ``"map"`` without, for EM;
+the exact predictive for VB, whose ``elbo_[-1]`` is then the log evidence). With several,
+the evidence has no closed form, and ``elbo_`` (VB) is its lower bound.
+
+*Limits.* Several components need the Dirichlet on the proportions (not
+``class_prior`` / ``fit_prior=False``), a prior that is the same for every class (a
+prior given per class has no per-component value), ``temperature=1`` and no
+``calibrate`` (both act on class scores). One component for every class runs exactly
+today's one-component fit.
+
 References
 ----------
 K. Nigam, A. McCallum, S. Thrun, T. Mitchell (2000), *Text classification from labeled
@@ -108,6 +160,7 @@ from bayesnb.core.empirical_bayes import is_evidence
 from bayesnb.core.families import _dirichlet
 from bayesnb.core.families.product import BlockRows
 from bayesnb.core.stats import as_masked, is_masked, merge
+from bayesnb.estimators import _components
 
 __all__ = ["SemiSupervisedNB", "unlabelled_mask"]
 
@@ -306,6 +359,14 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Progress on stderr for long runs (no dependency): ``True`` / 1, one line per
         iteration (``iteration i/max_iter``, the objective and its change); 2, also a
         line over the batches of each E-step, rewritten in place (with ``batch_size``).
+    n_components : int, dict or sequence of int, default=1
+        Mixture components per class (see the module, *Several components per class*):
+        an int for every class, a dict label -> int (classes it leaves out get 1), or
+        one int per class in the order of ``classes_``. 1 for every class: the
+        one-component model.
+    random_state : int, numpy Generator or None, default=0
+        Seeds the initial split of each class's labelled rows among its components
+        (used only with several components): the fit is deterministic given it.
 
     Attributes
     ----------
@@ -328,7 +389,27 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     n_iter_ : int
     converged_ : bool
     label_distributions_ : ndarray of shape (n_samples, n_classes)
-        Responsibilities of the training rows (one-hot for labelled rows).
+        Responsibilities of the training rows (one-hot for labelled rows); with
+        components, summed over each class's components.
+    n_components_ : int ndarray of shape (n_classes,)
+        Components of each class.
+    component_class_ : int ndarray of shape (n_components_total,)
+        Class index of each component (components grouped by class); ``arange(n_classes)``
+        with one component per class.
+    component_weights_ : ndarray of shape (n_components_total,)
+        With several components: the proportions :math:`\pi_k` of the (class,
+        component) pairs under the fit's estimate (EM: the M-step's; VB: the mean of
+        :math:`q(\pi)`), summing to 1.
+    component_responsibilities_ : ndarray of shape (n_samples, n_components_total)
+        With several components: every training row's responsibilities over the
+        components (a labelled row's over its class's components only).
+    initial_responsibilities_ : ndarray of shape (n_labelled, n_components_total)
+        With several components: the labelled rows' one-hot start (see ``random_state``).
+
+    With several components, ``estimator_`` is the wrapped estimator with one *class*
+    per component (``classes_ = arange(n_components_total)``): its ``posterior_``,
+    ``class_posterior_`` (the Dirichlet over the component weights) and ``stats_`` are
+    per component, and so are this object's properties of those names.
     transduction_ : ndarray of shape (n_samples,)
         Labels of the training rows (the most probable class for unlabelled ones).
 
@@ -366,6 +447,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         tol=1e-8,
         batch_size=None,
         verbose=False,
+        n_components=1,
+        random_state=0,
     ):
         self.estimator = estimator
         self.method = method
@@ -378,6 +461,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.tol = tol
         self.batch_size = batch_size
         self.verbose = verbose
+        self.n_components = n_components
+        self.random_state = random_state
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -399,6 +484,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         b = self.batch_size
         if b is not None and (isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ValueError(f"batch_size must be None or an int >= 1, got {b!r}")
+        _components.check_n_components(self.n_components)
 
     def _check_weight_search(self):
         grid = self.weight_grid
@@ -512,8 +598,16 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 (_held(est.validate_input(_safe_indexing(X, unl_idx[a : a + step]))), wU[a : a + step])
                 for a in range(0, unl_idx.size, step)
             ]
-        run = self._em if self.method == "em" else self._vb
-        est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU)
+        counts = _components.resolve(self.n_components, classes)
+        mixture = self._uses_components(counts)
+        if mixture:
+            est, R, trace, converged, R_L = self._fit_components(
+                est, X_lab, XL, labelled_index, None if sample_weight is None else w[lab_idx], w[lab_idx], XU,
+                counts,
+            )
+        else:
+            run = self._em if self.method == "em" else self._vb
+            est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU)
 
         if not converged:
             warnings.warn(
@@ -536,10 +630,24 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.n_iter_ = len(trace)
         self.converged_ = converged
         setattr(self, "log_posterior_" if self.method == "em" else "elbo_", np.asarray(trace))
-        dist = np.zeros((n, classes.size))
-        dist[lab_idx, labelled_index] = 1.0
-        if unl_idx.size:
-            dist[unl_idx] = R
+        self.n_components_ = counts
+        self._mixture = mixture
+        if mixture:
+            cc = self.component_class_
+            resp = np.zeros((n, cc.size))
+            resp[lab_idx] = R_L
+            if unl_idx.size:
+                resp[unl_idx] = R
+            self.component_responsibilities_ = resp
+            self.component_weights_ = np.exp(est.class_log_prior_)
+            dist = np.zeros((n, classes.size))
+            np.add.at(dist.T, cc, resp.T)
+        else:
+            self.component_class_ = np.arange(classes.size)
+            dist = np.zeros((n, classes.size))
+            dist[lab_idx, labelled_index] = 1.0
+            if unl_idx.size:
+                dist[unl_idx] = R
         self.label_distributions_ = dist
         self.transduction_ = classes[np.argmax(dist, axis=1)]
         return self
@@ -737,10 +845,116 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 break
         return probe, R, trace, converged
 
+    # ------------------------------------------------------------------ mixture components
+    def _uses_components(self, counts):
+        """Whether the fit runs over mixture components (some class has more than one)."""
+        return bool(np.any(counts > 1))
+
+    def _fit_components(self, est, X_lab, XL, yL, w_given, wL, XU, counts):
+        r"""EM or VB with ``counts[c]`` components for class ``c`` (see :mod:`bayesnb.estimators._components`).
+
+        Returns the fitted component estimator, the unlabelled rows' responsibilities
+        over the components, the trace, whether it converged, and the labelled rows'
+        responsibilities over the components.
+        """
+        reason = _components.refusal(est)
+        if reason is not None:
+            raise ValueError(f"n_components={self.n_components!r} with {type(est).__name__}: {reason}")
+        cc = np.repeat(np.arange(counts.size), counts)
+        comp = _components.initial_components(yL, counts, self.random_state)
+        cest = _components.component_estimator(self._base(), est, X_lab, comp, w_given, cc)
+        if self.method == "em":
+            cest.set_params(estimate=est.estimate)
+        self.component_class_ = cc
+        R0 = np.zeros((yL.size, cc.size))
+        R0[np.arange(yL.size), comp] = 1.0
+        self.initial_responsibilities_ = R0
+        allowed = _components.allowed_components(yL, cc)
+        run = self._em_components if self.method == "em" else self._vb_components
+        return run(cest, XL, allowed, wL, XU)
+
+    def _labelled_step(self, joint, allowed, wL):
+        r"""Responsibilities of the labelled rows over their class's components.
+
+        Returns the responsibilities, :math:`\sum_i w_i \log\sum_{k \in y_i} e^{j_{ik}}`
+        and the weighted entropy :math:`\sum_i w_i H(r_i)`.
+        """
+        joint = np.where(allowed, joint, -np.inf)
+        m = logsumexp(joint, axis=1)
+        if not np.all(np.isfinite(m)):
+            raise ValueError(
+                f"{int((~np.isfinite(m)).sum())} labelled row(s) have zero likelihood under every component "
+                f"of their class (smoothing={self.smoothing!r}); use smoothing='laplace' or a prior with "
+                "concentrations above 1"
+            )
+        log_r = joint - m[:, None]
+        R = np.exp(log_r)
+        entropy = -float(np.dot(wL, (R * np.where(R > 0, log_r, 0.0)).sum(axis=1)))
+        return R, float(np.dot(wL, m)), entropy
+
+    def _em_components(self, cest, XL, allowed, wL, XU):
+        fam = cest.family_
+        kind = "mean" if self.smoothing == "laplace" else "map"
+        raise_by = 1.0 if self.smoothing == "laplace" else 0.0
+        XLd, mL = _parts(XL)
+        latent = XU is not None or bool(allowed.sum(axis=1).max() > 1)
+        probe, trace, R, R_L, converged = cest, [], None, None, False
+        for it in range(self.max_iter):
+            prior = probe.prior_
+            theta = fam.point(prior, probe.stats_, kind)
+            log_pi = probe.class_log_prior_
+            objective = fam.log_density(prior, theta, raise_by)
+            objective += _dirichlet.log_density(np.asarray(probe.class_dirichlet_.concentration) + raise_by, log_pi)
+            R_L, total, _ = self._labelled_step(fam.log_likelihood(theta, XLd, prior, mask=mL) + log_pi, allowed, wL)
+            objective += total
+            S = self._soft_stats(cest, XL, R_L, wL)
+            if XU is not None:
+                R, total, _, S_U = self._e_step(
+                    cest, XU, lambda X, mask: fam.log_likelihood(theta, X, prior, mask=mask) + log_pi
+                )
+                objective += total
+                S = S if S_U is None else _merge(S, S_U)
+            trace.append(float(objective))
+            self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
+            if self._converged(trace) or not latent:
+                converged = True
+                break
+            probe = _refit(cest, S)
+        return probe, R, trace, converged, R_L
+
+    def _vb_components(self, cest, XL, allowed, wL, XU):
+        fam = cest.family_
+        XLd, mL = _parts(XL)
+        latent = XU is not None or bool(allowed.sum(axis=1).max() > 1)
+        probe, trace, R, R_L, converged = cest, [], None, None, False
+        for it in range(self.max_iter):
+            post = probe.posterior_
+            e_log_pi = np.asarray(_dirichlet.expected_log(probe.class_posterior_.concentration))
+            R_L, _, entropy = self._labelled_step(fam.expected_log_likelihood(post, XLd, mask=mL) + e_log_pi, allowed, wL)
+            S = self._soft_stats(cest, XL, R_L, wL)
+            if XU is not None:
+                R, _, entropy_U, S_U = self._e_step(
+                    cest, XU, lambda X, mask: fam.expected_log_likelihood(post, X, mask=mask) + e_log_pi
+                )
+                entropy += entropy_U
+                S = S if S_U is None else _merge(S, S_U)
+            probe = _refit(cest, S)
+            trace.append(float(probe.log_evidence()) + entropy)
+            self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
+            if self._converged(trace) or not latent:
+                converged = True
+                break
+        return probe, R, trace, converged, R_L
+
     # ------------------------------------------------------------------ the fitted model
     def _fitted(self):
         check_is_fitted(self, "estimator_")
         return self.estimator_
+
+    def _has_components(self):
+        """Whether the fitted model has several components for some class (``estimator_``'s classes are components)."""
+        check_is_fitted(self, "estimator_")
+        return getattr(self, "_mixture", False)
 
     @property
     def family_(self):
@@ -768,7 +982,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return self._fitted().class_posterior_
 
     def predict_joint_log_proba(self, X):
-        """Joint log-probability of each row and class under the fitted model.
+        r"""Joint log-probability of each row and class under the fitted model.
 
         Parameters
         ----------
@@ -777,7 +991,13 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            With mixture components: :math:`\log\sum_{k \in c} p(x, z = k)`, the sum of the
+            class's components' joints.
         """
+        if self._has_components():
+            return _components.sum_components(
+                self.estimator_.predict_joint_log_proba(X), self.component_class_, self.classes_.size
+            )
         return self._fitted().predict_joint_log_proba(X)
 
     def predict_log_proba(self, X):
@@ -791,6 +1011,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if self._has_components():
+            joint = self.predict_joint_log_proba(X)
+            with np.errstate(invalid="ignore"):
+                return joint - logsumexp(joint, axis=1, keepdims=True)
         return self._fitted().predict_log_proba(X)
 
     def predict_proba(self, X):
@@ -804,6 +1028,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        if self._has_components():
+            return np.exp(self.predict_log_proba(X))
         return self._fitted().predict_proba(X)
 
     def predict(self, X):
@@ -818,6 +1044,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
             Labels from ``classes_``.
         """
+        if self._has_components():
+            return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
         return self._fitted().predict(X)
 
     def sample_posterior(self, n=1000, random_state=None):
@@ -852,8 +1080,18 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_draws, n_samples, n_classes)
+            With several components per class: each draw's class probability is the sum
+            of its components' probabilities (under the same draw of every component's
+            parameters and of the weights, from the EM or variational posterior).
         """
-        return self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
+        draws = self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
+        if self._has_components():
+            draws = np.asarray(draws) @ self._component_to_class()
+        return draws
+
+    def _component_to_class(self):
+        """The (n_components_total, n_classes) 0/1 matrix summing components into classes."""
+        return (self.component_class_[:, None] == np.arange(self.classes_.size)[None, :]).astype(np.float64)
 
     def predict_proba_interval(
         self, X, level=0.9, *, n_draws=1000, method="equal-tailed", random_state=None, posterior="fitted",
@@ -878,6 +1116,13 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         As the wrapped estimator's ``predict_proba_interval``: (lower, upper), each of
         shape (n_samples, n_classes), and the median with ``return_median=True``.
         """
+        if self._has_components():
+            # The quantiles of the class probabilities, each the sum of its components' in a draw.
+            from bayesnb.analysis.uncertainty import credible_interval
+
+            draws = self.predict_proba_draws(X, n_draws, random_state, posterior=posterior)
+            lower, upper = credible_interval(draws, level, method)
+            return (lower, upper, np.median(draws, axis=0)) if return_median else (lower, upper)
         return self._fitted().predict_proba_interval(
             X, level, n_draws=n_draws, method=method, random_state=random_state, posterior=posterior,
             return_median=return_median,
