@@ -105,10 +105,12 @@ def resolve(n_components, classes):
 def initial_components(y_index, counts, random_state):
     r"""The component of every labelled row at the start: a seeded random even split of each class's rows.
 
-    Each class's labelled rows are shuffled by ``numpy.random.default_rng(random_state)``
-    (classes in order) and cut into :math:`K_c` parts of sizes differing by at most one
+    ``numpy.random.default_rng(random_state)`` draws one seed per class (always
+    ``n_classes`` of them, so a class's start does not depend on the other classes'
+    numbers of components); each class's labelled rows are shuffled by a generator of
+    its seed and cut into :math:`K_c` parts of sizes differing by at most one
     (``numpy.array_split``); part :math:`j` starts as component :math:`j` of the class.
-    A class of one component keeps all its rows in it (no draw is spent on it).
+    A class of one component keeps all its rows in it.
 
     Parameters
     ----------
@@ -123,7 +125,7 @@ def initial_components(y_index, counts, random_state):
     int ndarray of shape (n_labelled,)
         Component index (``0 .. sum(counts) - 1``, grouped by class) of every row.
     """
-    rng = np.random.default_rng(random_state)
+    seeds = np.random.default_rng(random_state).integers(0, 2**63 - 1, size=len(counts))
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
     comp = offsets[y_index].astype(np.int64)
     for c, k in enumerate(counts):
@@ -135,7 +137,7 @@ def initial_components(y_index, counts, random_state):
                 f"class index {c} has {rows.size} labelled row(s), fewer than its {k} components: "
                 "every component starts from at least one labelled row"
             )
-        for j, part in enumerate(np.array_split(rng.permutation(rows.size), k)):
+        for j, part in enumerate(np.array_split(np.random.default_rng(seeds[c]).permutation(rows.size), k)):
             comp[rows[part]] = offsets[c] + j
     return comp
 

@@ -114,9 +114,10 @@ components, :math:`p(y = c \mid x) = \sum_{k \in c} p(z = k \mid x)`, under the
 estimate of each method (EM: the plug-in of the M-step's estimate; VB: the predictive
 under :math:`q`, exact for the mixture since the components are disjoint).
 
-*Start.* Each class's labelled rows are shuffled by
-``numpy.random.default_rng(random_state)`` and split into :math:`K_c` parts of sizes
-differing by at most one, part :math:`j` starting as component :math:`j` (one-hot
+*Start.* Each class's labelled rows are shuffled (by a generator seeded from
+``numpy.random.default_rng(random_state)``, one seed per class, so that a class's start
+does not depend on the other classes' numbers of components) and split into :math:`K_c`
+parts of sizes differing by at most one, part :math:`j` starting as component :math:`j` (one-hot
 responsibilities, ``initial_responsibilities_``); the unlabelled rows enter at the first
 E-step. A class needs at least :math:`K_c` labelled rows. Different seeds can reach
 different local optima of a mixture's objective: compare them by ``log_posterior_[-1]``
@@ -128,6 +129,23 @@ class (the default) the fit is the plain estimator's: one iteration, no latent
 variable (``estimate="mean"`` under Laplace smoothing, ``"map"`` without, for EM;
 the exact predictive for VB, whose ``elbo_[-1]`` is then the log evidence). With several,
 the evidence has no closed form, and ``elbo_`` (VB) is its lower bound.
+
+*Choosing* :math:`K_c` (``n_components="auto"``). By held-out labelled likelihood, for
+EM and VB alike (not by the ELBO, which is not available for EM and, as a bound, is
+not comparable across :math:`K` without correcting for the :math:`K!` relabellings):
+stratified ``component_cv``-fold cross-validation over the labelled rows
+(``StratifiedKFold(shuffle=True, random_state=0)``), where for each fold and each
+:math:`K` of ``component_grid`` this estimator, with :math:`K` components for every
+class, is fitted to the fold's labelled rows alone, and each held-out row :math:`i`
+scores its class-conditional log likelihood :math:`\log p(x_i \mid y_i) =
+\log\sum_{k \in y_i} p(x_i, z = k) - \log \pi_{y_i}` under the method's estimate.
+Fitted to labelled rows alone, a class's components, its share :math:`\pi_k/\pi_c` and
+its start depend on its own rows only, so one fit per :math:`K` scores every class as if
+it were varied alone (exactly at a fixed point; to the convergence tolerance ``tol`` in
+practice, since the iterations stop on the summed objective), and each class takes the :math:`K` of the highest mean held-out
+score (ties: the smaller :math:`K`; a :math:`K` above a class's training rows in some
+fold is not a candidate for it). The curve is ``components_curve_``. The chosen numbers
+are then held fixed while ``unlabelled_weight="auto"`` chooses :math:`\lambda`.
 
 *Limits.* Several components need the Dirichlet on the proportions (not
 ``class_prior`` / ``fit_prior=False``), a prior that is the same for every class (a
@@ -367,6 +385,12 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     random_state : int, numpy Generator or None, default=0
         Seeds the initial split of each class's labelled rows among its components
         (used only with several components): the fit is deterministic given it.
+    component_grid : sequence of int, default=(1, 2, 3, 4)
+        The numbers of components ``n_components="auto"`` compares for every class.
+    component_cv : int, default=3
+        Folds of the cross-validation of ``n_components="auto"`` (at most the smallest
+        class count; with a class of one labelled row every class gets 1 component,
+        with a warning).
 
     Attributes
     ----------
@@ -392,7 +416,13 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Responsibilities of the training rows (one-hot for labelled rows); with
         components, summed over each class's components.
     n_components_ : int ndarray of shape (n_classes,)
-        Components of each class.
+        Components of each class (with ``"auto"``: the chosen numbers).
+    components_curve_ : dict or None
+        With ``n_components="auto"``: ``grid`` (the candidate numbers), ``mean`` (shape
+        ``(n_classes, len(grid))``, the mean held-out class-conditional log likelihood of
+        each class's labelled rows; ``-inf`` where a number is not a candidate),
+        ``scores`` (the per-row scores, shape ``(len(grid), n_labelled)``, NaN where not
+        a candidate), ``n_splits`` and ``chosen``. None otherwise.
     component_class_ : int ndarray of shape (n_components_total,)
         Class index of each component (components grouped by class); ``arange(n_classes)``
         with one component per class.
@@ -449,6 +479,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         verbose=False,
         n_components=1,
         random_state=0,
+        component_grid=(1, 2, 3, 4),
+        component_cv=3,
     ):
         self.estimator = estimator
         self.method = method
@@ -463,6 +495,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.n_components = n_components
         self.random_state = random_state
+        self.component_grid = component_grid
+        self.component_cv = component_cv
 
     # ------------------------------------------------------------------ checks
     def _check_params(self):
@@ -485,6 +519,14 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if b is not None and (isinstance(b, (bool, np.bool_)) or not isinstance(b, (int, np.integer)) or b < 1):
             raise ValueError(f"batch_size must be None or an int >= 1, got {b!r}")
         _components.check_n_components(self.n_components)
+        if self.n_components == "auto":
+            grid = self.component_grid
+            if isinstance(grid, str) or np.ndim(grid) != 1 or len(grid) == 0:
+                raise ValueError(f"component_grid must be a non-empty sequence of ints >= 1, got {grid!r}")
+            _components.check_n_components(list(grid))
+            cv = self.component_cv
+            if isinstance(cv, (bool, np.bool_)) or not isinstance(cv, (int, np.integer)) or cv < 2:
+                raise ValueError(f"component_cv must be an int >= 2, got {cv!r}")
 
     def _check_weight_search(self):
         grid = self.weight_grid
@@ -551,13 +593,19 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         dask_rows = _is_dask_array(X)
         X_lab = np.asarray(X[lab_idx]) if dask_rows else _safe_indexing(X, lab_idx)
 
+        components_curve = None
+        fixed_components = self.n_components
+        if self.n_components == "auto":
+            fixed_components, components_curve = self._choose_components(
+                X_lab, y_lab, None if sample_weight is None else w[lab_idx]
+            )
         curve = None
         if self.unlabelled_weight != "auto":
             lam = float(self.unlabelled_weight)
         elif unl_idx.size == 0:
             lam = 0.0  # nothing to weigh: every weight is the labelled fit
         else:
-            lam, curve = self._choose_weight(X, y, X_lab, y_lab, lab_idx, unl_idx, sample_weight)
+            lam, curve = self._choose_weight(X, y, X_lab, y_lab, lab_idx, unl_idx, sample_weight, fixed_components)
 
         est = self._base()
         if self.method == "em":
@@ -598,7 +646,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 (_held(est.validate_input(_safe_indexing(X, unl_idx[a : a + step]))), wU[a : a + step])
                 for a in range(0, unl_idx.size, step)
             ]
-        counts = _components.resolve(self.n_components, classes)
+        counts = _components.resolve(fixed_components, classes)
         mixture = self._uses_components(counts)
         if mixture:
             est, R, trace, converged, R_L = self._fit_components(
@@ -631,6 +679,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.converged_ = converged
         setattr(self, "log_posterior_" if self.method == "em" else "elbo_", np.asarray(trace))
         self.n_components_ = counts
+        self.components_curve_ = components_curve
         self._mixture = mixture
         if mixture:
             cc = self.component_class_
@@ -652,7 +701,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self.transduction_ = classes[np.argmax(dist, axis=1)]
         return self
 
-    def _choose_weight(self, X, y, X_lab, y_lab, lab_idx, unl_idx, sample_weight):
+    def _choose_weight(self, X, y, X_lab, y_lab, lab_idx, unl_idx, sample_weight, n_components=None):
         r"""``unlabelled_weight="auto"``: the weight of ``weight_grid`` chosen by cross-validated labelled log predictive.
 
         Each labelled row is held out once (stratified folds); for every weight this
@@ -692,6 +741,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             X_test = _safe_indexing(X_lab, test)
             for g, lam in enumerate(grid):
                 sub = clone(self).set_params(unlabelled_weight=float(lam), verbose=False)
+                if n_components is not None:
+                    sub.set_params(n_components=n_components)
                 with warnings.catch_warnings(record=True) as caught:
                     warnings.simplefilter("always", ConvergenceWarning)
                     sub.fit(X_fold, y[rows], sample_weight=w_fold)
@@ -719,6 +770,65 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         curve = {"grid": grid, "mean": mean, "se": se, "gain": gain, "gain_se": gain_se, "scores": scores,
                  "n_splits": n_splits, "chosen": chosen}
         return chosen, curve
+
+    def _choose_components(self, X_lab, y_lab, w_lab):
+        r"""``n_components="auto"``: each class's number of components by held-out labelled likelihood.
+
+        See the module (*Choosing* :math:`K_c`). Returns the chosen numbers (a list, one
+        per class in sorted label order) and the curve (see ``components_curve_``).
+        """
+        from sklearn.model_selection import StratifiedKFold
+
+        grid = np.unique(np.asarray(self.component_grid, dtype=np.int64))
+        classes, y_idx = np.unique(y_lab, return_inverse=True)
+        n_classes, n = classes.size, y_idx.size
+        n_splits = min(int(self.component_cv), int(np.bincount(y_idx).min()))
+        if n_splits < 2:
+            warnings.warn(
+                "n_components='auto' needs at least 2 labelled rows in every class to cross-validate the "
+                "numbers of components; a class has 1, so every class gets 1 component",
+                UserWarning,
+                stacklevel=3,
+            )
+            return [1] * n_classes, None
+        w = np.ones(n) if w_lab is None else np.asarray(w_lab, dtype=np.float64)
+        scores = np.full((grid.size, n), np.nan)
+        folds = StratifiedKFold(n_splits, shuffle=True, random_state=0).split(np.zeros(n), y_idx)
+        for train, test in folds:
+            n_train = np.bincount(y_idx[train], minlength=n_classes)
+            X_train, X_test = _safe_indexing(X_lab, train), _safe_indexing(X_lab, test)
+            for g, k in enumerate(grid):
+                counts = np.minimum(k, n_train)
+                sub = clone(self).set_params(
+                    n_components=[int(v) for v in counts], unlabelled_weight=0.0, verbose=False
+                )
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    sub.fit(X_train, y_lab[train], sample_weight=None if w_lab is None else w[train])
+                cond = sub.predict_joint_log_proba(X_test) - sub._class_log_weights()
+                rows = y_idx[test]
+                scores[g, test] = np.where(counts[rows] == k, cond[np.arange(test.size), rows], np.nan)
+        mean = np.full((n_classes, grid.size), -np.inf)
+        for c in range(n_classes):
+            mine = y_idx == c
+            for g in range(grid.size):
+                if not np.any(np.isnan(scores[g, mine])):
+                    mean[c, g] = np.dot(w[mine], scores[g, mine]) / w[mine].sum()
+        chosen = [int(grid[np.argmax(mean[c])]) for c in range(n_classes)]  # argmax: the first of ties
+        if self.verbose:
+            for c in range(n_classes):
+                curve = ", ".join(f"{k}: {m:.6g}" for k, m in zip(grid, mean[c]))
+                print(f"SemiSupervisedNB[auto] class {classes[c]!r} held-out log p(x|y) by components: {curve}; "
+                      f"chosen {chosen[c]}", file=sys.stderr, flush=True)
+        return chosen, {"grid": grid, "mean": mean, "scores": scores, "n_splits": n_splits, "chosen": np.array(chosen)}
+
+    def _class_log_weights(self):
+        r"""Log class proportions :math:`\log\pi_c` of the fitted estimate (summed over a class's components)."""
+        est = self._fitted()
+        log_pi = np.asarray(est.class_log_prior_, dtype=np.float64)
+        if not self._has_components():
+            return log_pi
+        return _components.sum_components(log_pi[None, :], self.component_class_, self.classes_.size)[0]
 
     def _soft_stats(self, est, XU, R, wU):
         r"""Statistics of the unlabelled rows, each class's copy weighted by its responsibility.
