@@ -283,6 +283,14 @@ def build_parser():
         help="with --data: lines with this label are unlabelled documents too (e.g. --unlabelled=-1, "
         "scikit-learn's convention); by default only an empty label field marks one",
     )
+    demo.add_argument(
+        "--n-components",
+        metavar="K",
+        type=_semi_n_components,
+        default=1,
+        help="with unlabelled documents: mixture components per class of the semi-supervised EM and VB "
+        "(an int, or 'auto': chosen per class by held-out labelled likelihood; default 1)",
+    )
     _add_limit_options(demo)
     demo.add_argument(
         "--out",
@@ -643,6 +651,8 @@ def _run_demo(args):
     semi_lines = semi_records = semi_curve = None
     if problem.semi is not None:
         from bayesnb.cli import semi as _semi
+
+        problem.semi.n_components = args.n_components
 
         with progress.step(f"semi-supervised: labelled only, EM and VB ({problem.semi.n_unlabelled} unlabelled documents)"):
             semi_records = _semi.holdout(problem.semi, args.alpha)
@@ -1025,7 +1035,15 @@ def _write_text(path, text):
         raise DataError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
+def _semi_n_components(text):
+    """``--n-components`` (parsed by :func:`bayesnb.cli.semi.parse_n_components`)."""
+    from bayesnb.cli.semi import parse_n_components
+
+    return parse_n_components(text)
+
+
 # -------------------------------------------------------------------------- main
+
 def main(argv=None) -> int:
     """Run the ``bayesnb`` command.
 

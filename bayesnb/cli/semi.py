@@ -68,9 +68,34 @@ class SemiProblem:
         self.X_test = self.vectorizer.transform(docs_test)
         self.X_unlabelled = self.vectorizer.transform(docs_unlabelled)
 
+    #: Mixture components per class of EM and VB (``bayesnb demo --n-components``): an
+    #: int or ``"auto"``; the labelled-only model has one.
+    n_components = 1
+
     @property
     def n_unlabelled(self):
         return self.X_unlabelled.shape[0]
+
+
+def parse_n_components(text):
+    """``--n-components``: an int >= 1 or ``auto``.
+
+    Examples
+    --------
+    >>> parse_n_components("2"), parse_n_components("auto")
+    (2, 'auto')
+    """
+    import argparse
+
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an int >= 1 or 'auto', got {text!r}")
+    return value
 
 
 def _fit_score(method, X_train, y_train, problem, alpha):
@@ -89,7 +114,13 @@ def _fit_score(method, X_train, y_train, problem, alpha):
         else:
             X = sp.vstack([X_train, problem.X_unlabelled]).tocsr()
             y = np.concatenate([np.asarray(y_train, dtype=object), np.full(problem.n_unlabelled, -1, dtype=object)])
-            clf = SemiSupervisedNB(MultinomialNB(alpha=alpha), method=method.lower()).fit(X, y)
+            k = problem.n_components
+            if k != "auto":
+                # A component starts from a labelled document: at most as many as the class has
+                # (the learning curve's smallest points have 1 or 2 per class).
+                labels, counts = np.unique(np.asarray(y_train), return_counts=True)
+                k = {label: int(min(k, n)) for label, n in zip(labels.tolist(), counts)}
+            clf = SemiSupervisedNB(MultinomialNB(alpha=alpha), method=method.lower(), n_components=k).fit(X, y)
         proba = clf.predict_proba(problem.X_test)
     record = {
         "method": method,
@@ -100,8 +131,10 @@ def _fit_score(method, X_train, y_train, problem, alpha):
         "assigned": None,
         "weight": None,
         "curve": None,
+        "components": None,
     }
     if method != "labelled only":
+        record["components"] = {str(c): int(k) for c, k in zip(clf.classes_, clf.n_components_)}
         assigned = clf.transduction_[len(y_train):]
         record["assigned"] = {str(c): int(np.sum(assigned == c)) for c in clf.classes_}
         record["weight"] = clf.unlabelled_weight_
@@ -128,6 +161,13 @@ def curve_sentence(rec):
     return (f"unlabelled weight, {rec['method']}: {curve['chosen']:g}, chosen by {curve['n_splits']}-fold "
             f"cross-validation of the labelled training documents' mean log p(y|x) (± standard error) per "
             f"weight: {points}")
+
+
+def components_sentence(rec):
+    """The record's mixture components per class, in one sentence (None with one component per class)."""
+    if not rec.get("components") or all(k == 1 for k in rec["components"].values()):
+        return None
+    return f"mixture components per class, {rec['method']}: {_counts(rec['components'])}"
 
 
 def holdout(problem, alpha):
@@ -233,6 +273,7 @@ def summary_lines(problem, records, alpha):
         if rec["assigned"] is not None:
             lines.append(f"unlabelled documents by class, {rec['method']}: {_counts(rec['assigned'])}")
     lines += [line for line in map(curve_sentence, records) if line is not None]
+    lines += [line for line in map(components_sentence, records) if line is not None]
     for line in lines:
         out += textwrap.wrap(line, width=100, initial_indent="  ", subsequent_indent="    ")
     return out
@@ -266,6 +307,7 @@ def report_lines(problem, records, curve_result, alpha, seed):
         )
     md.append("")
     sentences = [line for line in map(curve_sentence, records) if line is not None]
+    sentences += [line for line in map(components_sentence, records) if line is not None]
     if sentences:
         md += [f"- {_md(line)}" for line in sentences] + [""]
     if not curve_result:

@@ -1171,7 +1171,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         -------
         dict
             As the wrapped estimator's ``sample_posterior``: parameter name to an array
-            with the draws on the first axis.
+            with the draws on the first axis (with several components per class: per
+            component, the class axis indexing the components).
         """
         return self._fitted().sample_posterior(n, random_state)
 
@@ -1253,5 +1254,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Returns
         -------
         arviz.InferenceData
+            With several components per class, the export is ``estimator_``'s: its
+            ``class`` coordinate indexes the components (``component_class_`` maps them to
+            classes), its class proportions are the component weights.
         """
         return self._fitted().to_inference_data(n_draws, random_state, X_new, **kwargs)

@@ -270,3 +270,40 @@ def test_auto_components_equal_a_brute_force_search_of_the_same_criterion():
     np.testing.assert_allclose(curve["mean"], brute, rtol=1e-10)
     assert clf.n_components_.tolist() == np.argmax(brute, axis=1).__add__(1).tolist()
     assert clf.n_components_.tolist() == [2, 2]  # the truth: two sub-topics per class
+
+
+def test_the_cli_semi_section_fits_the_components_it_is_given(capsys):
+    # The demo's semi-supervised section (bayesnb demo --data FILE --n-components K) on a
+    # small problem, against the library called directly.
+    import argparse
+
+    import scipy.sparse as sp
+
+    from bayesnb.cli import semi
+    from bayesnb.cli.command import main
+
+    assert semi.parse_n_components("3") == 3 and semi.parse_n_components("auto") == "auto"
+    for bad in ("0", "two", "-1"):
+        with pytest.raises(argparse.ArgumentTypeError, match="int >= 1 or 'auto'"):
+            semi.parse_n_components(bad)
+    assert main(["demo", "--n-components", "0"]) == 2
+    assert "argument --n-components: expected an int >= 1 or 'auto', got '0'" in capsys.readouterr().err
+    X, sub = _multinomial(0)
+    docs = np.array([" ".join(f"w{j}" for j in np.repeat(np.arange(X.shape[1]), row)) for row in X], dtype=object)
+    labels = np.array(["a", "b"], dtype=object)[sub // 2]
+    problem = semi.SemiProblem(docs[:30], labels[:30], docs[30:50], labels[30:50], docs[50:], "an empty label field")
+    problem.n_components = 2
+    rec = semi._fit_score("EM", problem.X_train, problem.y_train, problem, 1.0)
+    assert rec["components"] == {"a": 2, "b": 2}
+    assert semi.components_sentence(rec) == "mixture components per class, EM: a 2, b 2"
+    X_all = sp.vstack([problem.X_train, problem.X_unlabelled]).tocsr()
+    y_all = np.concatenate([problem.y_train, np.full(problem.n_unlabelled, -1, dtype=object)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        ref = SemiSupervisedNB(  # at the weight the section's "auto" chose (its curve: the weight's own tests)
+            MultinomialNB(alpha=1.0), n_components={"a": 2, "b": 2}, unlabelled_weight=rec["weight"]
+        ).fit(X_all, y_all)
+    proba = ref.predict_proba(problem.X_test)
+    assert rec["accuracy"] == pytest.approx(np.mean(ref.classes_[proba.argmax(1)] == problem.y_test), abs=1e-12)
+    assert rec["log_loss"] == pytest.approx(-np.mean(np.log(proba[np.arange(20), (problem.y_test == "b").astype(int)])),
+                                            rel=1e-10)
