@@ -377,11 +377,13 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Progress on stderr for long runs (no dependency): ``True`` / 1, one line per
         iteration (``iteration i/max_iter``, the objective and its change); 2, also a
         line over the batches of each E-step, rewritten in place (with ``batch_size``).
-    n_components : int, dict or sequence of int, default=1
+    n_components : int, dict, sequence of int or "auto", default=1
         Mixture components per class (see the module, *Several components per class*):
-        an int for every class, a dict label -> int (classes it leaves out get 1), or
-        one int per class in the order of ``classes_``. 1 for every class: the
-        one-component model.
+        an int for every class, a dict label -> int (classes it leaves out get 1), one
+        int per class in the order of ``classes_``, or ``"auto"`` (each class's number
+        chosen from ``component_grid`` by cross-validated held-out labelled likelihood).
+        1 for every class: the one-component model. A class needs at least as many
+        labelled rows as components.
     random_state : int, numpy Generator or None, default=0
         Seeds the initial split of each class's labelled rows among its components
         (used only with several components): the fit is deterministic given it.
