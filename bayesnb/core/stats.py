@@ -309,6 +309,10 @@ class ScatterStats(NamedTuple):
     scatter : ndarray of shape (n_classes, n_features, n_features)
         :math:`S_c = \sum_{i: y_i = c} w_i (x_i - \bar x_c)(x_i - \bar x_c)^\top`,
         symmetric positive semi-definite.
+    low, high : ndarrays of shape (n_classes, n_features) or None
+        Smallest and largest value of each feature over the class's rows that carry
+        weight (0 for a class without rows), as in :class:`GaussianStats`; None:
+        reconstructed from the sums where needed (:meth:`ranged`).
 
     Centred statistics rather than raw second moments :math:`\sum w x x^\top` are kept
     because the raw form loses every digit of the variance when the mean is large
@@ -318,6 +322,12 @@ class ScatterStats(NamedTuple):
     class_count: np.ndarray
     mean: np.ndarray
     scatter: np.ndarray
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+
+    # Format version of the model files that first held these fields (bayesnb.io.persistence
+    # writes the lowest version that can read a file).
+    FIELD_VERSIONS = {"low": 2, "high": 2}
 
     def merge(self, other):
         r"""Statistics of the union of two disjoint sets of rows (Chan et al.'s update).
@@ -328,7 +338,8 @@ class ScatterStats(NamedTuple):
             \bar x = \bar x_A + \frac{N_B}{N}\,\delta, \quad
             S = S_A + S_B + \frac{N_A N_B}{N}\,\delta\delta^\top
 
-        per class; a class empty on both sides keeps zero mean and scatter.
+        per class; a class empty on both sides keeps zero mean and scatter. The ranges
+        are the union of the two sides' (see :func:`merge_range`).
         """
         n_a = np.asarray(self.class_count, dtype=np.float64)
         n_b = np.asarray(other.class_count, dtype=np.float64)
@@ -345,7 +356,22 @@ class ScatterStats(NamedTuple):
         mean = np.where((n_b != 0)[:, None], mean, m_a)
         cross = (n_a * n_b / safe)[:, None, None] * (delta[:, :, None] * delta[:, None, :])
         scatter = np.asarray(self.scatter, dtype=np.float64) + np.asarray(other.scatter, dtype=np.float64) + cross
-        return ScatterStats(n, mean, scatter)
+        a, b = self.ranged(), other.ranged()
+        return ScatterStats(n, mean, scatter, *merge_range(n_a[:, None], a.low, a.high, n_b[:, None], b.low, b.high))
+
+    def sums_of_squares(self):
+        """Per-class sums of squared deviations of every feature, (n_classes, n_features): the scatter's diagonal."""
+        return np.diagonal(np.asarray(self.scatter, dtype=np.float64), axis1=-2, axis2=-1)
+
+    def ranged(self):
+        """These statistics with ``low`` and ``high`` (reconstructed where absent: :func:`range_from_sums`)."""
+        if self.low is not None and self.high is not None:
+            return self
+        return self._replace(**dict(zip(("low", "high"), range_from_sums(self.class_count, self.mean, self.sums_of_squares()))))
+
+    def check_consistent(self):
+        """Raise ``ValueError`` unless the ranges agree with the sums as ``fit`` makes them (:func:`check_range_consistent`)."""
+        check_range_consistent(self.class_count, self.mean, self.sums_of_squares(), self.low, self.high)
 
 
 # Statistics whose computation holds temporaries per entry (scatter_stats, the
@@ -400,12 +426,18 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
     # temporaries are one block, not copies of X (a fit's peak memory stays below the
     # size of the data).
     step = max(_SCATTER_MIN_ROWS, _BLOCK_ENTRIES // max(1, n_features))
+    low, high = np.full((n_classes, n_features), np.inf), np.full((n_classes, n_features), -np.inf)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow is reported below
         for c in range(n_classes):
             pick = order[bounds[c] : bounds[c + 1]]
             for start in range(0, pick.size, step):
                 part = pick[start : start + step]
                 rows = X[part]
+                # The range of the rows that carry weight, before the block is centred.
+                counted = rows if sample_weight is None else rows[w[part] != 0]
+                if counted.shape[0]:
+                    low[c] = np.fmin(low[c], counted.min(axis=0))
+                    high[c] = np.fmax(high[c], counted.max(axis=0))
                 rows -= mean[c]
                 if root is not None:
                     rows *= root[part, None]
@@ -415,7 +447,154 @@ def scatter_stats(X, y_index, n_classes, sample_weight=None):
                     scatter[c] -= 2.0 * down.T @ down
     if not (np.all(np.isfinite(scatter)) and np.all(np.isfinite(mean))):
         _raise_non_finite("scatter_stats", X, w)
-    return ScatterStats(class_count, mean, scatter)
+    low, high = _placeholder_range(class_count[:, None], low, high, np)
+    return ScatterStats(class_count, mean, scatter, low, high)
+
+
+# ----------------------------------------------------------------------------- ranges
+#
+# The Gaussian statistics also carry each (class, feature)'s smallest and largest value
+# over the rows that carry weight (``low``, ``high``): whether a feature's values spread
+# over enough to be fitted in float64 (their squares must not lose their digits, see
+# bayesnb.core._validation.check_gaussian_spread) is a property of all the rows behind
+# the statistics, which sums of squares that already lost their digits cannot tell. They
+# merge as the union (min of the minima, max of the maxima), so partial_fit, shards and
+# fit judge the same rows. A cell without rows holds 0 for both (as its mean does).
+
+
+def _placeholder_range(count, low, high, xp):
+    """``low``, ``high`` with 0 in the cells without rows (``count == 0``)."""
+    seen = count != 0
+    return xp.where(seen, low, 0.0), xp.where(seen, high, 0.0)
+
+
+def merge_range(n_a, low_a, high_a, n_b, low_b, high_b, xp=np):
+    r"""Ranges of the union of two disjoint sets of rows: :math:`\min(l_A, l_B)`, :math:`\max(h_A, h_B)`.
+
+    Parameters
+    ----------
+    n_a, n_b : ndarrays broadcastable to the ranges' shape
+        Weights of the cells on each side; a side whose cell has weight 0 holds no
+        value there (its 0 is a placeholder) and is ignored.
+    low_a, high_a, low_b, high_b : ndarrays of shape (n_classes, n_features)
+    xp : numpy or jax.numpy
+
+    Returns
+    -------
+    low, high : ndarrays of shape (n_classes, n_features)
+    """
+    seen_a, seen_b = n_a != 0, n_b != 0
+    low = xp.where(seen_a, xp.where(seen_b, xp.minimum(low_a, low_b), low_a), xp.where(seen_b, low_b, 0.0))
+    high = xp.where(seen_a, xp.where(seen_b, xp.maximum(high_a, high_b), high_a), xp.where(seen_b, high_b, 0.0))
+    return low, high
+
+
+def range_from_sums(count, mean, m2):
+    r"""The narrowest ranges that weighted values with these sums can have: :math:`\bar x \pm \sqrt{M_2/N}`.
+
+    For statistics without ranges (model files written before they were kept, and
+    statistics built by hand). Values of weighted variance :math:`v = M_2/N` around the
+    mean :math:`\bar x` lie in some :math:`[\bar x - a, \bar x + b]` with :math:`ab \ge v`
+    (Bhatia and Davis), so no range is narrower than :math:`2\sqrt v`: a spread judged on
+    it is never wider than the data's, and the check of the spread refuses whenever the
+    data could have been too narrow.
+
+    Parameters
+    ----------
+    count : ndarray of shape (n_classes,) or (n_classes, n_features)
+    mean, m2 : ndarrays of shape (n_classes, n_features)
+
+    Returns
+    -------
+    low, high : ndarrays of shape (n_classes, n_features)
+    """
+    mean = np.asarray(mean, dtype=np.float64)
+    n = np.asarray(count, dtype=np.float64)
+    n = np.broadcast_to(n[:, None] if n.ndim == 1 else n, mean.shape)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        sd = np.sqrt(np.where(n > 0, np.asarray(m2, dtype=np.float64) / np.where(n > 0, n, 1.0), 0.0))
+    return _placeholder_range(n, mean - sd, mean + sd, np)
+
+
+def check_range_consistent(count, mean, m2, low, high):
+    r"""Raise ``ValueError`` unless ranges agree with the sums as the statistics of real rows do.
+
+    For every cell with rows (weight :math:`N > 0`): :math:`l \le h` finite, the mean
+    inside :math:`[l, h]` (to rounding), and the sum of squared deviations within what
+    values in :math:`[l, h]` allow, :math:`M_2 \le N (h - l)^2 / 4` (Popoviciu's
+    inequality, to a relative 1e-9). Absent ranges (None) pass: they are reconstructed
+    from the sums (:func:`range_from_sums`).
+
+    Parameters
+    ----------
+    count : ndarray of shape (n_classes,) or (n_classes, n_features)
+    mean, m2, low, high : ndarrays of shape (n_classes, n_features)
+    """
+    if low is None and high is None:
+        return
+    if low is None or high is None:
+        raise ValueError("holds one end of the feature ranges (low, high) without the other")
+    mean = np.asarray(mean, dtype=np.float64)
+    low, high = np.asarray(low), np.asarray(high)
+    for name, arr in (("low", low), ("high", high)):
+        if arr.shape != mean.shape or arr.dtype.kind not in "iuf":
+            raise ValueError(f"{name} must be a real table of shape {mean.shape} like the means, got {arr.dtype} {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{name} holds NaN or infinite values (a range of real values is finite)")
+    low, high = low.astype(np.float64), high.astype(np.float64)
+    n = np.asarray(count, dtype=np.float64)
+    n = np.broadcast_to(n[:, None] if n.ndim == 1 else n, mean.shape)
+    seen = n > 0
+    bad = seen & (high < low)
+    if bad.any():
+        c, j = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(f"class {c}, feature {j}: max {high[c, j]!r} < min {low[c, j]!r}")
+    tol = 1e-12 * np.maximum(np.abs(low), np.abs(high))
+    bad = seen & ((mean < low - tol) | (mean > high + tol))
+    if bad.any():
+        c, j = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(
+            f"class {c}, feature {j}: the mean {mean[c, j]!r} lies outside the range [{low[c, j]!r}, {high[c, j]!r}] "
+            "of the values it averages"
+        )
+    with np.errstate(over="ignore"):
+        allowed = n * np.square(high - low) / 4.0
+    m2 = np.asarray(m2, dtype=np.float64)
+    bad = seen & (m2 > allowed * (1.0 + 1e-9) + np.finfo(np.float64).tiny)
+    if bad.any():
+        c, j = (int(v[0]) for v in np.nonzero(bad))
+        raise ValueError(
+            f"class {c}, feature {j}: the sum of squared deviations {m2[c, j]!r} exceeds what {n[c, j]:g} rows "
+            f"within [{low[c, j]!r}, {high[c, j]!r}] allow (N (max - min)^2 / 4 = {allowed[c, j]!r})"
+        )
+
+
+def feature_range(stats):
+    """Smallest and largest value of every feature over all the rows behind Gaussian statistics.
+
+    Parameters
+    ----------
+    stats : GaussianStats, MaskedGaussianStats or ScatterStats
+        Ranges absent (None) are reconstructed (:func:`range_from_sums`).
+
+    Returns
+    -------
+    low, high : ndarrays of shape (n_features,)
+        NaN for a feature that no row with weight observes.
+    """
+    s = stats.ranged()
+    n = np.asarray(getattr(s, "observed_count", s.class_count), dtype=np.float64)
+    low = np.asarray(s.low, dtype=np.float64)
+    n = np.broadcast_to(n[:, None] if n.ndim == 1 else n, low.shape)
+    seen = n != 0
+    with np.errstate(invalid="ignore"):
+        lo = np.where(seen, low, np.inf).min(axis=0, initial=np.inf)
+        hi = np.where(seen, np.asarray(s.high, dtype=np.float64), -np.inf).max(axis=0, initial=-np.inf)
+    none = ~seen.any(axis=0)
+    return np.where(none, np.nan, lo), np.where(none, np.nan, hi)
+
+
+__all__ += ["merge_range", "range_from_sums", "check_range_consistent", "feature_range"]
 
 
 def _raise_non_finite(who, X, w):
@@ -530,12 +709,25 @@ class GaussianStats(NamedTuple):
     float64 its error is :math:`\sim \epsilon |\bar x|`, so :math:`M_2` would lose about
     :math:`\epsilon |\bar x| / \mathrm{sd}` relative precision at every merge (1e-8 for
     data at 1e8 with unit spread); with it, merges are exact to rounding.
+
+    ``low`` and ``high`` (each of shape (n_classes, n_features)) are the smallest and
+    largest value of each feature over the class's rows that carry weight (0 for a class
+    without rows); they merge as the union. They say whether a feature spreads over
+    enough to be fitted in float64 (:func:`feature_range`), which sums of squares that
+    lost their digits cannot. None (statistics built without them, model files written
+    before they were kept): reconstructed from the sums where needed (:meth:`ranged`).
     """
 
     class_count: np.ndarray
     mean: np.ndarray
     m2: np.ndarray
     mean_residual: np.ndarray | float = 0.0
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+
+    # Format version of the model files that first held these fields (bayesnb.io.persistence
+    # writes the lowest version that can read a file).
+    FIELD_VERSIONS = {"low": 2, "high": 2}
 
     def merge(self, other):
         r"""Statistics of the union of two disjoint sets of rows (Chan et al.'s update).
@@ -547,31 +739,48 @@ class GaussianStats(NamedTuple):
             M_2 = M_{2,A} + M_{2,B} + \frac{N_A N_B}{N}\,\delta^2
 
         per (class, feature), with the means carried in two parts (``mean`` and
-        ``mean_residual``); a class empty on one side takes the other side's values.
+        ``mean_residual``); a class empty on one side takes the other side's values. The
+        ranges are the union of the two sides' (:func:`merge_range`).
         """
-        return GaussianStats(*_chan_merge(_four(self, np), _four(other, np), np))
+        return GaussianStats(*_chan_merge(_six(self, np), _six(other, np), np))
+
+    def ranged(self):
+        """These statistics with ``low`` and ``high`` (reconstructed where absent: :func:`range_from_sums`)."""
+        if self.low is not None and self.high is not None:
+            return self
+        return self._replace(**dict(zip(("low", "high"), range_from_sums(self.class_count, self.mean, self.m2))))
+
+    def check_consistent(self):
+        """Raise ``ValueError`` unless the ranges agree with the sums as ``fit`` makes them (:func:`check_range_consistent`)."""
+        check_range_consistent(self.class_count, self.mean, self.m2, self.low, self.high)
 
     def masked(self):
         """These statistics as :class:`MaskedGaussianStats` (every feature observed in every row)."""
         mean = np.asarray(self.mean, dtype=np.float64)
         resid = np.broadcast_to(np.asarray(self.mean_residual, dtype=np.float64), mean.shape).copy()
+        ranged = self.ranged()
         return MaskedGaussianStats(
             np.asarray(self.class_count, dtype=np.float64),
             _every_cell(self.class_count, mean),
             mean,
             np.asarray(self.m2, dtype=np.float64),
             resid,
+            np.asarray(ranged.low, dtype=np.float64),
+            np.asarray(ranged.high, dtype=np.float64),
         )
 
 
-def _four(stats, xp):
-    n, mean, m2, resid = stats
+def _six(stats, xp):
+    """(count, mean, m2, mean_residual, low, high) of GaussianStats as float64 arrays (ranges reconstructed if absent)."""
+    n, mean, m2, resid, low, high = stats.ranged()
     mean = xp.asarray(mean, dtype=xp.float64)
     return (
         xp.asarray(n, dtype=xp.float64),
         mean,
         xp.asarray(m2, dtype=xp.float64),
         xp.broadcast_to(xp.asarray(resid, dtype=xp.float64), mean.shape),
+        xp.asarray(low, dtype=xp.float64),
+        xp.asarray(high, dtype=xp.float64),
     )
 
 
@@ -587,9 +796,9 @@ def _two_sum(a, b):
 
 
 def _chan_merge(a, b, xp):
-    """Chan et al.'s pairwise update on (count, mean, m2, mean_residual), numpy or jax.numpy."""
-    n_a, m_a, s_a, r_a = a
-    n_b, m_b, s_b, r_b = b
+    """Chan et al.'s pairwise update on (count, mean, m2, mean_residual, low, high), numpy or jax.numpy."""
+    n_a, m_a, s_a, r_a, lo_a, hi_a = a
+    n_b, m_b, s_b, r_b, lo_b, hi_b = b
     n = n_a + n_b
     safe = xp.where(n != 0, n, 1.0)  # negative weights: a downdate (bayesnb.analysis.loo)
     share = (n_b / safe)[:, None]
@@ -602,7 +811,7 @@ def _chan_merge(a, b, xp):
         mean = xp.where(keep, mean, m_k)
         resid = xp.where(keep, resid, r_k)
     m2 = s_a + s_b + (n_a * share[:, 0])[:, None] * delta * delta
-    return n, mean, m2, resid
+    return (n, mean, m2, resid) + merge_range(n_a[:, None], lo_a, hi_a, n_b[:, None], lo_b, hi_b, xp)
 
 
 # Rows per chunk of the statistics pass: a chunk of (rows x features) doubles stays in
@@ -636,8 +845,30 @@ def _first_rows(y, n_classes, xp):
     return xp.minimum(jax.ops.segment_min(xp.arange(n), y, n_classes), n - 1)
 
 
+def _segment_extrema(X, y, w, n_classes, xp):
+    """Smallest and largest value of every feature per class over the rows of nonzero weight (+-inf where none)."""
+    counted = (w != 0)[:, None]
+    if xp is np:
+        low = np.full((n_classes, X.shape[1]), np.inf)
+        high = np.full((n_classes, X.shape[1]), -np.inf)
+        order = np.argsort(y, kind="stable")
+        keep = order[counted[order, 0]]
+        if keep.size:
+            ys = y[keep]
+            starts = np.flatnonzero(np.r_[True, ys[1:] != ys[:-1]])
+            rows = X[keep]
+            low[ys[starts]] = np.minimum.reduceat(rows, starts, axis=0)
+            high[ys[starts]] = np.maximum.reduceat(rows, starts, axis=0)
+        return low, high
+    import jax
+
+    low = jax.ops.segment_min(xp.where(counted, X, xp.inf), y, n_classes)
+    high = jax.ops.segment_max(xp.where(counted, X, -xp.inf), y, n_classes)
+    return low, high
+
+
 def _gaussian_chunk(X, y, w, n_classes, xp):
-    """Statistics (count, mean, m2, mean_residual) of one chunk of rows."""
+    """Statistics (count, mean, m2, mean_residual, low, high) of one chunk of rows."""
     count = _segment_sum(w, y, n_classes, xp)
     safe = xp.where(count != 0, count, 1.0)[:, None]
     # Everything is computed on deviations from one row of the class (exact, by
@@ -656,7 +887,8 @@ def _gaussian_chunk(X, y, w, n_classes, xp):
     correction = resid / safe
     hi, low = _two_sum(ref, mean + correction)
     m2 = xp.maximum(m2 - resid * correction, 0.0)
-    return count, hi, m2, low
+    smallest, largest = _placeholder_range(count[:, None], *_segment_extrema(X, y, w, n_classes, xp), xp)
+    return count, hi, m2, low, smallest, largest
 
 
 def _gaussian_update(state, X, y, w, xp):
@@ -720,7 +952,7 @@ def gaussian_stats(X, y_index, n_classes, sample_weight=None):
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     chunk = 1 << max(0, (_STATS_CHUNK_ENTRIES // max(n_features, 1)).bit_length() - 1)
     n_full = (n // chunk) * chunk
-    state = (np.zeros(n_classes),) + tuple(np.zeros((n_classes, n_features)) for _ in range(3))
+    state = (np.zeros(n_classes),) + tuple(np.zeros((n_classes, n_features)) for _ in range(5))
     if n_full:
         from bayesnb.core._x64 import enable_x64
         from bayesnb.core.kernels import map_threads, release_host_arguments
@@ -929,6 +1161,8 @@ class MaskedGaussianStats(NamedTuple):
         :math:`N_{cj}`.
     mean, m2, mean_residual : ndarrays of shape (n_classes, n_features)
         As :class:`GaussianStats`, over the observed rows of each cell.
+    low, high : ndarrays of shape (n_classes, n_features) or None
+        As :class:`GaussianStats`, over the observed values of each cell.
     """
 
     class_count: np.ndarray
@@ -936,6 +1170,10 @@ class MaskedGaussianStats(NamedTuple):
     mean: np.ndarray
     m2: np.ndarray
     mean_residual: np.ndarray
+    low: np.ndarray | None = None
+    high: np.ndarray | None = None
+
+    FIELD_VERSIONS = {"low": 2, "high": 2}
 
     def merge(self, other):
         """Statistics of the union of two disjoint sets of rows (Chan's update, per cell)."""
@@ -950,24 +1188,38 @@ class MaskedGaussianStats(NamedTuple):
     def masked(self):
         return self
 
+    def ranged(self):
+        """These statistics with ``low`` and ``high`` (reconstructed where absent: :func:`range_from_sums`)."""
+        if self.low is not None and self.high is not None:
+            return self
+        return self._replace(**dict(zip(("low", "high"), range_from_sums(self.observed_count, self.mean, self.m2))))
+
+    def check_consistent(self):
+        """Raise ``ValueError`` unless the ranges agree with the sums as ``fit`` makes them (:func:`check_range_consistent`)."""
+        check_range_consistent(self.observed_count, self.mean, self.m2, self.low, self.high)
+
     def cells(self):
         """The (class, feature) cells as C*F classes of one feature: :class:`GaussianStats`."""
         shape = np.shape(self.mean)
+        ranged = self.ranged()
         return GaussianStats(
             np.asarray(self.observed_count, dtype=np.float64).ravel(),
             *(
                 np.asarray(a, dtype=np.float64).reshape(-1, 1)
-                for a in (self.mean, self.m2, np.broadcast_to(self.mean_residual, shape))
+                for a in (self.mean, self.m2, np.broadcast_to(self.mean_residual, shape), ranged.low, ranged.high)
             ),
         )
 
     def columns(self, cols):
         """Plain :class:`GaussianStats` of the features ``cols``, which share one :math:`N_{cj}`."""
+        ranged = self.ranged()
         return GaussianStats(
             np.asarray(self.observed_count, dtype=np.float64)[:, cols[0]],
             np.asarray(self.mean)[:, cols],
             np.asarray(self.m2)[:, cols],
             np.asarray(self.mean_residual)[:, cols],
+            np.asarray(ranged.low)[:, cols],
+            np.asarray(ranged.high)[:, cols],
         )
 
 
@@ -983,7 +1235,7 @@ def masked_gaussian_stats(X, mask, y_index, n_classes, sample_weight=None):
     missing = missing_columns(mask)
     clean = np.setdiff1d(np.arange(n_features), missing)
     n = np.bincount(y_index, weights=w, minlength=n_classes).astype(np.float64)
-    observed, mean, m2, resid = (np.zeros((n_classes, n_features)) for _ in range(4))
+    observed, mean, m2, resid, low, high = (np.zeros((n_classes, n_features)) for _ in range(6))
     groups = [(clean, np.arange(data.shape[0]))] if clean.size else []
     groups += [(np.array([j]), observed_rows(mask, j)) for j in missing]
     for cols, rows in groups:
@@ -993,7 +1245,8 @@ def masked_gaussian_stats(X, mask, y_index, n_classes, sample_weight=None):
         observed[:, cols] = np.asarray(part.class_count)[:, None]
         mean[:, cols], m2[:, cols] = part.mean, part.m2
         resid[:, cols] = np.broadcast_to(part.mean_residual, part.mean.shape)
-    return MaskedGaussianStats(n, observed, mean, m2, resid)
+        low[:, cols], high[:, cols] = part.low, part.high
+    return MaskedGaussianStats(n, observed, mean, m2, resid, low, high)
 
 
 def is_masked(stats):

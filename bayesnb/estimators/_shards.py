@@ -300,6 +300,8 @@ def _finish(est, shard):
     for key, value in shard.state.items():
         setattr(est, key, value)
     if shard.blocks is not None:
+        from bayesnb.estimators.mixed import _in_block  # a block's errors name the block, as in fit
+
         est.categories_ = dict(shard.categories)
         est._user_min_categories = dict(shard.min_categories)
         fitted = []
@@ -307,7 +309,8 @@ def _finish(est, shard):
             block = clone(template)
             if est._coded_block(block, idx):
                 block.set_params(min_categories=est._min_categories(name, idx))
-            finish(block, _reindex(block_shard, shard.classes))
+            with _in_block(name):
+                finish(block, _reindex(block_shard, shard.classes))
             fitted.append((name, block, idx))
         est.estimators_ = fitted
     est.stats_ = shard.stats

@@ -10,10 +10,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.analysis import loo as _loo
 from bayesnb.core import missing as _missing
-from bayesnb.core._validation import check_estimate, check_gaussian_spread
+from bayesnb.core._validation import check_estimate
 from bayesnb.core.empirical_bayes import check_scope, gaussian_prior, is_evidence
 from bayesnb.core.families import gaussian
-from bayesnb.core.kernels import is_traced
 from bayesnb.core.stats import is_masked
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB, SklearnCounterpart
 
@@ -209,37 +208,6 @@ class GaussianNB(BaseNB):
                 "with X.toarray() (Gaussian features are rarely sparse)."
             )
         return validate_data(self, X, dtype=np.float64, order="C", reset=reset)
-
-    def _compute_stats(self, X, y_index, sample_weight, mask=None):
-        stats = super()._compute_stats(X, y_index, sample_weight, mask=mask)
-        self._check_spread_of_all_rows(X, mask)
-        return stats
-
-    def _check_spread_of_all_rows(self, X, mask):
-        """Refuse a feature whose values, over every row seen so far, spread over less than 2**-500.
-
-        The family checks each batch's own spread; batches of one row, or of one value
-        each, have none, so ``partial_fit`` one row at a time fitted features at 1e-160 to
-        uniform probabilities that ``fit`` on the same rows refuses. The minimum and
-        maximum of each feature over all batches (``_spread_range_``, two values per
-        feature) are kept so the check judges the rows ``fit`` would see. Not kept in a
-        model file: after ``load``, ``partial_fit`` judges its batches from there on.
-        """
-        if is_traced(X):
-            return
-        X = np.asarray(X, dtype=np.float64)
-        if X.ndim != 2 or X.shape[0] == 0:
-            return
-        if mask is not None:  # unobserved entries (True in the mask) hold 0: not values
-            X = np.where(np.asarray(mask.toarray() if sp.issparse(mask) else mask, dtype=bool), np.nan, X)
-        with np.errstate(invalid="ignore"):
-            low, high = np.fmin.reduce(X, axis=0), np.fmax.reduce(X, axis=0)
-        seen = self.__dict__.get("_spread_range_")
-        if seen is not None and seen[0].shape == low.shape:
-            low, high = np.fmin(low, seen[0]), np.fmax(high, seen[1])
-        # The check of the core, on the two rows that span what has been seen.
-        check_gaussian_spread(np.stack([low, high]))
-        self.__dict__["_spread_range_"] = (low, high)
 
     def _var_smoothing(self):
         vs = self.var_smoothing

@@ -6,13 +6,15 @@ never executes code from the file: no pickle anywhere (arrays are read with
 file may name (estimators, priors, statistics) is looked up in a fixed table of
 bayesnb's own types, never imported by name.
 
-File format (``format_version`` 1)
-----------------------------------
+File format (``format_version`` 1 and 2)
+----------------------------------------
 A ZIP archive, readable by ``numpy.load`` as an ``.npz`` (the suggested suffix), holding
 
 * ``metadata.json``: UTF-8 JSON with the keys
 
-  - ``"format"``: ``"bayesnb-model"``; ``"format_version"``: ``1``;
+  - ``"format"``: ``"bayesnb-model"``; ``"format_version"``: the lowest version that
+    holds every field of the file: ``2`` where the Gaussian statistics carry their
+    feature ranges (``low``, ``high``), else ``1``;
   - ``"library_version"``: the bayesnb version that wrote the file;
   - ``"estimator"``: the estimator's state (below);
   - ``"arrays"``: ``{name: {"dtype": numpy dtype string, "shape": [...]}}`` for every
@@ -57,7 +59,14 @@ recomputes them from the parameters and the statistics with the same code that
 
 A file written by a different bayesnb version still loads (its posterior is recomputed
 by the running version, with a warning if the versions differ); a newer
-``format_version`` is refused.
+``format_version`` is refused. Version 2 added the smallest and largest value of every
+(class, feature) to the Gaussian statistics (:class:`~bayesnb.core.stats.GaussianStats`,
+:class:`~bayesnb.core.stats.MaskedGaussianStats`, :class:`~bayesnb.core.stats.ScatterStats`):
+they are checked against the sums at load (finite, ``low <= high``, the mean inside, the
+sum of squares within what the range allows). A version-1 file has none: they are
+reconstructed from the sums as the narrowest ranges those allow
+(:func:`bayesnb.core.stats.range_from_sums`), so the check that a feature spreads over
+more than 2**-500 refuses such a model whenever its data could have been that narrow.
 
 The checksum detects truncation, corruption and edits of a file; it is not a signature
 (whoever can write the file can recompute it). A crafted file can at worst describe a
@@ -84,7 +93,10 @@ from bayesnb.io._atomic import atomic_write
 __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_ARRAY_BYTES", "MAX_METADATA_BYTES", "MAX_METADATA_DEPTH", "ModelFileError", "save", "load", "estimator_class", "register_estimator", "register_pytree"]
 
 FORMAT = "bayesnb-model"
-FORMAT_VERSION = 1
+#: The newest format version this bayesnb reads and writes. Version 2 added the feature
+#: ranges (``low``, ``high``) of the Gaussian statistics; a file declares the lowest
+#: version that holds all its fields, so a file without them is still version 1.
+FORMAT_VERSION = 2
 _METADATA = "metadata.json"
 _ZIP_MAGIC = b"PK\x03\x04"
 # dtype kinds an array member may have: booleans, numbers, strings, dates.
@@ -244,6 +256,8 @@ class _Encoder:
 
     def __init__(self):
         self.arrays = {}
+        # The format version the file needs (raised by fields of later versions).
+        self.version = 1
         self._estimators = _estimator_types()
         self._names = {cls: name for name, cls in self._estimators.items()}
         self._namedtuples = _namedtuple_types()
@@ -307,10 +321,18 @@ class _Encoder:
             name = type(value).__name__
             if self._namedtuples.get(name) is not type(value):
                 raise TypeError(f"cannot save {where}: {type(value).__module__}.{name} is not a bayesnb pytree")
-            return {
-                "namedtuple": name,
-                "fields": {f: self.value(getattr(value, f), f"{where}.{f}") for f in value._fields},
-            }
+            # A field that a later format version introduced (FIELD_VERSIONS) is written
+            # where it holds a value, and the file then declares that version; left out
+            # where it is None (absent, as in the files of earlier versions).
+            later = getattr(type(value), "FIELD_VERSIONS", {})
+            fields = {}
+            for f in value._fields:
+                if f in later:
+                    if getattr(value, f) is None:
+                        continue
+                    self.version = max(self.version, later[f])
+                fields[f] = self.value(getattr(value, f), f"{where}.{f}")
+            return {"namedtuple": name, "fields": fields}
         if isinstance(value, tuple):
             return {"tuple": [self.value(v, f"{where}[{i}]") for i, v in enumerate(value)]}
         if isinstance(value, list):
@@ -508,10 +530,13 @@ def _check_state(est, name):
     tables = getattr(type(stats), "TABLE_FIELDS", stats._fields)
     # A product's per-block statistics are its block estimators', saved and checked as theirs.
     nested = getattr(type(stats), "NESTED_FIELDS", ())
+    later = getattr(type(stats), "FIELD_VERSIONS", {})
     for field in stats._fields:
         if field in nested:
             continue
         value = getattr(stats, field)
+        if value is None and field in later:
+            continue  # a field of a later format version, absent from an earlier file
         arr = np.asarray(value)
         where = f"{name}.stats_.{field}"
         if arr.dtype.kind not in "biuf":
@@ -530,6 +555,13 @@ def _check_state(est, name):
             raise ModelFileError(f"{where} holds negative values (counts and sums of squares are >= 0)")
         if field == "scatter" and np.any(np.diagonal(arr, axis1=-2, axis2=-1) < 0):
             raise ModelFileError(f"{where} has a negative diagonal (a scatter matrix is positive semi-definite)")
+    if hasattr(stats, "check_consistent"):
+        # Invariants between the statistics' own fields (a Gaussian range must hold its
+        # mean and allow its sum of squares), which the statistics type states.
+        try:
+            stats.check_consistent()
+        except ValueError as err:
+            raise ModelFileError(f"{name}.stats_: {err}") from None
     _check_categories(state, name, classes.size, n_features)
     _check_totals(est, stats, name)
 
@@ -672,11 +704,14 @@ def save(estimator, path):
 
     _refuse_pipeline(estimator)
     enc = _Encoder()
+    state = enc.estimator(estimator)
     metadata = {
         "format": FORMAT,
-        "format_version": FORMAT_VERSION,
+        # The lowest version that reads the file (as numpy's .npy format does): a file
+        # without the fields of a later version stays readable by earlier bayesnb.
+        "format_version": enc.version,
         "library_version": __version__,
-        "estimator": enc.estimator(estimator),
+        "estimator": state,
     }
     arrays = enc.arrays
     metadata["arrays"] = {n: {"dtype": a.dtype.str, "shape": list(a.shape)} for n, a in arrays.items()}

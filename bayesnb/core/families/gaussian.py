@@ -59,7 +59,7 @@ from bayesnb.core.kernels import (
     row_ranges,
 )
 from bayesnb.core.priors import NormalInverseGamma, real_array
-from bayesnb.core.stats import gaussian_stats, is_masked, masked_gaussian_stats
+from bayesnb.core.stats import feature_range, gaussian_stats, is_masked, masked_gaussian_stats
 
 __all__ = [
     "family",
@@ -67,6 +67,7 @@ __all__ = [
     "pooled",
     "default_prior",
     "check_prior",
+    "check_spread",
     "posterior",
     "point",
     "moments",
@@ -217,6 +218,7 @@ def default_prior(stats):
     NormalInverseGamma
         Arrays of shape (n_classes, n_features).
     """
+    check_spread(stats)
     if is_masked(stats):
         return _masked_default_prior(stats)
     _, mean, var = pooled(stats)
@@ -1072,9 +1074,45 @@ def log_density(dist, params, raise_by=0.0):
     return float(np.sum(normal + inv_gamma))
 
 
+def check_spread(stats):
+    """Refuse statistics of a feature whose values spread over less than 2**-500 (but not 0).
+
+    Judged on the range of every feature over all the rows behind ``stats``
+    (:func:`bayesnb.core.stats.feature_range`: the union of the batches that ``partial_fit``
+    or the shards merged, so chained ``partial_fit`` and ``fit`` on the same rows are
+    judged alike), with the criterion and message of
+    :func:`bayesnb.core._validation.check_gaussian_spread`: the squared deviations of a
+    tinier spread lose their digits in float64, and the fit would be silently uniform.
+    A constant feature (spread 0) is left to the prior. Nothing is checked under a JAX
+    trace (values unknown).
+
+    Parameters
+    ----------
+    stats : GaussianStats, MaskedGaussianStats or ScatterStats
+
+    Raises
+    ------
+    ValueError
+        Naming the first such feature (0-based) and its spread.
+    """
+    if is_traced(stats):
+        return
+    check_gaussian_spread(np.stack(feature_range(stats)))
+
+
+_cellwise_posterior = _mask.cellwise(posterior)
+
+
+def _posterior(prior, stats):
+    """The family's ``posterior`` member: :func:`posterior` of the merged statistics, after :func:`check_spread`."""
+    check_spread(stats)
+    return _cellwise_posterior(prior, stats)
+
+
 def _stats(X, y_index, n_classes, weight=None, mask=None):
-    if not is_traced(X):
-        check_gaussian_spread(X)  # squares of a tinier spread lose their digits
+    # The spread of the values is judged on the merged statistics (check_spread, by the
+    # posterior and the default prior), not batch by batch: a batch narrower than 2**-500
+    # is fine among wider ones, as it is within the rows of one fit.
     if mask is None:
         return gaussian_stats(X, y_index, n_classes, weight)
     return masked_gaussian_stats(X, mask, y_index, n_classes, weight)
@@ -1234,7 +1272,7 @@ family = register(
         support="real",
         hyperparameters=("loc", "kappa", "concentration", "rate"),
         stats=_stats,
-        posterior=_mask.cellwise(posterior),
+        posterior=_posterior,
         point=_masked_point,
         log_likelihood=_masked_log_likelihood,
         log_predictive=_mask.masked_log_predictive(log_predictive),

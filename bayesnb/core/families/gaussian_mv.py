@@ -55,10 +55,9 @@ from jax.scipy.linalg import cho_solve, solve_triangular
 
 from bayesnb.core import _sampling
 from bayesnb.core._special import log_rising_factorial, log_rising_factorial_np
-from bayesnb.core._validation import check_gaussian_spread
 from bayesnb.core._x64 import x64
 from bayesnb.core.families import _mask, _rows
-from bayesnb.core.families.gaussian import _CANCELLATION_LIMIT
+from bayesnb.core.families.gaussian import _CANCELLATION_LIMIT, check_spread
 from bayesnb.core.families.protocol import Family, register
 from bayesnb.core.kernels import ParamCache, dense_jax, gemm, host, is_traced, map_threads, namespace, row_ranges
 from bayesnb.core.priors import NormalInverseWishart, real_array
@@ -168,6 +167,7 @@ def default_prior(stats, shared):
     -------
     NormalInverseWishart
     """
+    check_spread(stats)
     n_classes, n_features = np.shape(stats.mean)
     mean, var = _pooled_moments(stats)
     top = var.max(initial=0.0)
@@ -302,6 +302,7 @@ def posterior(prior, stats):
         :math:`\nu_n` and ``scale`` :math:`\Psi_n` ((C,) and (C, F, F) per class, () and
         (F, F) shared).
     """
+    check_spread(stats)  # the union of every batch's values, as fit would see them
     xp = namespace(prior, stats)
     kn, mn, b = _class_scatter(prior, stats)
     n = xp.asarray(stats.class_count, dtype=np.float64)
@@ -1185,8 +1186,8 @@ def _stats(X, y_index, n_classes, weight=None, mask=None):
             "update; exact inference needs EM or MCMC). Use covariance='diag' or impute for fitting "
             "(predict accepts NaNs: it marginalises the missing coordinates)"
         )
-    if not is_traced(X):
-        check_gaussian_spread(X)  # squares of a tinier spread lose their digits
+    # The spread of the values is judged on the merged statistics (the posterior and the
+    # default prior call check_spread), not batch by batch.
     return scatter_stats(X, y_index, n_classes, weight)
 
 
