@@ -331,3 +331,18 @@ def test_the_cli_semi_section_fits_the_components_it_is_given(capsys):
     assert rec["accuracy"] == pytest.approx(np.mean(ref.classes_[proba.argmax(1)] == problem.y_test), abs=1e-12)
     assert rec["log_loss"] == pytest.approx(-np.mean(np.log(proba[np.arange(20), (problem.y_test == "b").astype(int)])),
                                             rel=1e-10)
+
+
+def test_the_unlabelled_weight_is_a_sample_weight_on_the_unlabelled_rows():
+    X, sub = _multinomial(4)
+    hidden = _hide(sub // 2, 4)
+    kw = dict(n_components=2, max_iter=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = SemiSupervisedNB(MultinomialNB(), unlabelled_weight=0.4, **kw).fit(X, hidden)
+        b = SemiSupervisedNB(MultinomialNB(), unlabelled_weight=1.0, **kw).fit(
+            X, hidden, sample_weight=np.where(hidden == -1, 0.4, 1.0)
+        )
+    np.testing.assert_allclose(a.log_posterior_, b.log_posterior_, rtol=1e-10)
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(a.component_responsibilities_, b.component_responsibilities_, rtol=1e-10, atol=1e-12)
