@@ -447,3 +447,86 @@ def test_import_bayesnb_leaves_heavy_modules_to_first_use():
         [sys.executable, "-c", code], capture_output=True, text=True, cwd=PACKAGE.parent, timeout=300
     )
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr[-2000:]
+
+
+# ------------------------------------------------------------- the estimator stays at the front
+
+
+def _fitted_attribute(name):
+    """An estimator-only name: a scikit-learn fitted attribute (``posterior_``, ``classes_``), not a dunder."""
+    return len(name) > 1 and name.endswith("_") and not name.startswith("_") and not name.endswith("__")
+
+
+def estimator_attribute_reads(path):
+    """``[(line, source)]`` where a function of ``path`` reads a fitted (trailing-underscore) attribute off an argument.
+
+    An argument of any function (nested functions and lambdas included), read by
+    attribute (``estimator.posterior_``) or by ``getattr`` / ``hasattr`` with a constant
+    name (``getattr(estimator, "temperature_", 1.0)``): below the front, functions get a
+    fitted-model pytree, whose fields carry no trailing underscore.
+    """
+    found = set()
+
+    def visit(node, params):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            a = node.args
+            own = {p.arg for p in a.posonlyargs + a.args + a.kwonlyargs}
+            own |= {p.arg for p in (a.vararg, a.kwarg) if p is not None}
+            # An argument of this function or of one around it (a closure reads it too).
+            params = params | (own - {"self", "cls"})
+        elif (
+            isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)
+            and node.value.id in params and _fitted_attribute(node.attr)
+        ):
+            found.add((node.lineno, ast.unparse(node)))
+        elif (
+            isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "hasattr") and len(node.args) >= 2
+            and isinstance(node.args[0], ast.Name) and node.args[0].id in params
+            and isinstance(node.args[1], ast.Constant) and isinstance(node.args[1].value, str)
+            and _fitted_attribute(node.args[1].value)
+        ):
+            found.add((node.lineno, ast.unparse(node)))
+        for child in ast.iter_child_nodes(node):
+            visit(child, params)
+
+    visit(ast.parse(Path(path).read_text(encoding="utf-8")), frozenset())
+    return sorted(found)
+
+
+def test_no_function_under_core_reads_an_estimator_attribute():
+    # The layers below the estimators take a fitted-model pytree (bayesnb.core._fitted.
+    # FittedModel), built once at the front by BaseNB.fitted_model.
+    core = sorted((PACKAGE / "core").rglob("*.py"))
+    assert len(core) > 20
+    reads = {str(p.relative_to(PACKAGE.parent)): hits for p in core if (hits := estimator_attribute_reads(p))}
+    assert reads == {}
+
+
+def test_the_estimator_attribute_finder_catches_the_former_fitted_module(tmp_path):
+    # Functions as bayesnb/core/_fitted.py had them before the fitted-model pytree (commit 1e580ec).
+    path = tmp_path / "former.py"
+    path.write_text(
+        "def is_mixed(estimator):\n"
+        "    return getattr(estimator, 'family_', None) is not None and estimator.family_.blocks is not None\n"
+        "def temperature(estimator):\n"
+        "    return float(getattr(estimator, 'temperature_', 1.0))\n"
+        "def class_log_draws(key, estimator, n, *, prior=False):\n"
+        "    dist = estimator.class_dirichlet_ if prior else estimator.class_posterior_\n"
+        "    return lambda: estimator.classes_\n"
+    )
+    assert estimator_attribute_reads(path) == [
+        (2, "estimator.family_"),
+        (2, "getattr(estimator, 'family_', None)"),
+        (4, "getattr(estimator, 'temperature_', 1.0)"),
+        (6, "estimator.class_dirichlet_"),
+        (6, "estimator.class_posterior_"),
+        (7, "estimator.classes_"),
+    ]
+    # The pytree's fields, a module's own names, NumPy's dtypes and dunders are not estimator reads.
+    path.write_text(
+        "import numpy as np\n"
+        "def f(fitted, x):\n"
+        "    return fitted.posterior, fitted.family.blocks, np.bool_, x.__class__, x._private_\n"
+    )
+    assert estimator_attribute_reads(path) == []

@@ -55,7 +55,6 @@ from typing import NamedTuple
 
 import numpy as np
 
-from bayesnb.core import _fitted
 from bayesnb.core._normalize import log_normalize
 from bayesnb.core._validation import ESTIMATES, check_estimate, check_level
 from bayesnb.analysis.uncertainty import final_step
@@ -1232,7 +1231,7 @@ def hyperparameter_summary(clf):
         value = getattr(clf, f"{name}_", None)
         shown = _format_value(value) if isinstance(value, (numbers.Real, np.ndarray)) else "learned"
         parts.append(f"{name}={shown} (evidence max)")
-    hyper = _fitted.hyper_posterior(clf) or {}
+    hyper = getattr(clf, "hyper_posterior_", None) or {}
     mode = getattr(clf, "hyper_mode_", {}) or {}
     for name, draws in hyper.items():
         draws = np.asarray(draws, dtype=np.float64)

@@ -236,13 +236,13 @@ def _dense(part):
     return values
 
 
-def _observed(estimator, X):
+def _observed(fitted, X):
     """The validated training rows, dense, in the columns of the model (NaN where no block models a column)."""
-    checked = estimator.validate_input(X)
-    if not _fitted.is_mixed(estimator):
+    checked = fitted.validate(X)
+    if not _fitted.is_mixed(fitted):
         return _dense(checked)
     out = np.full(checked.shape, np.nan)
-    for block, part in zip(_fitted.blocks(estimator), checked.parts):
+    for block, part in zip(_fitted.blocks(fitted), checked.parts):
         out[:, block.columns] = _dense(part)
     return out
 
@@ -254,17 +254,17 @@ def _block_params(key, block, d, drawn, y_index):
     return jax.tree.map(lambda a: a[d], drawn)
 
 
-def _replicates(key, estimator, y_index, n_draws, shape, unobserved):
+def _replicates(key, fitted, y_index, n_draws, shape, unobserved):
     """Yield ``n_draws`` replicated data sets of ``shape``, NaN where ``unobserved``."""
-    parts = _fitted.blocks(estimator)
+    parts = _fitted.blocks(fitted)
     keys = []
     for k in jax.random.split(key, len(parts)):
         keys.append(tuple(jax.random.split(k)))  # (parameter draws, rows)
-    if _fitted.hyper_posterior(estimator):
+    if _fitted.hyper_posterior(fitted):
         # Fitted with hyperpriors: the posterior is the mixture over the hyperparameters'
         # draws, each draw of every block's parameters from one conditional posterior.
-        _, mixture = _fitted.draws(estimator, n_draws, keys[0][0])
-        shared = [mixture[block.name] if _fitted.is_mixed(estimator) else mixture for block in parts]
+        _, mixture = _fitted.draws(fitted, n_draws, keys[0][0])
+        shared = [mixture[block.name] if _fitted.is_mixed(fitted) else mixture for block in parts]
     else:
         shared = [_fitted.block_draws(k_draw, block, n_draws) for block, (k_draw, _) in zip(parts, keys)]
     drawn = [None if block.family.local_draws is not None else d for block, d in zip(parts, shared)]
@@ -421,10 +421,10 @@ class _quiet:
 _KEEP_ENTRIES = 1 << 24
 
 
-def _statistics(estimator, statistics, n_classes, Xobs):
+def _statistics(fitted, statistics, n_classes, Xobs):
     """``{name: f(X, y_labels, y_index)}`` for the requested statistics."""
     builtins = {}
-    for name, family, cols in ((b.name, b.family, b.columns) for b in _fitted.blocks(estimator)):
+    for name, family, cols in ((b.name, b.family, b.columns) for b in _fitted.blocks(fitted)):
         table = STATISTICS.get(family.support, {})
         for stat_name, stat in table.items():
             full = f"{name}__{stat_name}" if name else stat_name
@@ -474,7 +474,7 @@ def ppc(estimator, X, y, statistics=None, *, n_draws=500, random_state=None, kee
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``estimator.fitted_model()``)
         Any one-family estimator or :class:`~bayesnb.MixedNB`.
     X : array-like or sparse matrix of shape (n_samples, n_features)
         The training rows (made dense, as every replicate is: for a large vocabulary,
@@ -519,16 +519,17 @@ def ppc(estimator, X, y, statistics=None, *, n_draws=500, random_state=None, kee
     >>> ax = res.plot("length_dispersion")  # observed value over the replicated histogram
     """
     n_draws = check_n_draws(n_draws, "n_draws")
-    Xobs = _observed(estimator, X)
+    fitted = _fitted.as_fitted(estimator)  # the estimator is read here, once
+    Xobs = _observed(fitted, X)
     y = np.asarray(y)
-    classes = np.asarray(estimator.classes_)
+    classes = np.asarray(fitted.classes)
     if y.ndim != 1 or y.shape[0] != Xobs.shape[0]:
         raise ValueError(f"y must be 1-d with one label per row of X ({Xobs.shape[0]}), got shape {y.shape}")
     y_index = np.searchsorted(classes, y)
     bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
     if bad.any():
         raise ValueError(f"label {y[bad][0]!r} is not in the fitted classes_ {classes!r}")
-    stats = _statistics(estimator, statistics, classes.size, Xobs)
+    stats = _statistics(fitted, statistics, classes.size, Xobs)
     if not stats:
         raise ValueError("no statistic to check: pass statistics= (a callable stat(X, y) or a built-in name)")
     if keep_replicates == "auto":
@@ -539,7 +540,7 @@ def ppc(estimator, X, y, statistics=None, *, n_draws=500, random_state=None, kee
     replicated = {k: np.empty((n_draws,) + v.shape) for k, v in observed.items()}
     kept = np.empty((n_draws,) + Xobs.shape) if keep_replicates else None
     key = key_from_random_state(random_state)
-    for d, Xrep in enumerate(_replicates(key, estimator, y_index, n_draws, Xobs.shape, unobserved)):
+    for d, Xrep in enumerate(_replicates(key, fitted, y_index, n_draws, Xobs.shape, unobserved)):
         with _quiet():
             for k, f in stats.items():
                 value = np.asarray(f(Xrep, y, y_index), dtype=np.float64)

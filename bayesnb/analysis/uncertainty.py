@@ -349,15 +349,15 @@ def _pipeline_feature_names(estimator):
 def draw_source(estimator, X, n_draws, random_state):
     """Validated ``X`` and the posterior draws of a fitted estimator, for the functions of this module.
 
-    Read from the estimator's public pytrees through the family protocol (see
+    Read from the fitted model's pytree through the family protocol (see
     :mod:`bayesnb.core._fitted`). The key is split as ``estimator.sample_posterior`` splits
     it: the same ``random_state`` gives the same draws of the class proportions and
     (when they fit in one block) of the feature parameters.
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator, or a fitted Pipeline ending in one
-        (see :func:`final_step`)
+    estimator : FittedModel, fitted bayesnb estimator, or a fitted Pipeline ending in one
+        (see :func:`final_step`); an estimator is read once (its ``fitted_model()``)
     X : array-like of shape (n_samples, n_features)
         Checked and transformed as the estimator's own input.
     n_draws : int
@@ -366,49 +366,68 @@ def draw_source(estimator, X, n_draws, random_state):
     Returns
     -------
     DrawSource, or MixtureSource
-        A :class:`MixtureSource` for an estimator fitted with hyperpriors (its
-        ``hyper_posterior_`` holds draws): the mixture of the conditional posteriors at
+        A :class:`MixtureSource` for a model fitted with hyperpriors (its
+        ``hyper_posterior`` holds draws): the mixture of the conditional posteriors at
         those draws, the draws of ``estimator.predict_proba_draws`` with the same
         ``random_state``.
     """
-    from sklearn.utils.validation import check_is_fitted
-
     from bayesnb.core._random import key_from_random_state
 
-    estimator, X = final_step(estimator, X)
-    check_is_fitted(estimator, "stats_")
+    fitted, X = fitted_front(estimator, X)
     n_draws = check_n_draws(n_draws)
     # The estimator's own validation (its missing-value policy, binarisation, column blocks).
-    X = estimator.validate_input(X)
+    X = fitted.validate(X)
     key = key_from_random_state(random_state)
-    if _fitted.hyper_posterior(estimator):
-        return _mixture_source(estimator, X, n_draws, key)
-    return _plain_source(estimator, X, n_draws, key)
+    if _fitted.hyper_posterior(fitted):
+        return _mixture_source(fitted, X, n_draws, key)
+    return _plain_source(fitted, X, n_draws, key)
 
 
-def _plain_source(estimator, X, n_draws, key):
-    """:func:`draw_source` of an estimator without hyperpriors, from validated ``X``."""
+def fitted_front(estimator, X=None):
+    """The fitted model's pytree and the rows it reads: where this module's entry points read an estimator, once.
+
+    Parameters
+    ----------
+    estimator : FittedModel, fitted bayesnb estimator, or fitted Pipeline ending in one
+    X : array-like, optional
+        Rows in the pipeline's input form (transformed by every step but the last).
+
+    Returns
+    -------
+    fitted : bayesnb.core._fitted.FittedModel
+    X : ``X`` transformed by the pipeline (``X`` itself otherwise)
+    """
+    from sklearn.utils.validation import check_is_fitted
+
+    estimator, X = final_step(estimator, X)
+    if not isinstance(estimator, _fitted.FittedModel):
+        check_is_fitted(estimator, "stats_")
+    return _fitted.as_fitted(estimator), X
+
+
+def _plain_source(fitted, X, n_draws, key):
+    """:func:`draw_source` of a model without hyperpriors, from validated ``X``."""
     from bayesnb.core import _sampling
 
     key_class, key_feat = _sampling.split(key)
     return DrawSource(
         X=X,
         n_rows=X.shape[0],
-        log_class=_fitted.class_log_draws(key_class, estimator, n_draws),
+        log_class=_fitted.class_log_draws(key_class, fitted, n_draws),
         key=key_feat,
-        sample=lambda key, n: _fitted.feature_draws(key, estimator, n),
+        sample=lambda key, n: _fitted.feature_draws(key, fitted, n),
         # Tempered as the estimator's own predictions (temperature_, 1 by default).
-        log_likelihood=lambda params, rows: _tempered(_fitted.log_likelihood_draws(estimator, params, rows), estimator),
-        take_rows=lambda rows, start, stop: _fitted.take_rows(estimator, rows, start, stop),
-        draw_size=draw_size(estimator.posterior_),
-        calibration=_fitted.calibration(estimator),
+        log_likelihood=lambda params, rows: _tempered(_fitted.log_likelihood_draws(fitted, params, rows), fitted),
+        take_rows=lambda rows, start, stop: _fitted.take_rows(fitted, rows, start, stop),
+        draw_size=draw_size(fitted.posterior),
+        calibration=_fitted.calibration(fitted),
     )
 
 
-def _tempered(log_likelihood, estimator):
-    """The likelihood divided by the estimator's temperature; untouched at 1 (no pass
+def _tempered(log_likelihood, fitted):
+    """The likelihood divided by the model's temperature; untouched at 1 (no pass
     over the block for a division that changes no bit)."""
-    t = _fitted.temperature(estimator)
+    t = _fitted.temperature(fitted)
     return log_likelihood if t == 1.0 else log_likelihood / t
 
 
@@ -416,7 +435,7 @@ class MixtureSource(NamedTuple):
     """Draws of an equal-weight mixture of posteriors, each component's from its own :class:`DrawSource`.
 
     The components are made when needed and not kept (a component holds a refitted
-    estimator, whose parameters may be large): the engine makes one at a time, draws its
+    model, whose parameters may be large): the engine makes one at a time, draws its
     blocks, and lets it go.
 
     Attributes
@@ -436,8 +455,8 @@ class MixtureSource(NamedTuple):
     parts: tuple
 
 
-def _mixture_source(estimator, X, n_draws, key):
-    """:func:`draw_source` of an estimator fitted with hyperpriors, from validated ``X``.
+def _mixture_source(fitted, X, n_draws, key):
+    """:func:`draw_source` of a model fitted with hyperpriors, from validated ``X``.
 
     The key is split as the estimator's own mixture draws split it: (which
     hyperparameter draw each draw takes, the draws of group ``g`` from ``fold_in(key, g)``).
@@ -447,19 +466,19 @@ def _mixture_source(estimator, X, n_draws, key):
     from bayesnb.core import _sampling
 
     key_groups, key_draws = _sampling.split(key)
-    total = next(iter(estimator.hyper_posterior_.values())).shape[0]
+    total = next(iter(fitted.hyper_posterior.values())).shape[0]
     groups = _fitted.mixture_groups(key_groups, n_draws, total)
     parts = tuple(
-        (positions, partial(_component_source, estimator, m, X, positions.size, _sampling.fold_in(key_draws, g)))
+        (positions, partial(_component_source, fitted, m, X, positions.size, _sampling.fold_in(key_draws, g)))
         for g, (m, positions) in enumerate(groups)
     )
-    return MixtureSource(n_rows=X.shape[0], n_draws=n_draws, n_classes=len(estimator.classes_), parts=parts)
+    return MixtureSource(n_rows=X.shape[0], n_draws=n_draws, n_classes=fitted.n_classes, parts=parts)
 
 
-def _component_source(estimator, m, X, n, key):
-    # X is validated already: the conditional is the estimator at other hyperparameter
+def _component_source(fitted, m, X, n, key):
+    # X is validated already: the conditional is the model at other hyperparameter
     # values, with the same input handling.
-    return _plain_source(estimator.hyper_conditional(m), X, n, key)
+    return _plain_source(fitted.hyper_conditional(m), X, n, key)
 
 
 def _shape(source):
@@ -1012,7 +1031,7 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``estimator.fitted_model()``)
     X : array-like or sparse matrix of shape (n_samples, n_features)
     n_draws : int
     random_state : int, RandomState, Generator, jax key or None
@@ -1034,7 +1053,8 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     >>> bool(np.all(u.epistemic >= 0)), bool(np.allclose(u.total, u.aleatoric + u.epistemic))
     (True, True)
     """
-    source = draw_source(estimator, X, n_draws, random_state)
+    fitted, Xt = fitted_front(estimator, X)
+    source = draw_source(fitted, Xt, n_draws, random_state)
     chunk = _chunk(chunk_entries)
     n_draws, n_classes = _shape(source)
     sum_p = np.zeros((source.n_rows, n_classes))
@@ -1045,7 +1065,7 @@ def decompose_uncertainty(estimator, X, *, n_draws=1000, random_state=None, chun
     sum_p /= n_draws
     sum_h /= n_draws
     u = _decomposition(sum_p, sum_h)
-    return UncertaintyDecomposition(*as_frames(X, estimator.classes_, *u))
+    return UncertaintyDecomposition(*as_frames(X, fitted.classes, *u))
 
 
 def _accumulate_sums(source, chunk, sum_p, sum_h):
@@ -1141,7 +1161,7 @@ def rank_by_epistemic(estimator, X, top=None, *, n_draws=1000, random_state=None
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel
     X : array-like or sparse matrix of shape (n_samples, n_features)
     top : int, optional
         Keep the ``top`` highest rows (all rows by default).
@@ -1190,7 +1210,7 @@ def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``posterior="fitted"`` only)
     X : array-like or sparse matrix of shape (n_samples, n_features)
     n_draws : int
     random_state : int, RandomState, Generator, jax key or None
@@ -1230,7 +1250,7 @@ def predict_proba_interval(
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``posterior="fitted"`` only)
     X : array-like or sparse matrix of shape (n_samples, n_features)
     level : float in (0, 1)
     n_draws : int
@@ -1267,10 +1287,13 @@ def predict_proba_interval(
             estimator, X, level, n_draws=n_draws, method=method, random_state=random_state,
             chunk_entries=chunk_entries, median=bool(return_median),
         )
+        classes = final_step(estimator)[0].classes_
     else:
-        source = draw_source(estimator, X, n_draws, random_state)
+        fitted, Xt = fitted_front(estimator, X)
+        source = draw_source(fitted, Xt, n_draws, random_state)
         result = proba_interval(source, level, method, chunk_entries=chunk_entries, median=bool(return_median))
-    return as_frames(X, estimator.classes_, *result)
+        classes = fitted.classes
+    return as_frames(X, classes, *result)
 
 
 # ------------------------------------------------- the posterior updated by the row itself
@@ -1287,14 +1310,14 @@ def check_posterior(posterior):
     raise ValueError(f"unknown posterior {posterior!r}; expected 'fitted' (p(theta, pi | D)) or 'updated' (p(theta, pi | D, x))")
 
 
-def _check_updatable(estimator):
+def _check_updatable(fitted):
     """Refuse what has no updated posterior in closed form, naming why."""
-    if _fitted.hyper_posterior(estimator):
+    if _fitted.hyper_posterior(fitted):
         raise ValueError(
             "posterior='updated' is not available for an estimator fitted with hyperpriors: the row would "
             "also reweight the hyperparameters' NUTS draws; use posterior='fitted'"
         )
-    if _fitted.temperature(estimator) != 1.0 or _fitted.calibration(estimator) is not None:
+    if _fitted.temperature(fitted) != 1.0 or _fitted.calibration(fitted) is not None:
         raise ValueError(
             "posterior='updated' describes the model as written: its mean is the exact predictive at "
             "temperature 1 without calibration, and a tempered or calibrated estimator's probabilities are not "
@@ -1352,9 +1375,15 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
     from bayesnb.core._random import key_from_random_state
 
     estimator, X = final_step(estimator, X)
+    if isinstance(estimator, _fitted.FittedModel):
+        raise TypeError(
+            "posterior='updated' conditions the estimator on each row (its with_stats and validated_stats): "
+            "pass the fitted estimator, not its FittedModel, or use posterior='fitted'"
+        )
     check_is_fitted(estimator, "stats_")
     n_draws = check_n_draws(n_draws)
-    _check_updatable(estimator)
+    fitted = estimator.fitted_model()
+    _check_updatable(fitted)
     exact = copy.copy(estimator)
     exact.set_params(estimate="predictive")
     weights = np.asarray(exact.predict_proba(X), dtype=np.float64)
@@ -1363,7 +1392,7 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
     key_pick, key_draws = _sampling.split(key_from_random_state(random_state))
     rng = _sampling.generator(key_pick)
     for i in range(weights.shape[0]):
-        row = _fitted.take_rows(estimator, Xv, i, i + 1)
+        row = _fitted.take_rows(fitted, Xv, i, i + 1)
         picks = rng.multinomial(n_draws, weights[i] / weights[i].sum())
         out = np.empty((n_draws, n_classes))
         start = 0
@@ -1372,7 +1401,7 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
             m = int(picks[c])
             added = estimator.validated_stats(row, np.array([c]))
             updated = estimator.with_stats(_merge_row(estimator.stats_, added))
-            source = _plain_source(updated, row, m, _sampling.fold_in(key_row, int(c)))
+            source = _plain_source(updated.fitted_model(), row, m, _sampling.fold_in(key_row, int(c)))
             out[start : start + m] = proba_draws(source, chunk_entries=chunk_entries)[:, 0, :]
             start += m
         # The draws of each picked class come together; a random order makes the
@@ -1454,19 +1483,19 @@ def _contrast(values, target, versus):
     return values[:, target] - others.mean(axis=1)
 
 
-def _class_index(estimator, label, what):
-    classes = list(estimator.classes_)
+def _class_index(fitted, label, what):
+    classes = list(fitted.classes)
     matches = [i for i, c in enumerate(classes) if c == label]
     if not matches:
         raise ValueError(f"{what}={label!r} is not a class of the estimator; classes are {classes!r}")
     return matches[0]
 
 
-def _feature_names(estimator, feature_names):
+def _feature_names(fitted, feature_names):
     """One name per feature: ``feature_names`` (checked), else ``feature_names_in_``, else x0, x1, ..."""
-    n = estimator.n_features_in_
+    n = fitted.n_features_in
     if feature_names is None:
-        names = getattr(estimator, "feature_names_in_", None)
+        names = fitted.feature_names_in
         return [f"x{j}" for j in range(n)] if names is None else [str(v) for v in names]
     if isinstance(feature_names, (str, bytes)):
         raise TypeError(f"feature_names must be a sequence of {n} names, one per feature, not one string")
@@ -1503,7 +1532,8 @@ def feature_log_odds_draws(estimator, target, *, versus=None, n_draws=1000, rand
     Parameters
     ----------
     estimator : fitted MultinomialNB, BernoulliNB, CategoricalNB, PoissonNB, ExponentialNB or MixedNB
-        (or a fitted Pipeline ending in one: its earlier steps name the features)
+        (or a fitted Pipeline ending in one: its earlier steps name the features; or
+        the estimator's FittedModel, ``estimator.fitted_model()``)
         (a MixedNB through its blocks of those families; its other blocks have no
         per-term contributions and are left out)
     target : a class label
@@ -1557,38 +1587,35 @@ class _LogOdds(NamedTuple):
 
 def _log_odds(estimator, target, versus, n_draws, random_state, feature_names):
     """Checks, names and the block generator of :func:`feature_log_odds_draws`."""
-    from sklearn.utils.validation import check_is_fitted
-
     from bayesnb.core import _sampling
     from bayesnb.core._random import key_from_random_state
 
     if feature_names is None:
         # A pipeline's last step sees the features its earlier steps name (a vectoriser's words).
         feature_names = _pipeline_feature_names(estimator)
-    estimator, _ = final_step(estimator)
-    check_is_fitted(estimator, "stats_")
+    fitted, _ = fitted_front(estimator)
     n_draws = check_n_draws(n_draws)
     # The blocks of columns (one for a one-family estimator) whose family has per-term
     # contributions; a MixedNB's other blocks (e.g. Gaussian) have none and are left out.
-    every = _fitted.blocks(estimator)
+    every = _fitted.blocks(fitted)
     blocks = [b for b in every if b.family.feature_log_odds is not None]
     if not blocks:
         raise TypeError(
             "feature log-odds contributions need a family whose log-likelihood is a sum of "
             "per-feature terms with one parameter each (MultinomialNB, BernoulliNB, "
             f"CategoricalNB, PoissonNB, ExponentialNB, or a MixedNB with such a block); got "
-            f"{type(estimator).__name__}" + (" with blocks " + ", ".join(b.name for b in every)
-                                             if _fitted.is_mixed(estimator) else "")
+            f"{fitted.name}" + (" with blocks " + ", ".join(b.name for b in every)
+                                if _fitted.is_mixed(fitted) else "")
         )
-    if len(estimator.classes_) < 2:
+    if fitted.n_classes < 2:
         raise ValueError("log-odds need at least two classes")
-    c = _class_index(estimator, target, "target")
-    k = None if versus is None else _class_index(estimator, versus, "versus")
+    c = _class_index(fitted, target, "target")
+    k = None if versus is None else _class_index(fitted, versus, "versus")
     if k == c:
         raise ValueError("versus must differ from target")
-    names = _feature_names(estimator, feature_names)
-    labels = getattr(estimator, "categories_", None) or {}
-    temperature = _fitted.temperature(estimator)
+    names = _feature_names(fitted, feature_names)
+    labels = fitted.categories or {}
+    temperature = _fitted.temperature(fitted)
 
     def terms_of(params):
         """(contrast (n, n_terms), [(feature, category, unit, term names)] per block) of parameter draws."""
@@ -1604,14 +1631,14 @@ def _log_odds(estimator, target, versus, n_draws, random_state, feature_names):
     def param_blocks():
         """(d0, d1, parameter draws d0:d1), the values of ``_fitted.draws`` with this seed."""
         key = key_from_random_state(random_state)
-        if _fitted.hyper_posterior(estimator):
+        if _fitted.hyper_posterior(fitted):
             # A mixture over hyperparameter draws (small models): drawn as one block.
-            yield 0, n_draws, _fitted.draws(estimator, n_draws, key)[1]
+            yield 0, n_draws, _fitted.draws(fitted, n_draws, key)[1]
             return
         _, key_feat = _sampling.split(key)  # as _fitted.draws splits it
-        size = _fitted.draw_block(n_draws, _fitted.posterior_size(estimator))
+        size = _fitted.draw_block(n_draws, _fitted.posterior_size(fitted))
         for b, d0 in enumerate(range(0, n_draws, size)):
-            params = estimator.family_.sample(_fitted.block_key(key_feat, b), estimator.posterior_, size)
+            params = fitted.family.sample(_fitted.block_key(key_feat, b), fitted.posterior, size)
             d1 = min(d0 + size, n_draws)
             yield d0, d1, jax.tree.map(lambda a: np.asarray(a)[: d1 - d0], params)
 

@@ -1,14 +1,16 @@
-r"""A fitted estimator seen through its public pytrees, for the PPL and analysis layers.
+r"""A fitted model as one immutable pytree, for the PPL and analysis layers.
 
-:mod:`bayesnb.ppl.models`, :mod:`bayesnb.ppl.export`, :mod:`bayesnb.ppl.sbc`, :mod:`bayesnb.ppl.mcmc` and
-:mod:`bayesnb.analysis.uncertainty` accept fitted estimators but do not import
-:mod:`bayesnb.estimators`: they read ``family_``, ``prior_``, ``posterior_``,
-``stats_``, ``class_dirichlet_`` / ``class_posterior_`` / ``class_prior_``,
-``classes_`` and ``n_features_in_``, and go through the family protocol. A
-:class:`~bayesnb.MixedNB` is no special case: its ``family_`` is the product of its
-blocks' families (:func:`bayesnb.core.families.product.product`), whose ``blocks`` and
-dict pytrees (:func:`blocks`) are all a layer needs to treat it block by block. The
-functions here are those readings, once.
+:mod:`bayesnb.ppl.models`, :mod:`bayesnb.ppl.export`, :mod:`bayesnb.ppl.sbc`,
+:mod:`bayesnb.ppl.mcmc` and :mod:`bayesnb.analysis.uncertainty` work on a
+:class:`FittedModel`: the family, the prior, posterior and statistics pytrees, the class
+prior or posterior, the classes, the temperature and calibration map and the
+hyperparameters' draws of a fitted estimator, read off it once, at the front, by its
+public method ``fitted_model()`` (:meth:`bayesnb.MultinomialNB.fitted_model`). Their
+public entry points accept an estimator or the pytree, and read an estimator there, once
+(:func:`as_fitted`); nothing here reads an estimator's attributes. A
+:class:`~bayesnb.MixedNB` is no special case: its family is the product of its blocks'
+families (:func:`bayesnb.core.families.product.product`), whose ``blocks`` and dict
+pytrees (:func:`blocks`) are all a layer needs to treat it block by block.
 
 The random streams are the estimators' own: a key is split into (class proportions,
 feature parameters), and the feature key of a mixed model into one key per block, in
@@ -25,8 +27,9 @@ with the same block.
 
 from __future__ import annotations
 
+import dataclasses
 from functools import partial
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import jax
 import numpy as np
@@ -38,6 +41,9 @@ from bayesnb.core._random import key_from_random_state
 
 __all__ = [
     "FittedBlock",
+    "FittedModel",
+    "Unavailable",
+    "as_fitted",
     "block_draws",
     "block_key",
     "blocks",
@@ -58,13 +64,155 @@ __all__ = [
 ]
 
 
-def is_mixed(estimator):
-    """Whether ``estimator``'s family is a product of families over blocks of columns (a :class:`~bayesnb.MixedNB`)."""
-    return getattr(estimator, "family_", None) is not None and estimator.family_.blocks is not None
+class Unavailable(NamedTuple):
+    """A fitted quantity that the estimator could not give when the pytree was built.
+
+    ``temperature_`` and ``calibration_`` raise when ``set_params`` changed what they
+    were fitted for; the pytree keeps the error and raises it where the quantity is
+    used (:func:`temperature`, :func:`calibration`), as the estimator raises it where it
+    is read, so that layers that do not use it (draws of the parameters) still work.
+
+    Attributes
+    ----------
+    error : Exception
+    """
+
+    error: Exception
+
+
+@partial(
+    jax.tree_util.register_dataclass,
+    data_fields=[
+        "prior", "posterior", "stats", "class_dirichlet", "class_posterior", "class_prior", "classes",
+        "temperature", "calibration", "hyper_posterior",
+    ],
+    meta_fields=[
+        "family", "n_features_in", "feature_names_in", "categories", "name", "validate", "validated_stats", "hyper_conditional",
+        "hyper_prior_draws", "hyper_embedding",
+    ],
+)
+@dataclasses.dataclass(frozen=True, eq=False)
+class FittedModel:
+    r"""A fitted naive Bayes model as one immutable pytree: what the layers below the estimators read.
+
+    Built once, at the front, by an estimator's ``fitted_model()``
+    (:meth:`bayesnb.MultinomialNB.fitted_model`); the functions of this module, of
+    :mod:`bayesnb.analysis` and of :mod:`bayesnb.ppl` take it (their public entry points
+    also take an estimator, and build it there, once). A JAX pytree (a registered
+    dataclass): the arrays and distributions are its leaves, the family, the sizes, the
+    names and the callables its static part.
+
+    Attributes
+    ----------
+    family : Family
+        The conjugate family (:mod:`bayesnb.core.families`); a product family for a
+        :class:`~bayesnb.MixedNB`, whose ``blocks`` index the dict pytrees below.
+    prior, posterior : the family's prior type
+        Feature prior and conjugate posterior, leaves of shape (n_classes, n_features[, ...]);
+        dicts by block name for a product family.
+    stats : the family's statistics
+        The sufficient statistics the posterior conditions on (``class_count`` of shape
+        (n_classes,)).
+    class_dirichlet, class_posterior : Dirichlet or None
+        Prior and posterior of the class proportions, concentration of shape (n_classes,);
+        None where the proportions are fixed.
+    class_prior : ndarray of shape (n_classes,) or None
+        The fixed class proportions (None where they have a posterior).
+    classes : ndarray of shape (n_classes,)
+        The class labels, in the order of the class axis.
+    temperature : float or Unavailable
+        The likelihood temperature :math:`T` (1 for the model as written).
+    calibration : CalibrationMap, None or Unavailable
+        The map class probabilities go through after normalising (None: none).
+    hyper_posterior : dict of str to ndarray, or None
+        Draws of the integrated hyperparameters (draws on axis 0), or None where the
+        model has no hyperpriors.
+    n_features_in : int
+        Number of features of the rows the model reads.
+    feature_names_in : tuple of str or None
+        The features' names where the model was fitted on a DataFrame.
+    categories : dict or None
+        The labels of the categories of categorical features (``categories_``: feature
+        index to the labels of its codes), or None.
+    name : str
+        How errors name the model (the estimator's class name).
+    validate : callable ``X -> rows``
+        The estimator's input validation (``validate_input``) as it was when the pytree
+        was built: rows checked and converted as the estimator reads them (binarised,
+        coded, split into column blocks, masked).
+    validated_stats : callable ``(rows, y_index, sample_weight=None) -> stats``
+        The estimator's ``validated_stats`` as it was when the pytree was built: the
+        sufficient statistics of validated rows as ``fit`` computes them.
+    hyper_conditional : callable ``m -> FittedModel``, or None
+        The plain model at the hyperparameters' draw ``m`` (None without hyperpriors).
+    hyper_prior_draws : callable ``(n, key) -> (log_class, params)``, or None
+        Draws from the prior, hyperpriors included (None without hyperpriors).
+    hyper_embedding : callable ``() -> (hypers, embedding)``, or None
+        Where the hyperparameters enter the prior (None without hyperpriors).
+    """
+
+    family: Any
+    prior: Any
+    posterior: Any
+    stats: Any
+    class_dirichlet: Any
+    class_posterior: Any
+    class_prior: Any
+    classes: Any
+    temperature: Any
+    calibration: Any
+    hyper_posterior: Optional[dict]
+    n_features_in: int
+    feature_names_in: Optional[tuple]
+    categories: Optional[dict]
+    name: str
+    validate: Callable
+    validated_stats: Callable
+    hyper_conditional: Optional[Callable] = None
+    hyper_prior_draws: Optional[Callable] = None
+    hyper_embedding: Optional[Callable] = None
+
+    @property
+    def n_classes(self):
+        """int: number of classes."""
+        return int(np.asarray(self.classes).size)
+
+
+def as_fitted(model):
+    """The :class:`FittedModel` of a fitted estimator (its ``fitted_model()``), or ``model`` itself if it is one.
+
+    The one place where a public entry point of the layers reads an estimator.
+
+    Parameters
+    ----------
+    model : FittedModel or fitted bayesnb estimator
+
+    Returns
+    -------
+    FittedModel
+
+    Raises
+    ------
+    TypeError
+        If ``model`` is neither.
+    """
+    if isinstance(model, FittedModel):
+        return model
+    build = getattr(model, "fitted_model", None)
+    if not callable(build):
+        raise TypeError(
+            f"expected a fitted bayesnb estimator or a bayesnb.core._fitted.FittedModel, got {type(model).__name__}"
+        )
+    return build()
+
+
+def is_mixed(fitted):
+    """Whether ``fitted``'s family is a product of families over blocks of columns (a :class:`~bayesnb.MixedNB`)."""
+    return fitted.family.blocks is not None
 
 
 class FittedBlock(NamedTuple):
-    """One block of columns of a fitted estimator, as its family's pytrees.
+    """One block of columns of a fitted model, as its family's pytrees.
 
     Attributes
     ----------
@@ -76,7 +224,7 @@ class FittedBlock(NamedTuple):
     prior, posterior : the family's prior type
     stats : the family's statistics
     columns : int ndarray or None
-        The block's columns in the estimator's rows; None: all of them.
+        The block's columns in the model's rows; None: all of them.
     """
 
     name: str
@@ -87,25 +235,29 @@ class FittedBlock(NamedTuple):
     columns: Any
 
 
-def blocks(estimator):
-    """The blocks of columns of a fitted estimator, read off its family and pytrees.
+def blocks(fitted):
+    """The blocks of columns of a fitted model, read off its family and pytrees.
 
     A product family (a :class:`~bayesnb.MixedNB`) has one block per entry of
-    ``family_.blocks``, with its entries of the dict pytrees ``prior_``, ``posterior_``
-    and ``stats_.blocks``; a one-family estimator is one block named ``""`` over all
+    ``family.blocks``, with its entries of the dict pytrees ``prior``, ``posterior``
+    and ``stats.blocks``; a one-family model is one block named ``""`` over all
     columns (``columns`` None).
+
+    Parameters
+    ----------
+    fitted : FittedModel
 
     Returns
     -------
     list of FittedBlock
     """
-    family = estimator.family_
+    family = fitted.family
     if family.blocks is None:
-        return [FittedBlock("", family, estimator.prior_, estimator.posterior_, estimator.stats_, None)]
+        return [FittedBlock("", family, fitted.prior, fitted.posterior, fitted.stats, None)]
     return [
         FittedBlock(
-            b.name, b.family, estimator.prior_[b.name], estimator.posterior_[b.name],
-            estimator.stats_.blocks[b.name], np.asarray(b.columns),
+            b.name, b.family, fitted.prior[b.name], fitted.posterior[b.name],
+            fitted.stats.blocks[b.name], np.asarray(b.columns),
         )
         for b in family.blocks
     ]
@@ -116,14 +268,14 @@ _BLOCK_ENTRIES = 1 << 16
 _MAX_BLOCK = 64
 
 
-def hyper_posterior(estimator):
-    """The draws of an estimator's integrated hyperparameters (its ``hyper_posterior_``,
-    a dict name -> array with the draws on axis 0), or None where it has none.
+def hyper_posterior(fitted):
+    """The draws of a fitted model's integrated hyperparameters (a dict name -> array
+    with the draws on axis 0), or None where it has none.
 
     The one test every layer uses to tell a hyperprior mixture from a plain conjugate
-    posterior (estimators without hyperpriors have no such attribute).
+    posterior.
     """
-    return getattr(estimator, "hyper_posterior_", None) or None
+    return fitted.hyper_posterior or None
 
 
 def draw_block(n, size):
@@ -201,57 +353,74 @@ def in_blocks(sample, key, n, block):
     return jax.tree.map(lambda a: a[:n], parts[0])
 
 
-def posterior_size(estimator, *, prior=False):
+def posterior_size(fitted, *, prior=False):
     """Entries of one draw of the feature parameters: the sizes of the (prior or) posterior pytree's leaves."""
-    return _size(estimator.prior_ if prior else estimator.posterior_)
+    return _size(fitted.prior if prior else fitted.posterior)
 
 
 def _size(tree):
     return max(1, int(sum(np.size(leaf) for leaf in jax.tree.leaves(tree))))
 
 
-def temperature(estimator):
-    r"""The likelihood temperature :math:`T` of a fitted estimator (``temperature_``; 1 where it has none).
+def _available(value):
+    if isinstance(value, Unavailable):
+        raise value.error
+    return value
+
+
+def temperature(fitted):
+    r"""The likelihood temperature :math:`T` of a fitted model (1 for the model as written).
 
     Class probabilities are :math:`\propto \pi_c\, p(x \mid \theta_c)^{1/T}`: the layers
     that turn draws of the parameters into class probabilities or log-odds divide the
     feature log-likelihood by it.
+
+    Raises
+    ------
+    ValueError
+        Where the estimator could not give it when the pytree was built (see :class:`Unavailable`).
     """
-    return float(getattr(estimator, "temperature_", 1.0))
+    return float(_available(fitted.temperature))
 
 
-def calibration(estimator):
-    """The calibration map a fitted estimator's class probabilities go through (``calibration_``; None where none).
+def calibration(fitted):
+    """The calibration map a fitted model's class probabilities go through (None where none).
 
     See :mod:`bayesnb.analysis.calibration`: the layers that turn draws of the parameters
     into class probabilities apply it after normalising, as ``predict_proba`` does.
+
+    Raises
+    ------
+    ValueError
+        Where the estimator could not give it when the pytree was built (see :class:`Unavailable`).
     """
-    return getattr(estimator, "calibration_", None)
+    return _available(fitted.calibration)
 
 
-def class_log_draws(key, estimator, n, *, prior=False):
+def class_log_draws(key, fitted, n, *, prior=False):
     """``n`` draws of the log class proportions, shape (n, n_classes).
 
-    From the class posterior (``class_posterior_``), or from ``class_dirichlet_`` with
-    ``prior=True``; fixed proportions (``class_prior_``) are the same in every draw.
+    From the class posterior (``fitted.class_posterior``), or from its prior
+    (``class_dirichlet``) with ``prior=True``; fixed proportions (``class_prior``) are
+    the same in every draw.
     """
-    dist = estimator.class_dirichlet_ if prior else estimator.class_posterior_
-    n_classes = np.asarray(estimator.classes_).size
+    dist = fitted.class_dirichlet if prior else fitted.class_posterior
+    n_classes = fitted.n_classes
     if dist is None:
         with np.errstate(divide="ignore"):
-            return np.broadcast_to(np.log(estimator.class_prior_), (n, n_classes))
+            return np.broadcast_to(np.log(fitted.class_prior), (n, n_classes))
     return in_blocks(lambda k, m: _class_prior.sample_log(k, dist, m), key, n, draw_block(n, n_classes))
 
 
-def feature_draws(key, estimator, n, *, prior=False):
-    """``n`` iid draws of the feature parameters: ``family_.sample`` of ``posterior_`` (or ``prior_``).
+def feature_draws(key, fitted, n, *, prior=False):
+    """``n`` iid draws of the feature parameters: ``family.sample`` of the posterior (or the prior).
 
     Returns
     -------
     params : the family's parameter pytree with leading axis ``n`` (a dict of them by
         block name for a mixed model), ndarrays, drawn in blocks (see :func:`draw_block`)
     """
-    return _draws_of(key, estimator.family_, estimator.prior_ if prior else estimator.posterior_, n)
+    return _draws_of(key, fitted.family, fitted.prior if prior else fitted.posterior, n)
 
 
 def block_draws(key, block, n):
@@ -274,19 +443,26 @@ def _draws_of(key, family, dist, n):
     return in_blocks(lambda k, m: family.sample(k, dist, m), key, n, draw_block(n, _size(dist)))
 
 
-def draws(estimator, n, random_state, *, prior=False):
+def draws(fitted, n, random_state, *, prior=False):
     """``n`` iid draws of (log class proportions, feature parameters), as NumPy arrays.
 
     The key of ``random_state`` is split into a class key and a feature key, as
     ``estimator.sample_posterior`` splits it.
 
-    An estimator fitted with hyperpriors (``hyper_posterior_`` holds draws) has as
+    A model fitted with hyperpriors (``fitted.hyper_posterior`` holds draws) has as
     posterior the equal-weight mixture of the conditional posteriors at those draws
-    (``estimator.hyper_conditional(m)``): each draw is made from the conditional at a
+    (``fitted.hyper_conditional(m)``): each draw is made from the conditional at a
     draw picked at random (:func:`mixture_groups`, from the first half of the key; the
     draws of group ``g`` from ``fold_in`` of the second half by ``g``), in the order of
-    the picks. Its prior (``prior=True``) has the hyperpriors themselves, which the
-    estimator evaluates: ``estimator.hyper_prior_draws``.
+    the picks. Its prior (``prior=True``) has the hyperpriors themselves:
+    ``fitted.hyper_prior_draws``.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    n : int
+    random_state : int, RandomState, Generator, jax key or None
+    prior : bool
 
     Returns
     -------
@@ -294,21 +470,21 @@ def draws(estimator, n, random_state, *, prior=False):
     params : the family's parameter pytree with leading axis ``n`` (dict by block for a mixed model)
     """
     key = key_from_random_state(random_state)
-    hyper = hyper_posterior(estimator)
+    hyper = hyper_posterior(fitted)
     if hyper:
         if prior:
-            return estimator.hyper_prior_draws(n, key)
-        return _mixture_draws(estimator, n, key, next(iter(hyper.values())).shape[0])
+            return fitted.hyper_prior_draws(n, key)
+        return _mixture_draws(fitted, n, key, next(iter(hyper.values())).shape[0])
     key_class, key_feat = _sampling.split(key)
-    params = feature_draws(key_feat, estimator, n, prior=prior)
-    return class_log_draws(key_class, estimator, n, prior=prior), jax.tree.map(np.asarray, params)
+    params = feature_draws(key_feat, fitted, n, prior=prior)
+    return class_log_draws(key_class, fitted, n, prior=prior), jax.tree.map(np.asarray, params)
 
 
-def _mixture_draws(estimator, n, key, total):
+def _mixture_draws(fitted, n, key, total):
     """:func:`draws` of the mixture over ``total`` hyperparameter draws (see :func:`draws`)."""
     key_groups, key_draws = _sampling.split(key)
     components = [
-        (partial(estimator.hyper_conditional, m), positions) for m, positions in mixture_groups(key_groups, n, total)
+        (partial(fitted.hyper_conditional, m), positions) for m, positions in mixture_groups(key_groups, n, total)
     ]
     return mixture_draws(components, n, key_draws)
 
@@ -319,8 +495,9 @@ def mixture_draws(components, n, key, *, prior=False):
     Parameters
     ----------
     components : iterable of (callable, int ndarray)
-        ``(make, positions)``: ``make()`` returns the component's (plain) fitted
-        estimator, made when reached and let go after its draws; ``positions`` are the
+        ``(make, positions)``: ``make()`` returns the component's (plain)
+        :class:`FittedModel` (or a fitted estimator, read by :func:`as_fitted`), made
+        when reached and let go after its draws; ``positions`` are the
         indices in ``range(n)`` of its draws. Every index is some component's.
     n : int
     key : jax.random key
@@ -335,26 +512,26 @@ def mixture_draws(components, n, key, *, prior=False):
     """
     out = None
     for g, (make, positions) in enumerate(components):
-        part = draws(make(), positions.size, _sampling.fold_in(key, g), prior=prior)
+        part = draws(as_fitted(make()), positions.size, _sampling.fold_in(key, g), prior=prior)
         if out is None:
             out = jax.tree.map(lambda leaf: np.empty((n,) + np.shape(leaf)[1:], np.asarray(leaf).dtype), part)
         jax.tree.map(lambda dst, src: dst.__setitem__(positions, np.asarray(src)), out, part)
     return out
 
 
-def simulate(key, estimator, params, y_index):
-    """Feature rows given parameters and class indices: each block's ``family_.simulate``.
+def simulate(key, fitted, params, y_index):
+    """Feature rows given parameters and class indices: each block's ``family.simulate``.
 
     A column in no block of a mixed model (``remainder="drop"``) is NaN.
 
     Returns
     -------
-    ndarray of shape (n_rows, n_features_in_)
+    ndarray of shape (n_rows, n_features_in)
     """
-    return np.asarray(estimator.family_.simulate(key, params, y_index, estimator.stats_))
+    return np.asarray(fitted.family.simulate(key, params, y_index, fitted.stats))
 
 
-def take_rows(estimator, X, start, stop):
+def take_rows(fitted, X, start, stop):
     """Rows ``start:stop`` of validated input (a masked or block-split input slices itself).
 
     All the rows are ``X`` itself: slicing a CSR matrix copies it, and the draw engine
@@ -369,14 +546,14 @@ def take_rows(estimator, X, start, stop):
     return X[start:stop]
 
 
-def log_likelihood_draws(estimator, params, X):
+def log_likelihood_draws(fitted, params, X):
     """Plug-in log-likelihood of validated rows under a block of draws, shape (n_draws, n_rows, n_classes).
 
-    ``family_.log_likelihood(params, X, prior_)`` with the draws stacked as classes; rows
+    ``family.log_likelihood(params, X, prior)`` with the draws stacked as classes; rows
     with unobserved entries (``missing="ignore"``) are scored on their observed entries
     (the family's ``log_likelihood`` with the mask); a mixed model sums its blocks.
     """
-    return _draws_log_likelihood(estimator.family_, estimator.prior_, params, X, np.asarray(estimator.classes_).size)
+    return _draws_log_likelihood(fitted.family, fitted.prior, params, X, fitted.n_classes)
 
 
 def _draws_log_likelihood(family, prior, params, X, n_classes):

@@ -292,14 +292,14 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     # Draws, generated rows and log-likelihoods under draws are read off the fitted
     # pytrees by bayesnb.core._fitted, the same code the PPL and analysis layers use.
     def _sample_features(self, key, n):
-        return _fitted.feature_draws(key, self, n)
+        return _fitted.feature_draws(key, self.fitted_model(), n)
 
     def _sample_prior_features(self, key, n):
         # The prior has the posterior's type (conjugacy), so the family's sampler serves both.
-        return _fitted.feature_draws(key, self, n, prior=True)
+        return _fitted.feature_draws(key, self.fitted_model(), n, prior=True)
 
     def _simulate_features(self, key, params, y_index):
-        return _fitted.simulate(key, self, params, y_index)
+        return _fitted.simulate(key, self.fitted_model(), params, y_index)
 
     def _sample_row_params(self, key, n, prior):
         """Feature parameters for ``n`` generated rows, one independent draw per row.
@@ -1152,13 +1152,103 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
         return label_part + float(self._feature_log_evidence())
 
+    def fitted_model(self):
+        r"""The fitted model as one immutable pytree, for the layers below the estimators.
+
+        Everything :mod:`bayesnb.analysis` and :mod:`bayesnb.ppl` read of a fitted
+        estimator, read once: their public functions accept this pytree where they accept
+        the estimator, and build it with this method when given the estimator. The pytree
+        does not refer to this estimator: a later ``fit``, ``set_params`` or ``del`` leaves
+        it as it is.
+
+        Returns
+        -------
+        bayesnb.core._fitted.FittedModel
+            A registered JAX pytree (a frozen dataclass) with
+
+            - ``family``: the conjugate family (a product of the blocks' families for a
+              :class:`~bayesnb.MixedNB`);
+            - ``prior``, ``posterior``, ``stats``: ``prior_``, ``posterior_``, ``stats_``
+              (leaves of shape (n_classes, n_features[, ...]); dicts by block for a
+              :class:`~bayesnb.MixedNB`);
+            - ``class_dirichlet``, ``class_posterior`` (concentration of shape
+              (n_classes,), or None) and ``class_prior`` (shape (n_classes,), or None);
+            - ``classes`` of shape (n_classes,), ``n_features_in``, ``feature_names_in``
+              (a tuple, or None), ``categories`` (``categories_``, or None), ``name``
+              (the class's name);
+            - ``temperature`` and ``calibration``: ``temperature_`` and
+              ``calibration_`` (a :class:`~bayesnb.core._fitted.Unavailable` holding
+              the error where they raise, raised where a layer uses them);
+            - ``hyper_posterior``: ``hyper_posterior_`` (draws on axis 0), or None
+              without hyperpriors, with ``hyper_conditional``, ``hyper_prior_draws``
+              and ``hyper_embedding``;
+            - ``validate`` and ``validated_stats``: :meth:`validate_input` and
+              :meth:`validated_stats` as they are now.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            If the estimator is not fitted.
+
+        Examples
+        --------
+        >>> import numpy as np
+        >>> from bayesnb import MultinomialNB
+        >>> from bayesnb.analysis.uncertainty import predict_proba_draws
+        >>> X = np.array([[3, 0, 1], [2, 1, 0], [0, 4, 2], [1, 3, 1]])
+        >>> clf = MultinomialNB().fit(X, [0, 0, 1, 1])
+        >>> model = clf.fitted_model()
+        >>> model.posterior.concentration.shape
+        (2, 3)
+        >>> bool(np.allclose(predict_proba_draws(model, X, 5, random_state=0),
+        ...                  clf.predict_proba_draws(X, 5, random_state=0)))
+        True
+        """
+        import copy
+
+        check_is_fitted(self, "stats_")
+        # A shallow copy carries the validation and the hyperparameters' conditionals:
+        # a later fit or set_params of this estimator rebinds its attributes, not the copy's.
+        frozen_est = copy.copy(self)
+        hyper = getattr(self, "hyper_posterior_", None) or None
+        names = getattr(self, "feature_names_in_", None)
+
+        def read(name):
+            try:
+                return getattr(self, name)
+            except ValueError as err:
+                return _fitted.Unavailable(err)
+
+        return _fitted.FittedModel(
+            family=self.family_,
+            prior=self.prior_,
+            posterior=self.posterior_,
+            stats=self.stats_,
+            class_dirichlet=self.class_dirichlet_,
+            class_posterior=self.class_posterior_,
+            class_prior=self.class_prior_,
+            classes=self.classes_,
+            temperature=read("temperature_"),
+            calibration=read("calibration_"),
+            hyper_posterior=hyper,
+            n_features_in=int(self.n_features_in_),
+            feature_names_in=None if names is None else tuple(str(v) for v in names),
+            categories=getattr(self, "categories_", None),
+            name=type(self).__name__,
+            validate=frozen_est.validate_input,
+            validated_stats=frozen_est.validated_stats,
+            hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
+            hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,
+            hyper_embedding=None if hyper is None else frozen_est.hyper_embedding,
+        )
+
     def _class_draws(self, key, n, *, prior=False):
         """``n`` draws of the log class proportions, shape (n, n_classes).
 
         From the posterior, or from the prior with ``prior=True``; fixed proportions
         (``class_prior``) are the same in every draw.
         """
-        return _fitted.class_log_draws(key, self, n, prior=prior)
+        return _fitted.class_log_draws(key, self.fitted_model(), n, prior=prior)
 
     def _draw(self, n, random_state, *, prior=False):
         """``n`` iid draws of (log class proportions, feature parameters).
@@ -1167,15 +1257,15 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         data from the prior predictive and for simulation-based calibration).
         """
         # With hyperpriors: the mixture over their posterior draws, or their prior.
-        return _fitted.draws(self, n, random_state, prior=prior)
+        return _fitted.draws(self.fitted_model(), n, random_state, prior=prior)
 
     def _log_likelihood_draws(self, params, X):
         """Plug-in log-likelihood under a block of draws, shape (n_draws, n_samples, n_classes)."""
-        return _fitted.log_likelihood_draws(self, params, X)
+        return _fitted.log_likelihood_draws(self.fitted_model(), params, X)
 
     def _take_rows(self, X, start, stop):
         """Rows ``start:stop`` of validated input (as returned by ``_input``)."""
-        return _fitted.take_rows(self, X, start, stop)
+        return _fitted.take_rows(self.fitted_model(), X, start, stop)
 
     def _draw_source(self, X, n_draws, random_state):
         """Validated ``X`` and the posterior draws of the uncertainty engine.

@@ -936,7 +936,7 @@ def _hyper_sites(estimator, compiled):
     """
     from bayesnb.ppl import collapsed
 
-    if _fitted.hyper_posterior(estimator) is None:
+    if _fitted.hyper_posterior(_fitted.as_fitted(estimator)) is None:
         return []
     hypers = collapsed.find_hyperpriors(estimator.get_params(deep=False))
     sites = list(compiled.hyperpriors.values())
@@ -983,7 +983,7 @@ def run_nuts_model(
     from bayesnb.ppl import mcmc, models
 
     X = np.asarray(X)
-    y_index = models._labels_index(estimator, y)
+    y_index = models._labels_index(_fitted.as_fitted(estimator), y)
     compiled = recognise_model(model, X, y_index, **model_kwargs)
     grouped, latent, diverging = mcmc.sample_nuts(
         model, (X, y_index), model_kwargs, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,

@@ -83,22 +83,22 @@ __all__ = [
 ]
 
 
-def _feature_names(estimator, feature_names=None):
+def _feature_names(fitted, feature_names=None):
     if feature_names is not None:
         # e.g. a CountVectorizer's get_feature_names_out(): the columns of the matrix fitted.
         names = [str(v) for v in np.asarray(feature_names, dtype=object).ravel()]
-        if len(names) != estimator.n_features_in_:
+        if len(names) != fitted.n_features_in:
             raise ValueError(
                 f"feature_names has {len(names)} names but the estimator was fitted on "
-                f"{estimator.n_features_in_} features"
+                f"{fitted.n_features_in} features"
             )
         if len(set(names)) != len(names):
             raise ValueError("feature_names must be distinct (they are arviz coordinates)")
         return names
-    names = getattr(estimator, "feature_names_in_", None)
+    names = fitted.feature_names_in
     if names is not None:
         return [str(v) for v in names]
-    return [f"x{j}" for j in range(estimator.n_features_in_)]
+    return [f"x{j}" for j in range(fitted.n_features_in)]
 
 
 def _labels(values):
@@ -116,12 +116,13 @@ def coords_of(estimator, feature_names=None):
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel
     feature_names : sequence of str of length n_features_in_, optional
     """
-    names = _feature_names(estimator, feature_names)
-    coords = {"class": _labels(estimator.classes_)}
-    for name, _, idx, spec in models.block_specs(estimator):
+    fitted = _fitted.as_fitted(estimator)
+    names = _feature_names(fitted, feature_names)
+    coords = {"class": _labels(fitted.classes)}
+    for name, _, idx, spec in models.block_specs(fitted):
         cols = names if idx is None else [names[j] for j in idx]
         prefix = f"{name}__" if name else ""
         coords[f"{prefix}feature"] = cols
@@ -131,7 +132,7 @@ def coords_of(estimator, feature_names=None):
     return coords
 
 
-def _cell_blocks(estimator, feature_names=None):
+def _cell_blocks(fitted, feature_names=None):
     """The blocks with a padded ``category`` dim and the (feature, category) cells that exist.
 
     Returns
@@ -141,17 +142,17 @@ def _cell_blocks(estimator, feature_names=None):
         exists, feature by feature and in code order within a feature; ``coords`` maps
         the names of the cell coordinates to ``(dim, values)`` (see :func:`cell_coords`).
     """
-    names = _feature_names(estimator, feature_names)
-    known = getattr(estimator, "categories_", None)
+    names = _feature_names(fitted, feature_names)
+    known = fitted.categories
     known = known if isinstance(known, dict) else {}
     out = []
-    for name, _, idx, spec in models.block_specs(estimator):
+    for name, _, idx, spec in models.block_specs(fitted):
         valid = spec.cells()
         if valid is None:
             continue
         prefix = f"{name}__" if name else ""
         dim = f"{prefix}cell"
-        columns = list(range(estimator.n_features_in_)) if idx is None else [int(j) for j in idx]
+        columns = list(range(fitted.n_features_in)) if idx is None else [int(j) for j in idx]
         codes = list(spec.coords()["category"])
         f_idx, k_idx = np.nonzero(np.asarray(valid, dtype=bool))  # C order: feature-major
         features, labels = [], []
@@ -208,7 +209,7 @@ def cell_coords(estimator, feature_names=None):
     dict of coordinate name -> (dim, ndarray)
         Empty when the estimator has no categorical block.
     """
-    return {k: v for *_, coords in _cell_blocks(estimator, feature_names) for k, v in coords.items()}
+    return {k: v for *_, coords in _cell_blocks(_fitted.as_fitted(estimator), feature_names) for k, v in coords.items()}
 
 
 def exported_dims(estimator):
@@ -226,8 +227,9 @@ def exported_dims(estimator):
     -------
     dict of name -> tuple of dim names
     """
-    dims = dict(models.variable_dims(estimator))
-    for prefix, *_ in _cell_blocks(estimator):
+    fitted = _fitted.as_fitted(estimator)
+    dims = dict(models.variable_dims(fitted))
+    for prefix, *_ in _cell_blocks(fitted):
         pair = (f"{prefix}feature", f"{prefix}category")
         for var, var_dims in dims.items():
             if var_dims[-2:] == pair:
@@ -261,7 +263,7 @@ def from_canonical(estimator, groups, *, dims, coords, attrs=None, feature_names
     arviz.InferenceData or xarray.DataTree
         The installed arviz's (:func:`bayesnb.analysis._arviz.from_dict`).
     """
-    blocks = _cell_blocks(estimator, feature_names)
+    blocks = _cell_blocks(_fitted.as_fitted(estimator), feature_names)
     dims = {k: tuple(v) for k, v in dims.items()}
     flat = {}
     for prefix, f_idx, k_idx, _ in blocks:
@@ -335,7 +337,7 @@ def parameter_draws(estimator, log_class, params):
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel
     log_class : ndarray of shape (n, n_classes)
     params : the family's parameter pytree with leading axis ``n`` (a dict of them,
         by block name, for a MixedNB)
@@ -344,10 +346,11 @@ def parameter_draws(estimator, log_class, params):
     -------
     dict of name -> ndarray
     """
+    fitted = _fitted.as_fitted(estimator)
     out = {}
-    if estimator.class_dirichlet_ is not None:
+    if fitted.class_dirichlet is not None:
         out["class_probs"] = np.exp(np.asarray(log_class))
-    for name, _, _, spec in models.block_specs(estimator):
+    for name, _, _, spec in models.block_specs(fitted):
         block_params = params[name] if name else params
         for var, value in spec.values(block_params).items():
             out[models._prefixed(name, var)] = np.asarray(value)
@@ -358,24 +361,24 @@ def _chains(draws, n_chains, n_draws):
     return {k: v.reshape((n_chains, n_draws) + v.shape[1:]) for k, v in draws.items()}
 
 
-def _data_arrays(estimator, X):
+def _data_arrays(fitted, X):
     """The checked training or new rows, dense, under the names of the observed data.
 
     An unobserved entry (``missing="ignore"``) is NaN in the returned arrays.
     """
-    checked, parts = models.block_rows(estimator, X)
+    checked, parts = models.block_rows(fitted, X)
     arrays = []
     for values, observed in parts:
         if observed is not None:
             values = np.where(observed, values, np.nan)
         arrays.append(values)
-    blocks = models.block_specs(estimator)
+    blocks = models.block_specs(fitted)
     if hasattr(checked, "parts"):
         return checked, {f"{name}__X": part for (name, _, _, _), part in zip(blocks, arrays)}
     return checked, {"X": arrays[0]}
 
 
-def _joint_draws(estimator, log_class, params, checked):
+def _joint_draws(fitted, log_class, params, checked):
     r"""Yield ``(start, stop, joint)``: :math:`\log p(x_i, y{=}c \mid \theta_d, \pi_d)` by blocks of draws.
 
     ``joint`` has shape (stop - start, n_rows, n_classes); the feature part is the
@@ -383,13 +386,13 @@ def _joint_draws(estimator, log_class, params, checked):
     scores rows with unobserved entries).
     """
     total = log_class.shape[0]
-    n_rows, n_classes = checked.shape[0], estimator.classes_.size
-    per_draw = max(1, n_rows * n_classes + _uncertainty.draw_size(estimator.posterior_))
+    n_rows, n_classes = checked.shape[0], fitted.n_classes
+    per_draw = max(1, n_rows * n_classes + _uncertainty.draw_size(fitted.posterior))
     step = max(1, _uncertainty.CHUNK_ENTRIES // per_draw)
     for start in range(0, total, step):
         stop = min(total, start + step)
         block = jax.tree.map(lambda a: a[start:stop], params)
-        yield start, stop, _fitted.log_likelihood_draws(estimator, block, checked) + log_class[start:stop, None, :]
+        yield start, stop, _fitted.log_likelihood_draws(fitted, block, checked) + log_class[start:stop, None, :]
 
 
 def to_inference_data(
@@ -436,7 +439,8 @@ def to_inference_data(
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``estimator.fitted_model()``)
+        An estimator is read once, at entry.
     n_draws : int
         Draws per chain (default 500: 1,000 draws in all).
     random_state : int, RandomState, Generator, jax key or None
@@ -489,29 +493,31 @@ def to_inference_data(
     >>> cells["cell_feature"].values.tolist(), cells["category_code"].values.tolist()
     (['x0', 'x0', 'x1', 'x1', 'x1'], [0, 1, 0, 1, 2])
     """
-    check_is_fitted(estimator, "stats_")
+    if not isinstance(estimator, _fitted.FittedModel):
+        check_is_fitted(estimator, "stats_")
+    fitted = _fitted.as_fitted(estimator)
     n_draws = check_n_draws(n_draws, "n_draws")
     n_chains = check_n_draws(n_chains, "n_chains")
     if (X is None) != (y is None):
         raise ValueError("pass both X and y (the training data) for observed_data and log_likelihood, or neither")
     total = n_chains * n_draws
     key_post, key_prior, key_rep = jax.random.split(key_from_random_state(random_state), 3)
-    log_class, params = _fitted.draws(estimator, total, key_post) if draws is None else draws
+    log_class, params = _fitted.draws(fitted, total, key_post) if draws is None else draws
     prior_log_class, prior_params = (
-        _fitted.draws(estimator, total, key_prior, prior=True) if prior_draws is None else prior_draws
+        _fitted.draws(fitted, total, key_prior, prior=True) if prior_draws is None else prior_draws
     )
     groups = {
-        "posterior": _chains(parameter_draws(estimator, log_class, params), n_chains, n_draws),
-        "prior": _chains(parameter_draws(estimator, prior_log_class, prior_params), n_chains, n_draws),
+        "posterior": _chains(parameter_draws(fitted, log_class, params), n_chains, n_draws),
+        "prior": _chains(parameter_draws(fitted, prior_log_class, prior_params), n_chains, n_draws),
     }
-    dims = dict(models.variable_dims(estimator))
-    coords = coords_of(estimator, feature_names)
-    if estimator.class_dirichlet_ is None:
-        groups["constant_data"] = {"class_probs": np.asarray(estimator.class_prior_, dtype=np.float64)}
+    dims = dict(models.variable_dims(fitted))
+    coords = coords_of(fitted, feature_names)
+    if fitted.class_dirichlet is None:
+        groups["constant_data"] = {"class_probs": np.asarray(fitted.class_prior, dtype=np.float64)}
 
     if X is not None:
-        checked, observed = _data_arrays(estimator, X)
-        y_index = models._labels_index(estimator, y)
+        checked, observed = _data_arrays(fitted, X)
+        y_index = models._labels_index(fitted, y)
         if y_index.shape[0] != checked.shape[0]:
             raise ValueError(f"X has {checked.shape[0]} rows but y has {y_index.shape[0]} labels")
         n = y_index.shape[0]
@@ -520,7 +526,7 @@ def to_inference_data(
         conditional = np.empty((total, n))
         replicated = np.empty((total, n), dtype=np.int64)
         rng = generator(key_rep)
-        for start, stop, lj in _joint_draws(estimator, log_class, params, checked):
+        for start, stop, lj in _joint_draws(fitted, log_class, params, checked):
             loglik[start:stop] = lj[:, rows, y_index]
             log_proba = log_normalize(lj, log_class[start:stop, None, :])[0]
             conditional[start:stop] = log_proba[:, rows, y_index]
@@ -534,19 +540,19 @@ def to_inference_data(
         groups["observed_data"] = {"y": np.asarray(y_index, dtype=np.int64)}
         groups["constant_data"] = {**groups.get("constant_data", {}), **observed}
         groups["log_likelihood"] = _chains({"xy": loglik, "y": conditional}, n_chains, n_draws)
-        n_classes = estimator.classes_.size
+        n_classes = fitted.n_classes
         groups["posterior_predictive"] = _chains({"y": np.minimum(replicated, n_classes - 1)}, n_chains, n_draws)
         dims.update({"y": ("data",), "xy": ("data",)})
         for var in observed:
             dims[var] = ("data", var[: -len("X")] + "feature")
         coords["data"] = list(range(n))
     if X_new is not None:
-        checked_new, new_arrays = _data_arrays(estimator, X_new)
+        checked_new, new_arrays = _data_arrays(fitted, X_new)
         n_new = checked_new.shape[0]
-        proba = np.empty((total, n_new, estimator.classes_.size))
-        temperature = _fitted.temperature(estimator)
-        cmap = _fitted.calibration(estimator)
-        for start, stop, lj in _joint_draws(estimator, log_class, params, checked_new):
+        proba = np.empty((total, n_new, fitted.n_classes))
+        temperature = _fitted.temperature(fitted)
+        cmap = _fitted.calibration(fitted)
+        for start, stop, lj in _joint_draws(fitted, log_class, params, checked_new):
             lc = log_class[start:stop, None, :]
             if temperature != 1.0:
                 # Tempered as the estimator's predict_proba: the feature part over T.
@@ -562,12 +568,12 @@ def to_inference_data(
     attrs = {
         "inference_library": "bayesnb",
         "sampling": "exact iid draws from the conjugate posterior (no Markov chain)",
-        "estimator": type(estimator).__name__,
+        "estimator": fitted.name,
     }
-    idata = from_canonical(estimator, groups, dims=dims, coords=coords, attrs=attrs, feature_names=feature_names)
+    idata = from_canonical(fitted, groups, dims=dims, coords=coords, attrs=attrs, feature_names=feature_names)
     if X is not None:
         observed = _arviz.get_group(idata, "observed_data")
-        names = np.asarray([str(v) for v in _labels(estimator.classes_)], dtype=str)
+        names = np.asarray([str(v) for v in _labels(fitted.classes)], dtype=str)
         _arviz.set_group(idata, "observed_data", observed.assign_coords(label=("data", names[y_index])))
     return idata
 

@@ -768,7 +768,7 @@ def _closed_predictive_mcse(estimator, X_rows, closed):
     whose MCSE is that of the delta method, as for the MCMC side (the draws, evenly
     spaced over the hyperparameters' chains, split in two halves as two chains).
     """
-    if _fitted.hyper_posterior(estimator) is None:
+    if _fitted.hyper_posterior(_fitted.as_fitted(estimator)) is None:
         return np.zeros_like(closed)
     joint = np.asarray(estimator.hyper_joint_log_proba_draws(X_rows), dtype=np.float64)  # (draws, rows, classes)
     a = np.exp(joint - joint.max(axis=(0, 2), keepdims=True))
@@ -1070,18 +1070,19 @@ def closed_form(estimator, n_exact, random_state):
     """
     from bayesnb.ppl import export, models
 
-    hyper = _fitted.hyper_posterior(estimator)
+    fitted = _fitted.as_fitted(estimator)
+    hyper = _fitted.hyper_posterior(fitted)
     if hyper is None:
         moments = {
             name: (mean, sd, np.zeros(np.shape(mean)), np.zeros(np.shape(mean)))
-            for name, (mean, sd) in models.posterior_moments(estimator).items()
+            for name, (mean, sd) in models.posterior_moments(fitted).items()
         }
-        log_class, params = _fitted.draws(estimator, n_exact, random_state)
-        return ClosedForm(moments, export.parameter_draws(estimator, log_class, params), {}, None)
+        log_class, params = _fitted.draws(fitted, n_exact, random_state)
+        return ClosedForm(moments, export.parameter_draws(fitted, log_class, params), {}, None)
     n_hyper = next(iter(hyper.values())).shape[0]
     n_chains = int(estimator.hyper_diagnostics_["num_chains"])
     per_chain = n_hyper // n_chains
-    conditional = [models.posterior_moments(estimator.hyper_conditional(s)) for s in range(n_hyper)]
+    conditional = [models.posterior_moments(fitted.hyper_conditional(s)) for s in range(n_hyper)]
     moments = {}
     for name in conditional[0]:
         means = np.stack([np.asarray(c[name][0], dtype=np.float64) for c in conditional])
@@ -1092,7 +1093,7 @@ def closed_form(estimator, n_exact, random_state):
         moments[name] = _mixture_moments(value, np.zeros_like(value), n_chains, per_chain)
     n_per_draw = -(-int(n_exact) // n_hyper)
     log_class, params = estimator.hyper_conditional_draws(n_per_draw, random_state)
-    draws = export.parameter_draws(estimator, log_class, params)
+    draws = export.parameter_draws(fitted, log_class, params)
     strata = {name: (n_chains, per_chain, n_per_draw) for name in draws}
     for name, value in hyper.items():
         draws[name] = np.asarray(value, dtype=np.float64)

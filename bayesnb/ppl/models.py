@@ -379,7 +379,10 @@ def mixed_stats_model(stats, *, blocks, class_prior):
 
 
 def block_specs(estimator):
-    """The blocks of a fitted estimator: ``[(name, block, columns, spec)]``.
+    """The blocks of a fitted model: ``[(name, block, columns, spec)]``.
+
+    ``estimator`` is a :class:`bayesnb.core._fitted.FittedModel` or a fitted estimator
+    (read by its ``fitted_model()``).
 
     ``block`` is the :class:`bayesnb.core._fitted.FittedBlock` (family and pytrees) of
     :func:`bayesnb.core._fitted.blocks`: a one-family estimator is one block named ``""``
@@ -387,12 +390,13 @@ def block_specs(estimator):
     has one per block of columns. ``spec`` is the numpyro model of the block's family
     (``block.family.model(block.prior)``).
     """
-    return [(b.name, b, b.columns, _spec(b.family, b.prior)) for b in _fitted.blocks(estimator)]
+    return [(b.name, b, b.columns, _spec(b.family, b.prior)) for b in _fitted.blocks(_fitted.as_fitted(estimator))]
 
 
 def class_prior_of(estimator):
-    """The estimator's class prior: its Dirichlet, or the fixed proportions."""
-    return estimator.class_dirichlet_ if estimator.class_dirichlet_ is not None else np.asarray(estimator.class_prior_)
+    """The class prior of a fitted model (FittedModel or estimator): its Dirichlet, or the fixed proportions."""
+    fitted = _fitted.as_fitted(estimator)
+    return fitted.class_dirichlet if fitted.class_dirichlet is not None else np.asarray(fitted.class_prior)
 
 
 def _dense(part):
@@ -401,6 +405,8 @@ def _dense(part):
 
 def block_rows(estimator, X):
     """``X`` checked as the estimator's own input, split into its blocks, dense.
+
+    ``estimator`` is a :class:`bayesnb.core._fitted.FittedModel` or a fitted estimator.
 
     Returns
     -------
@@ -412,7 +418,7 @@ def block_rows(estimator, X):
     """
     from bayesnb.core.missing import MaskedX
 
-    checked = estimator.validate_input(X)
+    checked = _fitted.as_fitted(estimator).validate(X)
     pieces = checked.parts if hasattr(checked, "parts") else [checked]
     parts = []
     for piece in pieces:
@@ -423,11 +429,11 @@ def block_rows(estimator, X):
     return checked, parts
 
 
-def _labels_index(estimator, y):
+def _labels_index(fitted, y):
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"y must be 1-d, got shape {y.shape}")
-    classes = estimator.classes_
+    classes = np.asarray(fitted.classes)
     index = np.searchsorted(classes, y)
     bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
     if bad.any():
@@ -448,7 +454,7 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``estimator.fitted_model()``)
     X : array-like of shape (n_rows, n_features), optional
         Rows to condition on, checked and transformed as the estimator's own input
         (e.g. binarised for BernoulliNB). ``None`` (with ``y=None``) leaves them to be
@@ -475,21 +481,23 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
 
     from bayesnb.core._validation import check_sample_weight
 
-    check_is_fitted(estimator, "stats_")
+    if not isinstance(estimator, _fitted.FittedModel):
+        check_is_fitted(estimator, "stats_")
+    fitted = _fitted.as_fitted(estimator)
     if form not in ("rows", "stats"):
         raise ValueError(f"form must be 'rows' or 'stats', got {form!r}")
-    blocks = block_specs(estimator)
+    blocks = block_specs(fitted)
     named = [(name, block.family, block.prior) for name, block, _, _ in blocks]
-    class_prior = class_prior_of(estimator)
+    class_prior = class_prior_of(fitted)
     parts = masks = checked = None
     if X is not None:
-        checked, rows = block_rows(estimator, X)
+        checked, rows = block_rows(fitted, X)
         parts = [spec.check_rows(values) for (values, _), (_, _, _, spec) in zip(rows, blocks)]
         masks = [mask for _, mask in rows]
         for mask, (_, block, _, spec) in zip(masks, blocks):
             if mask is not None and not spec.per_feature:
                 raise ValueError(_no_masked_rows(block.family, spec))
-    y_index = None if y is None else _labels_index(estimator, y)
+    y_index = None if y is None else _labels_index(fitted, y)
     if parts is not None and y_index is not None and parts[0].shape[0] != y_index.shape[0]:
         raise ValueError(f"X has {parts[0].shape[0]} rows but y has {y_index.shape[0]} labels")
     n = parts[0].shape[0] if parts is not None else (None if y_index is None else y_index.shape[0])
@@ -499,28 +507,28 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
             raise ValueError("sample_weight needs data (X or y)")
         weight = check_sample_weight(sample_weight, n)
     mixed = len(blocks) > 1 or blocks[0][0] != ""
-    model, kwargs = _conditioned(estimator, form, blocks, named, class_prior, parts, masks, checked, y_index, weight,
+    model, kwargs = _conditioned(fitted, form, blocks, named, class_prior, parts, masks, checked, y_index, weight,
                                  n, n_rows, mixed)
-    if _fitted.hyper_posterior(estimator) is None:
+    if _fitted.hyper_posterior(fitted) is None:
         return model, kwargs
     # Integrated hyperparameters: the un-collapsed model, the hyperpriors sampled with the rest.
     if mixed:
         raise ValueError("a MixedNB takes no hyperprior: there is no un-collapsed model of one")
-    hypers, embedding = estimator.hyper_embedding()
+    hypers, embedding = fitted.hyper_embedding()
     kwargs = {k: v for k, v in kwargs.items() if k != "prior"}
-    kwargs["class_prior"] = class_prior if estimator.class_dirichlet_ is None else None
+    kwargs["class_prior"] = class_prior if fitted.class_dirichlet is None else None
     return hyper_model(model), {**kwargs, "hypers": hypers, "embedding": embedding}
 
 
-def _conditioned(estimator, form, blocks, named, class_prior, parts, masks, checked, y_index, weight, n, n_rows, mixed):
-    """The model of :func:`model_from_estimator` at the estimator's ``prior_`` and its arguments."""
+def _conditioned(fitted, form, blocks, named, class_prior, parts, masks, checked, y_index, weight, n, n_rows, mixed):
+    """The model of :func:`model_from_estimator` at the fitted prior and its arguments."""
     if form == "stats":
         if parts is None or y_index is None:
             raise ValueError("form='stats' needs both X and y")
         # The estimator's own statistics of the validated rows, so that rows with unobserved
         # entries (missing="ignore") give the per-cell statistics it fits with; a product's
         # are its blocks' (ProductStats.blocks).
-        own = estimator.validated_stats(checked, y_index, weight)
+        own = fitted.validated_stats(checked, y_index, weight)
         stats = own.blocks if mixed else {"": own}
         if mixed:
             return mixed_stats_model, {"stats": stats, "blocks": named, "class_prior": class_prior}
@@ -599,8 +607,9 @@ def hyper_dims(estimator):
         hyperparameter of shape (n_features,), else ``("<name>_dim_0", ...)`` (as
         :func:`bayesnb.ppl.export.add_hyperparameters` names them).
     """
-    draws = _fitted.hyper_posterior(estimator) or {}
-    n_features = getattr(estimator, "n_features_in_", None)
+    fitted = _fitted.as_fitted(estimator)
+    draws = _fitted.hyper_posterior(fitted) or {}
+    n_features = fitted.n_features_in
     out = {}
     for name, value in draws.items():
         shape = np.shape(value)[1:]
@@ -624,10 +633,11 @@ def posterior_moments(estimator):
         have a Dirichlet posterior; block-prefixed names for MixedNB). A moment that
         does not exist (a heavy-tailed posterior) is ``inf``; padded categories NaN.
     """
+    fitted = _fitted.as_fitted(estimator)
     out = {}
-    if estimator.class_posterior_ is not None:
-        out["class_probs"] = dirichlet_moments(estimator.class_posterior_.concentration)
-    for name, block, _, spec in block_specs(estimator):
+    if fitted.class_posterior is not None:
+        out["class_probs"] = dirichlet_moments(fitted.class_posterior.concentration)
+    for name, block, _, spec in block_specs(fitted):
         for var, moments in spec.moments(block.posterior).items():
             out[_prefixed(name, var)] = moments
     return out

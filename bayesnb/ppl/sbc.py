@@ -383,39 +383,39 @@ def _ranks(draws, truth, masks):
     return np.concatenate(out)
 
 
-def _class_log_predictive(est):
-    r"""Log predictive class proportions :math:`\log p(y = c \mid D)` of a conditioned estimator, (n_classes,).
+def _class_log_predictive(fitted):
+    r"""Log predictive class proportions :math:`\log p(y = c \mid D)` of a conditioned model (FittedModel), (n_classes,).
 
-    :math:`E[\pi \mid D]` under its ``class_posterior_`` (the mean of the Dirichlet), or
-    the fixed ``class_prior_``.
+    :math:`E[\pi \mid D]` under its class posterior (the mean of the Dirichlet), or
+    the fixed class proportions.
     """
-    if est.class_posterior_ is None:
+    if fitted.class_posterior is None:
         with np.errstate(divide="ignore"):
-            return np.log(np.asarray(est.class_prior_, dtype=np.float64))
-    conc = np.asarray(est.class_posterior_.concentration, dtype=np.float64)
+            return np.log(np.asarray(fitted.class_prior, dtype=np.float64))
+    conc = np.asarray(fitted.class_posterior.concentration, dtype=np.float64)
     return np.log(conc) - np.log(conc.sum())
 
 
-def _feature_log_predictive(est, X):
-    r""":math:`\log p(x \mid y = c, D)` of validated rows under a conditioned estimator, (n_rows, n_classes).
+def _feature_log_predictive(fitted, X):
+    r""":math:`\log p(x \mid y = c, D)` of validated rows under a conditioned model (FittedModel), (n_rows, n_classes).
 
-    The family's exact posterior predictive of ``posterior_`` (what ``predict*`` use with
+    The family's exact posterior predictive of the posterior (what ``predict*`` use with
     ``estimate="predictive"``; for the plug-in families it equals the plug-in of the mean).
     """
-    return np.asarray(est.family_.log_predictive(est.posterior_, X), dtype=np.float64)
+    return np.asarray(fitted.family.log_predictive(fitted.posterior, X), dtype=np.float64)
 
 
-def _stats(estimator, parts, y_index):
+def _stats(fitted, parts, y_index):
     """Statistics of validated simulated rows through the estimator's own ``validated_stats`` (a mixed model's: its blocks')."""
-    return estimator.validated_stats(_rows(estimator, parts, 0, len(y_index)), y_index)
+    return fitted.validated_stats(_rows(fitted, parts, 0, len(y_index)), y_index)
 
 
-def _rows(estimator, parts, start, stop):
-    """Rows ``start:stop`` of the simulated block pieces, in the form the estimator's family scores."""
+def _rows(fitted, parts, start, stop):
+    """Rows ``start:stop`` of the simulated block pieces, in the form the model's family scores."""
     pieces = [X[start:stop] for X in parts]
-    if not _fitted.is_mixed(estimator):
+    if not _fitted.is_mixed(fitted):
         return pieces[0]
-    return BlockRows(pieces, (stop - start, int(estimator.n_features_in_)))
+    return BlockRows(pieces, (stop - start, int(fitted.n_features_in)))
 
 
 def _predictive_ranks(rng, log_p, y_true, n_draws):
@@ -490,12 +490,13 @@ def _chain_rule(estimator, parts, y_index):
     :math:`\log p(x_i \mid y_i, D_{<i})`).
     """
     n = int(np.shape(y_index)[0])
-    closed = float(estimator.with_stats(_stats(estimator, [X[:n] for X in parts], y_index)).log_evidence())
+    fitted = estimator.fitted_model()
+    closed = float(estimator.with_stats(_stats(fitted, [X[:n] for X in parts], y_index)).log_evidence())
     total = 0.0
     for i in range(n):
-        est_i = estimator.with_stats(_stats(estimator, [X[:i] for X in parts], y_index[:i]))
+        est_i = estimator.with_stats(_stats(fitted, [X[:i] for X in parts], y_index[:i])).fitted_model()
         c = int(y_index[i])
-        row = _rows(estimator, parts, i, i + 1)
+        row = _rows(fitted, parts, i, i + 1)
         total += _class_log_predictive(est_i)[c] + _feature_log_predictive(est_i, row)[0, c]
     return closed, float(total)
 
@@ -599,18 +600,20 @@ def simulation_based_calibration(
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     if int(n_bins) < 2 or (n_draws + 1) % int(n_bins):
         raise ValueError(f"n_draws + 1 = {n_draws + 1} must be a multiple of n_bins = {n_bins} (>= 2)")
-    blocks = _fitted.blocks(estimator)
-    mixed = _fitted.is_mixed(estimator)
-    dims = models.variable_dims(estimator)
-    coords = export.coords_of(estimator)
-    temperature = _fitted.temperature(estimator)
+    # The estimator is read once here; only its conjugate update (with_stats) is asked again.
+    fitted = estimator.fitted_model()
+    blocks = _fitted.blocks(fitted)
+    mixed = _fitted.is_mixed(fitted)
+    dims = models.variable_dims(fitted)
+    coords = export.coords_of(fitted)
+    temperature = _fitted.temperature(fitted)
     key = key_from_random_state(random_state)
     n_total = n_samples + n_predictive
     names, masks, ranks, predictive, sharpness, deviation, scale = None, None, [], [], [], [], []
     for s in range(n_simulations):
         key_prior, key_labels, key_rows, key_post, key_pred = jax.random.split(jax.random.fold_in(key, s), 5)
-        log_pi, params = _fitted.draws(estimator, 1, key_prior, prior=True)
-        truth = export.parameter_draws(estimator, log_pi, params)
+        log_pi, params = _fitted.draws(fitted, 1, key_prior, prior=True)
+        truth = export.parameter_draws(fitted, log_pi, params)
         y_all = _class_prior.sample_labels(key_labels, log_pi[0], n_total)
         y_index = y_all[:n_samples]
         parts = []
@@ -620,13 +623,13 @@ def simulation_based_calibration(
         # What SBC calibrates is the estimator's own computation from data: its statistics
         # of the simulated rows (its own tables, e.g. category counts), then its conjugate
         # update of the prior they were drawn from, features and class proportions alike.
-        conditioned = estimator.with_stats(_stats(estimator, [X[:n_samples] for X in parts], y_index))
+        conditioned = estimator.with_stats(_stats(fitted, [X[:n_samples] for X in parts], y_index)).fitted_model()
         key_class, key_feat = jax.random.split(key_post)
         log_class = _fitted.class_log_draws(key_class, conditioned, n_draws)
         posterior_params = jax.tree.map(
-            np.asarray, conditioned.family_.sample(key_feat, conditioned.posterior_, n_draws)
+            np.asarray, conditioned.family.sample(key_feat, conditioned.posterior, n_draws)
         )
-        draws = export.parameter_draws(estimator, log_class, posterior_params)
+        draws = export.parameter_draws(fitted, log_class, posterior_params)
         if masks is None:
             masks = {name: export.scalar_mask(dims[name], truth[name][0]) for name in truth}
             names = [
@@ -637,7 +640,7 @@ def simulation_based_calibration(
             ]
         ranks.append(_ranks(draws, truth, masks))
         if n_predictive:
-            X_new = _rows(estimator, parts, n_samples, n_total)
+            X_new = _rows(fitted, parts, n_samples, n_total)
             joint = _feature_log_predictive(conditioned, X_new) / temperature + _class_log_predictive(conditioned)
             log_p = joint - logsumexp(joint, axis=1, keepdims=True)
             predictive.append(_predictive_ranks(generator(key_pred), log_p, y_all[n_samples:], n_draws).ravel())
