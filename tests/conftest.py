@@ -13,7 +13,11 @@ writing into its input fails loudly).
 
 from __future__ import annotations
 
+import atexit
+import os
+import shutil
 import sys
+import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -33,23 +37,63 @@ for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.
 _MISSING = "../shared/data not found: the shared corpora live beside the repository"
 
 
+def _persistent_compilation_cache():
+    """Give this test process (one xdist worker) its own on-disk cache of XLA programs.
+
+    JAX keys a program by its lowered computation, compile options and backend, so a
+    program loaded from the cache is the one a compile would produce: no check changes.
+    What it saves is the compile itself when :func:`_release_compiled_programs` has
+    dropped the in-memory programs, and in the CLI tests' subprocesses, which inherit the
+    variable (PolyaNB's evidence derivatives alone take 8 s to compile on these cores).
+    One folder per worker, so that no two processes write one entry at once; removed at
+    exit. A folder set by the caller is used as it is.
+    """
+    if "JAX_COMPILATION_CACHE_DIR" in os.environ or "jax" in sys.modules:
+        return
+    folder = tempfile.mkdtemp(prefix="bayesnb-tests-xla-")
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
+    # Programs that compile in under 0.1 s cost about as much to write and read back.
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
+    atexit.register(shutil.rmtree, folder, True)
+
+
+_persistent_compilation_cache()
+
+#: Resident memory of a worker above which the compiled programs are dropped after a module.
+RELEASE_ABOVE_BYTES = 3 << 30
+
+
+def _resident_bytes():
+    """Resident memory of this process, or None where ``/proc`` does not say."""
+    try:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
 @pytest.fixture(autouse=True, scope="module")
 def _release_compiled_programs():
-    """Drop JAX's compiled programs after each test module.
+    """Drop JAX's compiled programs after a test module once the worker has grown.
 
-    A worker runs thousands of tests in one process; the programs compiled for NUTS runs
-    and traced closed forms of earlier modules are not reused by later ones, and kept
-    they grow the worker until an XLA compilation can fail for memory (two CI workers
-    aborted in NUTS compiles late in the run). Clearing them costs nothing a later
-    module would not have compiled anyway.
+    A worker runs thousands of tests in one process; kept forever, the programs compiled
+    for NUTS runs and traced closed forms grow the worker until an XLA compilation can
+    fail for memory (two CI workers aborted in NUTS compiles late in the run). Dropping
+    them after every module made every module compile again what the last one had just
+    compiled (issue 41 item 9: most of a module's time in the estimator checks was XLA
+    compiling), so they are dropped when the worker's resident memory passes
+    ``RELEASE_ABOVE_BYTES`` (after every module where the memory cannot be read), and
+    the on-disk cache above serves the programs compiled again after a drop.
     """
     yield
     import gc
 
-    jax = sys.modules.get("jax")
-    if jax is not None:
-        jax.clear_caches()
     gc.collect()
+    resident = _resident_bytes()
+    jax = sys.modules.get("jax")
+    if jax is not None and (resident is None or resident > RELEASE_ABOVE_BYTES):
+        jax.clear_caches()
+        gc.collect()
 
 #: The four newsgroups of scikit-learn's text tutorial / documentation numbers.
 NEWS4_CATEGORIES = ("alt.atheism", "comp.graphics", "sci.space", "talk.religion.misc")

@@ -29,9 +29,18 @@ def _simulate(rng, log_p, scale, sigma, offsets):
     return (np.cumsum(p, axis=1) < u).sum(axis=1).clip(0, p.shape[1] - 1)
 
 
-def _loss(log_p, y, family, theta, w=None):
-    """The mean log loss of the map at (log a, [log sigma], b_1..) — written from the definition."""
-    d = np.array([[lp[c] - np.logaddexp.reduce(np.delete(lp, c)) for c in range(lp.size)] for lp in log_p])
+def _definition_log_odds(log_p):
+    """One-vs-rest log-odds written from the definition, class by class."""
+    return np.array([[lp[c] - np.logaddexp.reduce(np.delete(lp, c)) for c in range(lp.size)] for lp in log_p])
+
+
+def _loss(log_p, y, family, theta, w=None, d=None):
+    """The mean log loss of the map at (log a, [log sigma], b_1..) — written from the definition.
+
+    ``d`` is ``_definition_log_odds(log_p)``, passed by the brute force so that its tens of
+    thousands of evaluations do not rebuild it (it does not depend on the parameters).
+    """
+    d = _definition_log_odds(log_p) if d is None else d
     a = np.exp(theta[0])
     if family == "asinh":
         sigma, b = np.exp(theta[1]), np.concatenate([[0.0], theta[2:]])
@@ -46,11 +55,12 @@ def _loss(log_p, y, family, theta, w=None):
 def _brute(log_p, y, family, w=None, starts=8, seed=0):
     rng = np.random.default_rng(seed)
     k = log_p.shape[1]
+    d = _definition_log_odds(log_p)
     best = None
     for _ in range(starts):
         x0 = np.concatenate([[rng.normal(-1, 1)], [rng.normal(1, 1.5)] if family == "asinh" else [], rng.normal(0, 1, k - 1)])
         for _ in range(4):  # restarts of the simplex from its own end point
-            res = minimize(lambda t: _loss(log_p, y, family, t, w), x0, method="Nelder-Mead",
+            res = minimize(lambda t: _loss(log_p, y, family, t, w, d), x0, method="Nelder-Mead",
                            options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 20000, "maxfev": 40000})
             x0 = res.x
         if best is None or res.fun < best.fun:
