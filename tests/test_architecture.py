@@ -530,3 +530,118 @@ def test_the_estimator_attribute_finder_catches_the_former_fitted_module(tmp_pat
         "    return fitted.posterior, fitted.family.blocks, np.bool_, x.__class__, x._private_\n"
     )
     assert estimator_attribute_reads(path) == []
+
+
+# ----------------------------------------------------------------------------- one empirical Bayes
+
+EMPIRICAL_BAYES = PACKAGE / "core" / "empirical_bayes.py"
+
+
+def _prior_and_stats_classes():
+    import bayesnb.core.priors as priors
+    import bayesnb.core.stats as stats
+
+    return {
+        name
+        for module in (priors, stats)
+        for name, value in vars(module).items()
+        if isinstance(value, type) and value.__module__ == module.__name__
+    }
+
+
+def _family_module(module, level):
+    """Whether an ``ImportFrom`` of ``module`` (at relative ``level``) reaches into ``core/families``."""
+    parts = (module or "").split(".")
+    return "families" in parts and (level > 0 or parts[0] == TOP)
+
+
+def per_family_code(path):
+    """``[(line, what)]``: per-family solvers, family branches and family privates in ``path``.
+
+    A function or class whose name names a registered family (``multinomial_alpha``); a
+    comparison, table or ``match`` keyed by a family (:func:`family_switches`); an
+    ``isinstance`` / ``issubclass`` / ``type(...)`` test against a prior or statistics
+    class (a branch on the family by the type of its pytrees); an import of a private
+    module or name from ``core/families`` (``families._dirichlet``,
+    ``bernoulli._outcome_counts``) or a private attribute read off a family module.
+    """
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    registered = set(families.names())
+    classes = _prior_and_stats_classes()
+    found = [(line, f"switch: {src}") for line, src in family_switches(path)]
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if any(name in node.name.lower() for name in registered):
+                found.append((node.lineno, f"per-family definition: {node.name}"))
+        elif isinstance(node, ast.ImportFrom) and _family_module(node.module, node.level):
+            parts = node.module.split(".")
+            if any(p.startswith("_") for p in parts):
+                found.append((node.lineno, f"private family module: {node.module}"))
+            for alias in node.names:
+                if alias.name.startswith("_"):
+                    found.append((node.lineno, f"private family name: {node.module}.{alias.name}"))
+                elif parts[-1] == "families" and alias.name in registered:
+                    modules.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if "families" in parts and any(p.startswith("_") for p in parts):
+                    found.append((node.lineno, f"private family module: {alias.name}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            if node.func.id in ("isinstance", "issubclass") and len(node.args) == 2:
+                named = {n.id for n in ast.walk(node.args[1]) if isinstance(n, ast.Name)}
+                named |= {n.attr for n in ast.walk(node.args[1]) if isinstance(n, ast.Attribute)}
+                if named & classes:
+                    found.append((node.lineno, f"type branch: {ast.unparse(node)}"))
+        elif isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                named = {n.id for n in ast.walk(side) if isinstance(n, ast.Name)}
+                named |= {n.attr for n in ast.walk(side) if isinstance(n, ast.Attribute)}
+                if named & classes:
+                    found.append((node.lineno, f"type branch: {ast.unparse(node)}"))
+                    break
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and isinstance(node.value, ast.Name)
+            and node.value.id in modules
+        ):
+            found.append((node.lineno, f"private family name: {node.value.id}.{node.attr}"))
+    return sorted(set(found))
+
+
+def test_empirical_bayes_has_no_per_family_solver_and_no_family_private():
+    assert per_family_code(EMPIRICAL_BAYES) == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def multinomial_alpha(stats):\n    return 1.0\n",
+        "def gaussian_prior(stats):\n    return 1.0\n",
+        "from bayesnb.core.families.bernoulli import _outcome_counts\n",
+        "from bayesnb.core.families import _dirichlet\n",
+        "from .families import gaussian as g\nx = g._deviation\n",
+        "from bayesnb.core.priors import Beta\ndef f(prior):\n    return isinstance(prior, Beta)\n",
+        "def f(prior):\n    return type(prior) is NormalInverseGamma\n",
+        "def f(family):\n    if family.name == 'categorical':\n        return 1\n",
+    ],
+)
+def test_the_per_family_finder_catches_planted_solvers(tmp_path, source):
+    path = tmp_path / "planted.py"
+    path.write_text(source)
+    assert per_family_code(path)
+
+
+def test_the_per_family_finder_allows_the_protocol(tmp_path):
+    path = tmp_path / "clean.py"
+    path.write_text(
+        "from bayesnb.core.families import get, multinomial\n"
+        "def learn_prior(family, prior, stats):\n"
+        "    family = get(family)\n"
+        "    return family.log_evidence(prior, stats), multinomial.family.tied_log_evidence\n"
+    )
+    assert per_family_code(path) == []

@@ -15,10 +15,11 @@ gives, and a row of weight ``w`` counts like ``w`` copies.
 
 How it is maximised: Newton's method on :math:`u = \log\eta` (positivity for free, and
 the evidence is much closer to quadratic in :math:`\log\eta`), with the exact gradient
-taken by ``jax.grad`` from the families' own evidence functions
-(:func:`bayesnb.core.families._dirichlet.log_evidence`,
-:func:`bayesnb.core.families.gaussian.log_evidence_cells`) in float64 — there is no second
-copy of the evidence here. The optimum is where that exact gradient vanishes; the
+taken by ``jax.grad`` of the family's own ``log_evidence(prior, stats)`` through the
+family protocol (:mod:`bayesnb.core.families.protocol`), or of its ``tied_log_evidence``
+where the learned prior is tied and the family offers that faster form, in float64 —
+there is no second copy of the evidence here, and nothing here asks which family it
+holds. The optimum is where that exact gradient vanishes; the
 curvature only sets the step, and is taken by central differences of the gradient
 (compiling second derivatives of log-Gamma functions costs several times more, for
 every new shape). The Hessian is never formed densely:
@@ -45,16 +46,17 @@ working precision), when the step vanishes, or at ``max_iter``. Hyperparameters 
 supremum is at zero or infinity) the bound is returned and
 :class:`bayesnb.exceptions.EvidenceWarning` says so.
 
-Every function here takes statistics (:mod:`bayesnb.core.stats`) and returns the learned
-hyperparameters in the layout the estimators' ``alpha`` accepts, plus an
+Two entry points, both for any registered family. :func:`learn_prior` runs the Newton
+iteration above over positive prior fields tied by a scope (one value for every cell,
+one per class or one per feature): ``alpha="evidence"`` of ``MultinomialNB``,
+``BernoulliNB`` and ``CategoricalNB`` and ``prior="evidence"`` of ``GaussianNB`` (and
+:func:`class_alpha`, the class proportions' concentration) go through it;
+:func:`alpha_layout` puts its values in the layout the estimators' ``alpha`` accepts.
+:func:`maximize_evidence` maximises any continuous fields (shifts of a mean, fields
+bounded below, untied blocks) by L-BFGS-B on the exact ``jax.grad`` gradient and
+Newton polishing on the exact ``jax.hessian``; ``GaussianBayesClassifier``
+("full"/"shared") and ``PoissonNB`` learn their priors with it. Both return an
 :class:`EvidenceTrace` of the iterates.
-
-The solvers above are specialised (Dirichlet/Beta concentrations, the diagonal
-Normal-Inverse-Gamma) and fast. :func:`maximize_evidence` is the generic one: it
-maximises any registered family's ``log_evidence`` (traceable by the family protocol)
-over chosen continuous fields of its prior, by L-BFGS-B on the exact ``jax.grad``
-gradient and Newton polishing on the exact ``jax.hessian``; ``GaussianBayesClassifier``
-("full"/"shared") and ``PoissonNB`` learn their priors with it.
 """
 
 from __future__ import annotations
@@ -68,11 +70,6 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayesnb.core._x64 import enable_x64
-from bayesnb.core.families import _dirichlet
-from bayesnb.core.families import gaussian as _gaussian
-from bayesnb.core.families.bernoulli import _outcome_counts
-from bayesnb.core.families.categorical import _pad_counts
-from bayesnb.core.priors import NormalInverseGamma
 from bayesnb.exceptions import EvidenceWarning
 
 __all__ = [
@@ -84,12 +81,10 @@ __all__ = [
     "is_evidence",
     "check_scope",
     "maximize",
-    "multinomial_alpha",
-    "bernoulli_alpha",
-    "categorical_alpha",
+    "learn_prior",
+    "alpha_layout",
+    "BLOCK_TRANSFORMS",
     "class_alpha",
-    "gaussian_prior",
-    "GAUSSIAN_FIELDS",
 ]
 
 #: Which hyperparameters are tied: one value for every class and feature, one per class,
@@ -130,10 +125,11 @@ class EvidenceTrace(NamedTuple):
     Examples
     --------
     >>> import numpy as np
-    >>> from bayesnb.core.empirical_bayes import multinomial_alpha
-    >>> from bayesnb.core.stats import count_stats
-    >>> X = np.array([[5, 0, 1], [4, 1, 0], [0, 6, 2], [1, 5, 1]])
-    >>> alpha, trace = multinomial_alpha(count_stats(X, np.array([0, 0, 1, 1]), 2))
+    >>> from bayesnb import families
+    >>> from bayesnb.core.empirical_bayes import learn_prior
+    >>> fam = families.get("multinomial")
+    >>> stats = fam.stats(np.array([[5, 0, 1], [4, 1, 0], [0, 6, 2], [1, 5, 1]]), np.array([0, 0, 1, 1]), 2)
+    >>> prior, trace = learn_prior(fam, fam.default_prior(stats), stats, ["concentration"])
     >>> bool(trace.converged), trace.n_iter < 10
     (True, True)
     >>> bool(trace.log_evidence[-1] >= trace.log_evidence.max() - 1e-12)
@@ -240,24 +236,32 @@ def check_scope(scope, name="alpha_scope"):
     return scope
 
 
-# ----------------------------------------------------------------------------- objectives
-# Module-level functions (hashable, so ``jax.jit`` compiles each once per shape):
-# ``objective(u, data, layout)`` with ``u`` of shape (n_blocks, k), the log
-# hyperparameters, and ``layout`` the shape they broadcast from against the statistics.
+# ----------------------------------------------------------------------------- objective
+# One module-level objective (hashable, so ``jax.jit`` compiles it once per family, fields
+# and shapes): ``objective(u, data, layout)`` with ``u`` of shape (n_blocks, k), the log
+# hyperparameters, ``data`` the pytrees ``(prior, stats)`` and ``layout`` the static
+# description of how ``u`` fills the prior (see :func:`learn_prior`).
 
 
-def _dirichlet_objective(u, data, layout):
-    counts, mask = data
-    concentration = jnp.broadcast_to(jnp.exp(u).reshape(layout), counts.shape)
-    return _dirichlet.log_evidence(concentration, counts, mask)
+def _protocol_objective(u, data, layout):
+    """The family's own log evidence at the prior that ``u`` sets (through the protocol).
 
-
-def _gaussian_objective(u, data, layout):
-    n, m2, dev, concentration, base_rate = data
+    ``layout`` is ``(family, spec, tie, tied)``: ``spec`` one ``(fields, transform)`` per
+    column of ``u``, ``tie`` the shape of the blocks over the leading (class, feature)
+    axes, ``tied``: ``data[1]`` is ``family.tied_log_evidence(stats)`` rather than the
+    statistics.
+    """
+    family, spec, tie, tied = layout
+    prior, stats = data
     theta = jnp.exp(u)
-    kappa = theta[:, 0].reshape(layout)
-    rate = theta[:, 1].reshape(layout) * base_rate
-    return jnp.sum(_gaussian.log_evidence_cells(n, kappa, concentration, rate, m2, dev, xp=jnp))
+    fields = {}
+    for i, (names, transform) in enumerate(spec):
+        for name in names:
+            start = getattr(prior, name)
+            value = theta[:, i].reshape(tie + (1,) * (start.ndim - len(tie)))
+            fields[name] = start * value if transform == "log_multiplier" else jnp.broadcast_to(value, start.shape)
+    prior = prior._replace(**fields)
+    return stats(prior) if tied else family.log_evidence(prior, stats)
 
 
 @partial(jax.jit, static_argnames=("objective", "layout"))
@@ -350,6 +354,12 @@ def _direction(grad, curv, free, structure):
     return diagonal[:, None]
 
 
+def _as_jax(a):
+    # Real leaves in float64; booleans (masks) and integers (indices, category counts) kept.
+    a = np.asarray(a)
+    return jnp.asarray(a) if a.dtype == bool or np.issubdtype(a.dtype, np.integer) else jnp.asarray(a, dtype=jnp.float64)
+
+
 def maximize(objective, data, u0, layout, *, names, valid=None, structure="blocks", max_iter=_MAX_ITER):
     """Maximise ``objective`` over log-hyperparameters by safeguarded Newton steps.
 
@@ -358,9 +368,9 @@ def maximize(objective, data, u0, layout, *, names, valid=None, structure="block
     objective : callable
         Module-level ``objective(u, data, layout)`` returning the log evidence as a JAX
         scalar, differentiable in ``u``.
-    data : tuple of arrays
-        Passed through to ``objective`` (statistics; converted to float64 JAX arrays,
-        booleans kept).
+    data : pytree of arrays
+        Passed through to ``objective`` (e.g. a prior and statistics; real leaves
+        converted to float64 JAX arrays, boolean and integer leaves kept).
     u0 : ndarray of shape (n_blocks, k)
         Starting log-hyperparameters.
     layout : tuple of int
@@ -385,10 +395,14 @@ def maximize(objective, data, u0, layout, *, names, valid=None, structure="block
     The objective must be a module-level function (``jax.jit`` compiles it once per shape):
 
     >>> import numpy as np
-    >>> from bayesnb.core.empirical_bayes import _dirichlet_objective, maximize
+    >>> import jax.numpy as jnp
+    >>> from jax.scipy.special import gammaln
+    >>> from bayesnb.core.empirical_bayes import maximize
+    >>> def evidence(u, counts, layout):  # a symmetric Dirichlet over each row of counts
+    ...     a = jnp.exp(u[0, 0])
+    ...     return (gammaln(a + counts) - gammaln(a)).sum() - (gammaln(3 * a + counts.sum(1)) - gammaln(3 * a)).sum()
     >>> counts = np.array([[5.0, 0.0, 1.0], [0.0, 6.0, 2.0]])
-    >>> mask = np.ones(3, bool)
-    >>> u, trace = maximize(_dirichlet_objective, (counts, mask), np.zeros((1, 1)), (1, 1), names=("alpha",))
+    >>> u, trace = maximize(evidence, counts, np.zeros((1, 1)), (), names=("alpha",))
     >>> bool(trace.converged), bool(trace.grad_norm[-1] < 1e-6)
     (True, True)
     """
@@ -396,10 +410,7 @@ def maximize(objective, data, u0, layout, *, names, valid=None, structure="block
     u = np.clip(np.asarray(u0, dtype=np.float64), lo, hi)
     valid = np.ones(u.shape, bool) if valid is None else np.asarray(valid, bool)
     with enable_x64():
-        data = tuple(
-            None if a is None else jnp.asarray(a, dtype=jnp.bool_ if np.asarray(a).dtype == bool else jnp.float64)
-            for a in data
-        )
+        data = jax.tree_util.tree_map(_as_jax, data)
 
         def value(v):
             return float(_value(v, data, objective, layout))
@@ -475,32 +486,6 @@ def maximize(objective, data, u0, layout, *, names, valid=None, structure="block
     return u, trace
 
 
-def _bucket(n, least=4):
-    """Padded size for ``n``: powers of two (at least ``least``), then steps of 1/8.
-
-    Compiling the derivatives takes seconds, and each new shape recompiles, so the
-    statistics are padded to a few sizes (padding adds nothing to the evidence, see the
-    callers); beyond 1024 the padding stays under 1/8 of the size.
-    """
-    n = max(int(n), int(least))
-    if n <= 1024:
-        return 1 << (n - 1).bit_length()
-    e = (n - 1).bit_length() - 4
-    return -(-n // (1 << e)) << e
-
-
-def _pad(a, shape, fill=0.0):
-    a = np.asarray(a)
-    out = np.full(shape, fill, dtype=a.dtype)
-    out[tuple(slice(0, s) for s in a.shape)] = a
-    return out
-
-
-def _cut(trace, n_blocks):
-    """The trace of the first ``n_blocks`` blocks (dropping padding)."""
-    return trace._replace(values=trace.values[:, :n_blocks], at_bound=trace.at_bound[:n_blocks])
-
-
 def _warn(trace, what):
     if not trace.converged:
         warnings.warn(
@@ -522,186 +507,203 @@ def _warn(trace, what):
         )
 
 
-def _to_alpha(theta, scope):
-    """Learned concentrations (n_blocks,) in the layout the estimators' ``alpha`` accepts."""
-    if scope == "shared":
+def alpha_layout(trace, scope, column=0):
+    """The learned values of one column of ``trace`` in the layout the estimators' ``alpha`` accepts.
+
+    Parameters
+    ----------
+    trace : EvidenceTrace
+        Of :func:`learn_prior` (or :func:`maximize`) with blocks tied by ``scope``.
+    scope : {"shared", "class", "feature"}
+    column : int
+        Which learned hyperparameter (a column of ``trace.values``).
+
+    Returns
+    -------
+    float, ndarray of shape (n_classes, 1) or ndarray of shape (n_features,)
+        Broadcastable to (n_classes, n_features): a float (``"shared"``), one value per
+        class or one per feature.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb.core.empirical_bayes import EvidenceTrace, alpha_layout
+    >>> trace = EvidenceTrace(("alpha",), np.array([[[1.0], [2.0]]]), np.zeros(1), np.zeros(1), True, np.zeros((2, 1), bool))
+    >>> alpha_layout(trace, "class").tolist()
+    [[1.0], [2.0]]
+    """
+    theta = np.asarray(trace.values[-1][:, column], dtype=np.float64)
+    if check_scope(scope) == "shared":
         return float(theta[0])
     if scope == "class":
         return theta.reshape(-1, 1)
     return theta.copy()
 
 
-def _solve(objective, data, scope, n_classes, n_features, k, *, names, u0=None, structure="blocks", extra_axes=0):
-    """:func:`maximize` over the parameters of ``scope``, on statistics padded to buckets.
-
-    ``data`` holds arrays padded to ``(Cp, Fp, ...)`` (the first two axes); ``u`` has one
-    row per block: 1 (shared), ``Cp`` (class) or ``Fp`` (feature), and ``k`` columns.
-    Returns the unpadded ``u`` and trace.
-    """
-    check_scope(scope)
-    Cp, Fp = _bucket(n_classes), _bucket(n_features, 16)
-    n_blocks, padded = {"shared": (1, 1), "class": (n_classes, Cp), "feature": (n_features, Fp)}[scope]
-    layout = {"shared": (1, 1), "class": (Cp, 1), "feature": (1, Fp)}[scope]
-    if extra_axes:
-        layout = layout + (1,) * (extra_axes - 1) + (k,)
-    valid = np.zeros((padded, k), bool)
-    valid[:n_blocks] = True
-    start = np.zeros((padded, k)) if u0 is None else np.tile(np.asarray(u0, dtype=np.float64), (padded, 1))
-    u, trace = maximize(objective, data, start, layout, names=names, valid=valid, structure=structure)
-    return u[:n_blocks], _cut(trace, n_blocks)
+#: How :func:`learn_prior` reads a learned field from ``u``: ``"log"`` sets it to
+#: :math:`e^u` (one value filling the block), ``"log_multiplier"`` to :math:`x_0 e^u` (a
+#: positive factor of the start :math:`x_0`, which keeps its pattern within the block).
+BLOCK_TRANSFORMS = ("log", "log_multiplier")
 
 
-# ----------------------------------------------------------------------------- families
+def _is_tied(a):
+    """Whether ``a`` is constant along every axis but the first."""
+    a = np.asarray(a)
+    if a.ndim < 2:
+        return True
+    first = a.reshape(a.shape[0], -1)
+    return bool(np.all(first == first[:, :1]))
 
 
-def multinomial_alpha(stats, scope="shared"):
-    r"""Dirichlet concentration of the multinomial family that maximises the evidence.
+def learn_prior(family, prior, stats, fields, scope="shared", *, transforms=None, names=None, what=None, max_iter=_MAX_ITER):
+    r"""Positive prior fields of any registered family, tied by ``scope``, that maximise its evidence.
 
-    Maximises :math:`\sum_c \log B(\alpha_c + T_c) - \log B(\alpha_c)` (the evidence of
-    the token sequences, :func:`bayesnb.core.families.multinomial.log_evidence`) over one
-    :math:`\alpha` for every class and word (``"shared"``: the symmetric Dirichlet), one
-    per class (``"class"``: symmetric within each class) or one per word shared by the
-    classes (``"feature"``: the Dirichlet's base measure and precision, Minka's Polya
-    problem).
+    Maximises :math:`\log p(D \mid \eta)`, the family's own ``log_evidence(prior, stats)``
+    (or, where the learned prior is tied and the family offers it, its
+    ``tied_log_evidence(stats)``, the same evidence evaluated over the distinct counts),
+    over one value of each learned field for every cell (``"shared"``), one per class
+    (``"class"``) or one per feature (``"feature"``), by the safeguarded Newton
+    iteration of :func:`maximize` on :math:`u = \log\eta` with the exact ``jax.grad``
+    gradient. This is what ``alpha="evidence"`` of the Dirichlet and Beta families and
+    ``prior="evidence"`` of the diagonal Gaussian run; :func:`maximize_evidence` serves
+    fields that are not positive (a shift of a mean, a bounded degrees of freedom) or
+    not tied over the leading axes.
+
+    The evidence is a sum of independent terms per class (the statistics are per
+    class), and per feature for every family whose features are independent given the
+    class; one learned field per feature of a family whose features share a simplex
+    (the multinomial's words) couples the features only through the total
+    concentration, so the Hessian in :math:`u` is taken as a diagonal plus a rank-one
+    term (exact for a Dirichlet over the features, Minka 2000; the rank-one term
+    vanishes where the features are independent). Several fields per block get the
+    block's dense :math:`k \times k` Hessian.
 
     Parameters
     ----------
-    stats : CountStats
+    family : Family or str
+        A registered family (:func:`bayesnb.core.families.get`).
+    prior : the family's prior type
+        The start: each learned field's starting value (the mean of its log over each
+        block for ``"log"``; the pattern kept by ``"log_multiplier"``). Fields of shape
+        (n_classes, n_features, ...).
+    stats : the family's statistics
+    fields : sequence of str or of tuples of str
+        The learned fields, each in ``family.hyperparameters``; a tuple of fields is one
+        learned value that sets all of them (a symmetric Beta :math:`a = b`:
+        ``[("concentration1", "concentration0")]``).
     scope : {"shared", "class", "feature"}
+    transforms : dict, optional
+        Per entry of ``fields`` (keyed by its first field name), a member of
+        :data:`BLOCK_TRANSFORMS`; default ``"log"``.
+    names : tuple of str, optional
+        The names of the learned values in the trace (default: the fields, joined by
+        ``"="`` for a tuple).
+    what : str, optional
+        What the warnings call the learned values (default: the names).
+    max_iter : int
 
     Returns
     -------
-    alpha : float, ndarray of shape (n_classes, 1) or ndarray of shape (n_features,)
-        Broadcastable to (n_classes, n_features), so ``MultinomialNB(alpha=alpha)``
-        uses exactly this prior.
+    prior : the family's prior type
+        ``prior`` with the learned fields (arrays of the start's shapes).
     trace : EvidenceTrace
+        One block per value of ``scope`` (1, n_classes or n_features), one column per
+        entry of ``fields``; ``values`` are :math:`e^u` (the field, or its multiplier).
+
+    Raises
+    ------
+    ValueError
+        If a field is not a hyperparameter of the family, is not of shape (n_classes,
+        n_features, ...), or a transform or the scope is unknown.
 
     Examples
     --------
     >>> import numpy as np
-    >>> from bayesnb.core.stats import count_stats
+    >>> from bayesnb import families
+    >>> from bayesnb.core.empirical_bayes import learn_prior
+    >>> fam = families.get("multinomial")
     >>> X = np.array([[5, 0, 1], [4, 1, 0], [0, 6, 2], [1, 5, 1]])
-    >>> stats = count_stats(X, np.array([0, 0, 1, 1]), 2)
-    >>> from bayesnb import MultinomialNB
-    >>> from bayesnb.core.empirical_bayes import multinomial_alpha
-    >>> alpha, trace = multinomial_alpha(stats)
-    >>> clf = MultinomialNB(alpha="evidence").fit(X, [0, 0, 1, 1])
-    >>> bool(np.isclose(alpha, clf.alpha_)), bool(trace.converged)
-    (True, True)
-    >>> per_word, _ = multinomial_alpha(stats, scope="feature")
-    >>> per_word.shape
-    (3,)
+    >>> stats = fam.stats(X, np.array([0, 0, 1, 1]), 2)
+    >>> prior, trace = learn_prior(fam, fam.default_prior(stats), stats, ["concentration"])
+    >>> bool(trace.converged), prior.concentration.shape
+    (True, (2, 3))
+    >>> per_word, _ = learn_prior(fam, fam.default_prior(stats), stats, ["concentration"], "feature")
+    >>> bool(np.all(per_word.concentration[0] == per_word.concentration[1]))
+    True
     """
-    counts = np.asarray(stats.feature_count, dtype=np.float64)
-    C, F = counts.shape
-    Cp, Fp = _bucket(C), _bucket(F, 16)
-    # Padding words are masked out of the simplex; padding classes have no counts.
-    mask = np.arange(Fp) < F
-    structure = "simplex" if check_scope(scope) == "feature" and F > 1 else "blocks"
-    u, trace = _solve(
-        _dirichlet_objective, (_pad(counts, (Cp, Fp)), mask), scope, C, F, 1, names=("alpha",), structure=structure
+    from bayesnb.core.families import get as _get_family
+
+    family = _get_family(family)
+    check_scope(scope, "scope")
+    entries = tuple((f,) if isinstance(f, str) else tuple(f) for f in fields)
+    if not entries or not all(entries):
+        raise ValueError("learn_prior needs at least one field to learn")
+    transforms = dict(transforms or {})
+    for name in (*(n for e in entries for n in e), *transforms):
+        if name not in family.hyperparameters:
+            raise ValueError(
+                f"{name!r} is not a hyperparameter of the {family.name} family ({', '.join(family.hyperparameters)})"
+            )
+    spec = tuple((e, transforms.get(e[0], "log")) for e in entries)
+    for e, transform in spec:
+        if transform not in BLOCK_TRANSFORMS:
+            raise ValueError(f"the transform of {e[0]!r} must be one of {BLOCK_TRANSFORMS}, got {transform!r}")
+    starts = {n: np.asarray(getattr(prior, n), dtype=np.float64) for e in entries for n in e}
+    lead = {s.shape[:2] for s in starts.values() if s.ndim >= 2}
+    if len(lead) != 1 or any(s.ndim < 2 for s in starts.values()):
+        raise ValueError(
+            f"learn_prior learns fields of shape (n_classes, n_features, ...); got shapes "
+            f"{ {n: s.shape for n, s in starts.items()} }"
+        )
+    C, F = lead.pop()
+    tie = {"shared": (1, 1), "class": (C, 1), "feature": (1, F)}[scope]
+    axes = tuple(i for i, t in enumerate(tie) if t == 1)
+    u0 = []
+    for e, transform in spec:
+        if transform == "log_multiplier":
+            u0.append(np.zeros(int(np.prod(tie))))
+        else:
+            logs = np.log(starts[e[0]])
+            logs = logs.reshape(logs.shape[:2] + (-1,)).mean(axis=2)
+            u0.append(logs.mean(axis=axes, keepdims=True).reshape(-1))
+    u0 = np.stack(u0, axis=1)
+    learned = {n for e in entries for n in e}
+    # The tied form holds for a prior constant along every axis but the first: every
+    # learned field is (one value per block, blocks no finer than the classes), and so
+    # must be every field that stays.
+    tied = (
+        scope != "feature"
+        and family.tied_log_evidence is not None
+        and all(t == "log" for _, t in spec)
+        and all(_is_tied(v) for f, v in zip(prior._fields, prior) if f not in learned and np.ndim(v) >= 2)
     )
-    _warn(trace, "alpha")
-    return _to_alpha(np.exp(u[:, 0]), scope), trace
-
-
-def bernoulli_alpha(stats, scope="shared", pair=False):
-    r"""Beta prior of the Bernoulli family that maximises the evidence.
-
-    Maximises :math:`\sum_{c,j} \log B(a + T_{cj}, b + N_c - T_{cj}) - \log B(a, b)`
-    (:func:`bayesnb.core.families.bernoulli.log_evidence`) over a symmetric
-    :math:`a = b = \alpha` (``pair=False``) or over both :math:`a` and :math:`b`
-    (``pair=True``: the prior mean :math:`a/(a+b)` can follow how rare the features
-    are), shared by every cell, one per class or one per feature.
-
-    Parameters
-    ----------
-    stats : CountStats
-    scope : {"shared", "class", "feature"}
-    pair : bool
-
-    Returns
-    -------
-    alpha : float or ndarray, or a pair ``(a, b)`` of them when ``pair``
-        In the layout ``BernoulliNB(alpha=...)`` accepts: a float, an array of shape
-        (n_classes, 1) or (n_features,).
-    trace : EvidenceTrace
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bayesnb.core.empirical_bayes import bernoulli_alpha
-    >>> from bayesnb.core.stats import count_stats
-    >>> X = np.array([[1, 0, 0], [1, 0, 1], [1, 0, 0], [0, 1, 0], [0, 1, 0], [0, 1, 1]])
-    >>> stats = count_stats(X, np.array([0, 0, 0, 1, 1, 1]), 2)
-    >>> (a, b), trace = bernoulli_alpha(stats, pair=True)
-    >>> trace.names, bool(trace.converged)
-    (('a', 'b'), True)
-    """
-    # Outcome order (x = 1, x = 0) so that the columns of u are (a, b); the Dirichlet
-    # evidence is invariant under permuting coordinates of prior and counts together.
-    counts = _outcome_counts(stats)[..., ::-1]
-    C, F, _ = counts.shape
-    k = 2 if pair else 1
-    # Padding cells have no counts, so they add nothing (and no gradient).
-    padded = _pad(counts, (_bucket(C), _bucket(F, 16), 2))
-    u, trace = _solve(
-        _dirichlet_objective, (padded, None), scope, C, F, k, names=("a", "b") if pair else ("alpha",), extra_axes=1
+    data = (prior, family.tied_log_evidence(stats) if tied else stats)
+    structure = "simplex" if scope == "feature" and len(spec) == 1 and F > 1 else "blocks"
+    names = tuple(names) if names is not None else tuple("=".join(e) for e in entries)
+    if len(names) != len(entries):
+        raise ValueError(f"names must name each of the {len(entries)} learned values, got {names!r}")
+    u, trace = maximize(
+        _protocol_objective, data, u0, (family, spec, tie, tied), names=names, structure=structure, max_iter=max_iter
     )
-    _warn(trace, "alpha")
+    _warn(trace, what or ", ".join(names))
     theta = np.exp(u)
-    if pair:
-        return (_to_alpha(theta[:, 0], scope), _to_alpha(theta[:, 1], scope)), trace
-    return _to_alpha(theta[:, 0], scope), trace
-
-
-def categorical_alpha(stats, n_categories, scope="shared"):
-    r"""Symmetric Dirichlet concentration of the categorical family that maximises the evidence.
-
-    Maximises :math:`\sum_{c,j} \log B(\alpha\mathbf 1_{K_j} + n_{cj\cdot}) - \log
-    B(\alpha\mathbf 1_{K_j})` (:func:`bayesnb.core.families.categorical.log_evidence`) over one
-    :math:`\alpha`, one per class or one per feature.
-
-    Parameters
-    ----------
-    stats : CategoricalStats
-    n_categories : int ndarray of shape (n_features,)
-    scope : {"shared", "class", "feature"}
-
-    Returns
-    -------
-    alpha : float, ndarray of shape (n_classes, 1) or ndarray of shape (n_features,)
-    trace : EvidenceTrace
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bayesnb.core.empirical_bayes import categorical_alpha
-    >>> from bayesnb.core.stats import categorical_stats
-    >>> X = np.array([[0, 2], [0, 1], [1, 2], [2, 0], [2, 0], [1, 1]])
-    >>> stats = categorical_stats(X, np.array([0, 0, 0, 1, 1, 1]), 2, 3)
-    >>> alpha, trace = categorical_alpha(stats, np.array([3, 3]))
-    >>> bool(alpha > 0), bool(trace.converged)
-    (True, True)
-    """
-    n_categories = np.asarray(n_categories, dtype=np.int64)
-    k = int(np.max(n_categories, initial=1))
-    counts = _pad_counts(stats.category_count, k)
-    C, F, _ = counts.shape
-    Cp, Fp, Kp = _bucket(C), _bucket(F, 16), _bucket(k)
-    mask = _pad(np.arange(Kp)[None, :] < n_categories[:, None], (Fp, Kp), False)
-    # A padding feature keeps one valid (empty) category, so its cells are 0, not 0/0.
-    mask[F:, 0] = True
-    u, trace = _solve(_dirichlet_objective, (_pad(counts, (Cp, Fp, Kp)), mask), scope, C, F, 1, names=("alpha",), extra_axes=1)
-    _warn(trace, "alpha")
-    return _to_alpha(np.exp(u[:, 0]), scope), trace
+    out = {}
+    for i, (e, transform) in enumerate(spec):
+        for name in e:
+            start = starts[name]
+            value = theta[:, i].reshape(tie + (1,) * (start.ndim - 2))
+            out[name] = start * value if transform == "log_multiplier" else np.broadcast_to(value, start.shape).copy()
+    return prior._replace(**out), trace
 
 
 def class_alpha(class_count):
     r"""Symmetric concentration :math:`\beta` of the Dirichlet on the class proportions.
 
     Maximises :math:`\log B(\beta\mathbf 1 + N) - \log B(\beta\mathbf 1)`, the evidence
-    of the label sequence (:func:`bayesnb.core.class_prior.log_evidence`). It comes from one
+    of the label sequence (:func:`bayesnb.core.class_prior.log_evidence`). The labels,
+    given nothing, are one sequence of categorical draws under one Dirichlet: the
+    multinomial family's evidence of a single "class" whose counts are :math:`N`, so
+    :func:`learn_prior` maximises that family's (tied) evidence. It comes from one
     draw of the proportions, so the supremum is often at a bound: :math:`\beta \to
     \infty` when the classes are more even than multinomial sampling would make them
     (uniform proportions), :math:`\beta \to 0` when only one class occurs.
@@ -723,109 +725,14 @@ def class_alpha(class_count):
     >>> round(beta, 3), bool(trace.converged)
     (1.515, True)
     """
-    counts = np.asarray(class_count, dtype=np.float64)
-    Cp = _bucket(counts.shape[0])
-    mask = np.arange(Cp) < counts.shape[0]
-    u, trace = maximize(_dirichlet_objective, (_pad(counts, (Cp,)), mask), np.zeros((1, 1)), (1,), names=("class_alpha",))
-    _warn(trace, "class_alpha")
-    return float(np.exp(u[0, 0])), trace
+    from bayesnb.core.families import multinomial
 
-
-#: The fields :func:`gaussian_prior` learns by default (what ``GaussianNB(prior="evidence")`` learns).
-GAUSSIAN_FIELDS = ("kappa", "rate")
-
-
-def gaussian_prior(stats, scope="shared", fields=GAUSSIAN_FIELDS):
-    r"""Normal-Inverse-Gamma prior of the diagonal Gaussian family that maximises the evidence.
-
-    Starts from :func:`bayesnb.core.families.gaussian.default_prior` (:math:`m_0` the pooled
-    mean, :math:`a_0 = 1`, :math:`\kappa_0 = 0.01`, :math:`b_0` 2% of the pooled variance
-    of each feature) and maximises the evidence
-    (:func:`bayesnb.core.families.gaussian.log_evidence_cells`) over :math:`\kappa_0` and a
-    multiplier :math:`s` of the default :math:`b_0` — one pair for every cell
-    (``"shared"``: :math:`b_0` stays proportional to each feature's variance, so the model
-    keeps the default prior's invariance to rescaling a feature), one per class, or one
-    per feature (then :math:`b_0` of each feature is free). By default :math:`m_0` and
-    :math:`a_0` stay those of the default prior; ``fields`` may add ``"concentration"``
-    (:math:`a_0`, on the log scale) and ``"loc"`` (a shift of the pooled mean
-    :math:`m_0`, one per block of ``scope``: with ``"feature"``, :math:`m_{0j}` of each
-    feature is free), learned with :func:`maximize_evidence` (L-BFGS-B and Newton on the
-    exact gradient and Hessian) instead of the specialised Newton solver.
-
-    Parameters
-    ----------
-    stats : GaussianStats
-    scope : {"shared", "class", "feature"}
-    fields : sequence of str, default ("kappa", "rate")
-        Fields of the prior to learn, among ``"loc"``, ``"kappa"``, ``"concentration"``
-        and ``"rate"`` (a multiplier of the default :math:`b_0`).
-
-    Returns
-    -------
-    prior : NormalInverseGamma
-        Arrays of shape (n_classes, n_features).
-    trace : EvidenceTrace
-        Names ``("kappa", "rate_scale")``: :math:`\kappa_0` and :math:`s` (with the
-        default ``fields``); otherwise those of :func:`maximize_evidence` (``kappa``,
-        ``rate_multiplier``, ``concentration``, ``loc_shift``, indexed ``[i]`` per block
-        when ``scope`` is not ``"shared"``).
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> from bayesnb import GaussianNB
-    >>> from bayesnb.core.empirical_bayes import gaussian_prior
-    >>> rng = np.random.default_rng(0)
-    >>> X = np.vstack([rng.normal(0, 1, (20, 2)), rng.normal(2, 1, (20, 2))])
-    >>> y = np.repeat([0, 1], 20)
-    >>> clf = GaussianNB(prior="evidence").fit(X, y)
-    >>> prior, trace = gaussian_prior(clf.stats_)
-    >>> trace.names, prior.kappa.shape
-    (('kappa', 'rate_scale'), (2, 2))
-    >>> bool(np.allclose(prior.kappa, clf.prior_.kappa))
-    True
-    """
-    base = _gaussian.default_prior(stats)
-    shape = C, F = base.rate.shape
-    fields = tuple(fields)
-    if set(fields) != set(GAUSSIAN_FIELDS):
-        unknown = [f for f in fields if f not in _gaussian.family.hyperparameters]
-        if unknown or not fields:
-            raise ValueError(f"fields must be among {_gaussian.family.hyperparameters}, got {fields!r}")
-        tied = {"shared": (), "class": (C, 1), "feature": (F,)}[check_scope(scope)]
-        learn = [f for f in _gaussian.family.hyperparameters if f in fields]
-        prior, trace = maximize_evidence(
-            _gaussian.family,
-            base,
-            stats,
-            learn,
-            transforms={"rate": "log_multiplier"},
-            shapes={f: tied for f in learn},
-        )
-        return prior._replace(**{k: np.broadcast_to(v, shape).copy() for k, v in zip(prior._fields, prior)}), trace
-    padded = (_bucket(C), _bucket(F, 16))
-    n = np.broadcast_to(np.asarray(stats.class_count, dtype=np.float64)[:, None], shape)
-    dev = _gaussian._deviation(stats, base.loc)
-    # Padding cells hold no rows (N = 0), which makes their evidence exactly 0.
-    data = (
-        _pad(n, padded),
-        _pad(np.asarray(stats.m2, dtype=np.float64), padded),
-        _pad(dev, padded),
-        _pad(base.concentration, padded, 1.0),
-        _pad(base.rate, padded, 1.0),
-    )
-    u0 = [np.log(_gaussian.DEFAULT_KAPPA), 0.0]
-    u, trace = _solve(_gaussian_objective, data, scope, C, F, 2, names=("kappa", "rate_scale"), u0=u0)
-    _warn(trace, "prior")
-    layout = {"shared": (1, 1), "class": (C, 1), "feature": (1, F)}[scope]
-    theta = np.exp(u)
-    prior = NormalInverseGamma(
-        loc=base.loc,
-        kappa=np.broadcast_to(theta[:, 0].reshape(layout), shape).copy(),
-        concentration=base.concentration,
-        rate=np.broadcast_to(theta[:, 1].reshape(layout), shape) * base.rate,
-    )
-    return prior, trace
+    counts = np.asarray(class_count, dtype=np.float64).reshape(1, -1)
+    family = multinomial.family
+    stats = family.stats(counts, np.zeros(1, dtype=np.intp), 1)
+    prior = family.prior_type(np.ones(counts.shape))
+    _, trace = learn_prior(family, prior, stats, ["concentration"], names=("class_alpha",))
+    return alpha_layout(trace, "shared"), trace
 
 
 # ----------------------------------------------------------------------------- generic
@@ -1001,9 +908,9 @@ def maximize_evidence(family, prior, stats, fields, *, transforms=None, shapes=N
     polished by Newton steps on the exact Hessian (``jax.hessian``, for at most 64
     variables, which also precondition L-BFGS-B by their diagonal) with a backtracking
     line search, so that the gradient vanishes to working precision. The objective is compiled once per family, fields and shapes.
-    For the families with a specialised solver (:func:`multinomial_alpha`,
-    :func:`bernoulli_alpha`, :func:`categorical_alpha`, :func:`gaussian_prior`) those
-    are faster; this one serves every family, including those registered later.
+    For positive fields tied over classes or features, :func:`learn_prior` (Newton
+    on structured curvature, and the family's tied evidence where it offers one) is
+    faster.
 
     Parameters
     ----------

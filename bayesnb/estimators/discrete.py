@@ -261,7 +261,7 @@ class MultinomialNB(_DiscreteNB):
     alpha : float, array-like of shape (n_features,) or (n_classes, n_features), or "evidence", default=1.0
         Dirichlet concentration of the feature distribution of each class (> 0).
         ``"evidence"``: learned by maximising the log evidence of the training data
-        (type-II maximum likelihood, :func:`bayesnb.core.empirical_bayes.multinomial_alpha`)
+        (type-II maximum likelihood, :func:`bayesnb.core.empirical_bayes.learn_prior`)
         over the concentrations that ``alpha_scope`` ties; stored in ``alpha_``.
 """
         + _ALPHA_SCOPE
@@ -298,7 +298,10 @@ class MultinomialNB(_DiscreteNB):
         return check_non_negative(X, type(self).__name__)
 
     def _alpha_by_evidence(self, scope):
-        return empirical_bayes.multinomial_alpha(self.stats_, scope)
+        _, trace = empirical_bayes.learn_prior(
+            self._family, self._prior_from_alpha(1.0), self.stats_, ["concentration"], scope, names=("alpha",)
+        )
+        return empirical_bayes.alpha_layout(trace, scope), trace
 
     def sklearn_counterpart(self):
         """scikit-learn's ``MultinomialNB`` with this estimator's prior settings, unfitted.
@@ -344,7 +347,7 @@ class BernoulliNB(_DiscreteNB):
         symmetric ``Beta(alpha, alpha)``; a tuple/list of two is ``(a, b)``, each a scalar
         or array. All values > 0. ``"evidence"`` learns a symmetric :math:`a = b`,
         ``("evidence", "evidence")`` learns :math:`a` and :math:`b`, by maximising the log
-        evidence of the training data (:func:`bayesnb.core.empirical_bayes.bernoulli_alpha`)
+        evidence of the training data (:func:`bayesnb.core.empirical_bayes.learn_prior`)
         over the values that ``alpha_scope`` ties; stored in ``alpha_``.
     binarize : float or None, default=0.0
         Threshold: values above it are 1, others 0. ``None``: the data must already be
@@ -431,7 +434,16 @@ class BernoulliNB(_DiscreteNB):
         return is_evidence(alpha)
 
     def _alpha_by_evidence(self, scope):
-        return empirical_bayes.bernoulli_alpha(self.stats_, scope, pair=not is_evidence(self.alpha))
+        # alpha="evidence": a = b, one value; ("evidence", "evidence"): a and b.
+        pair = not is_evidence(self.alpha)
+        fields = ["concentration1", "concentration0"] if pair else [("concentration1", "concentration0")]
+        _, trace = empirical_bayes.learn_prior(
+            self._family, self._prior_from_alpha(1.0), self.stats_, fields, scope,
+            names=("a", "b") if pair else ("alpha",), what="alpha",
+        )
+        if pair:
+            return (empirical_bayes.alpha_layout(trace, scope, 0), empirical_bayes.alpha_layout(trace, scope, 1)), trace
+        return empirical_bayes.alpha_layout(trace, scope), trace
 
     def sklearn_counterpart(self):
         """scikit-learn's ``BernoulliNB`` with this estimator's prior settings, unfitted.
@@ -509,7 +521,7 @@ class CategoricalNB(_DiscreteNB):
     alpha : float, array-like of shape (n_features,) or (n_classes, n_features), or "evidence", default=1.0
         Symmetric Dirichlet concentration of each (class, feature) cell (> 0).
         ``"evidence"``: learned by maximising the log evidence of the training data
-        (:func:`bayesnb.core.empirical_bayes.categorical_alpha`) over the concentrations that
+        (:func:`bayesnb.core.empirical_bayes.learn_prior`) over the concentrations that
         ``alpha_scope`` ties; stored in ``alpha_``.
     min_categories : int or array-like of shape (n_features,), default=None
         Minimum number of categories per feature; the fitted number is
@@ -778,7 +790,10 @@ class CategoricalNB(_DiscreteNB):
         return out
 
     def _alpha_by_evidence(self, scope):
-        return empirical_bayes.categorical_alpha(self.stats_, self.n_categories_, scope)
+        _, trace = empirical_bayes.learn_prior(
+            self._family, self._prior_from_alpha(1.0), self.stats_, ["concentration"], scope, names=("alpha",)
+        )
+        return empirical_bayes.alpha_layout(trace, scope), trace
 
     def _prior_from_alpha(self, alpha):
         return categorical_dirichlet_from_alpha(alpha, self.classes_.size, self.n_categories_)

@@ -11,12 +11,56 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from bayesnb.analysis import loo as _loo
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_estimate
-from bayesnb.core.empirical_bayes import check_scope, gaussian_prior, is_evidence
+from bayesnb.core.empirical_bayes import check_scope, is_evidence, learn_prior
 from bayesnb.core.families import gaussian
 from bayesnb.core.stats import is_masked
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB, SklearnCounterpart
 
-__all__ = ["GaussianNB"]
+__all__ = ["GaussianNB", "evidence_prior"]
+
+
+def evidence_prior(stats, scope="shared"):
+    r"""The Normal-Inverse-Gamma prior that ``prior="evidence"`` learns (diagonal Gaussian).
+
+    Starts from :func:`bayesnb.core.families.gaussian.default_prior` (:math:`m_0` the
+    pooled mean, :math:`a_0 = 1`, :math:`\kappa_0 = 0.01`, :math:`b_0` 2% of the pooled
+    variance of each feature) and maximises the family's log evidence
+    (:func:`bayesnb.core.empirical_bayes.learn_prior`) over :math:`\kappa_0` and a
+    multiplier :math:`s` of the default :math:`b_0`: one pair for every cell
+    (``"shared"``: :math:`b_0` stays proportional to each feature's variance, so the
+    model keeps the default prior's invariance to rescaling a feature), one per class,
+    or one per feature. :math:`m_0` and :math:`a_0` stay those of the default prior;
+    :func:`bayesnb.core.empirical_bayes.maximize_evidence` learns them too.
+
+    Parameters
+    ----------
+    stats : GaussianStats
+    scope : {"shared", "class", "feature"}
+
+    Returns
+    -------
+    prior : NormalInverseGamma
+        Arrays of shape (n_classes, n_features).
+    trace : EvidenceTrace
+        Names ``("kappa", "rate_scale")``: :math:`\kappa_0` and :math:`s`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from bayesnb import GaussianNB
+    >>> from bayesnb.estimators.gaussian import evidence_prior
+    >>> rng = np.random.default_rng(0)
+    >>> X = np.vstack([rng.normal(0, 1, (20, 2)), rng.normal(2, 1, (20, 2))])
+    >>> clf = GaussianNB(prior="evidence").fit(X, np.repeat([0, 1], 20))
+    >>> prior, trace = evidence_prior(clf.stats_)
+    >>> trace.names, bool(np.allclose(prior.kappa, clf.prior_.kappa))
+    (('kappa', 'rate_scale'), True)
+    """
+    family = gaussian.family
+    return learn_prior(
+        family, family.default_prior(stats), stats, ["kappa", "rate"], scope,
+        transforms={"rate": "log_multiplier"}, names=("kappa", "rate_scale"), what="prior",
+    )
 
 
 class GaussianNB(BaseNB):
@@ -64,7 +108,7 @@ class GaussianNB(BaseNB):
         the evidence of a prior fixed in advance. ``"evidence"``: the default prior with
         :math:`\kappa_0` and :math:`b_0` (through a multiplier of the default
         :math:`b_0`) chosen to maximise the log evidence of the training data, for the
-        cells that ``prior_scope`` ties (:func:`bayesnb.core.empirical_bayes.gaussian_prior`);
+        cells that ``prior_scope`` ties (:func:`bayesnb.estimators.gaussian.evidence_prior`);
         the learned prior is ``prior_``.
     prior_scope : {"shared", "class", "feature"}, default="shared"
         With ``prior="evidence"``: one :math:`(\kappa_0, s)` for every cell (``b_0``
@@ -219,7 +263,7 @@ class GaussianNB(BaseNB):
         self._var_smoothing()
         scope = check_scope(self.prior_scope, "prior_scope")
         if is_evidence(self.prior):
-            prior, self.evidence_trace_["prior"] = gaussian_prior(self.stats_, scope)
+            prior, self.evidence_trace_["prior"] = evidence_prior(self.stats_, scope)
             return prior
         if scope != "shared":
             raise ValueError(

@@ -7,12 +7,13 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_estimate
-from bayesnb.core.empirical_bayes import gaussian_prior, is_evidence, maximize_evidence
+from bayesnb.core.empirical_bayes import is_evidence, maximize_evidence
 from bayesnb.core.families import gaussian, gaussian_mv
 from bayesnb.core.families._mask import accepts_mask
 from bayesnb.core.priors import NormalInverseGamma
 from bayesnb.core.stats import as_masked
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
+from bayesnb.estimators.gaussian import evidence_prior
 
 __all__ = ["GaussianBayesClassifier"]
 
@@ -84,7 +85,7 @@ class GaussianBayesClassifier(BaseNB):
         the log evidence of the training data
         (:func:`bayesnb.core.empirical_bayes.maximize_evidence`); :math:`m_0` stays the
         pooled mean. For "diag", the Normal-Inverse-Gamma prior of
-        ``GaussianNB(prior="evidence")`` (:func:`bayesnb.core.empirical_bayes.gaussian_prior`).
+        ``GaussianNB(prior="evidence")`` (:func:`bayesnb.estimators.gaussian.evidence_prior`).
         The learned prior is ``prior_``, the iterates ``evidence_trace_["prior"]``.
     class_alpha : float or array-like of shape (n_classes,), default=1.0
         Concentration of the Dirichlet prior on the class proportions.
@@ -253,7 +254,7 @@ class GaussianBayesClassifier(BaseNB):
         n_classes, n_features = self.classes_.size, self.n_features_in_
         if is_evidence(self.prior):
             if kind == "diag":
-                prior, trace = gaussian_prior(self.stats_)
+                prior, trace = evidence_prior(self.stats_)
             else:
                 # κ₀, ν₀ > F - 1 and the size of Ψ₀ (its shape, the pooled variances,
                 # stays that of the default prior); m₀ stays the pooled mean.

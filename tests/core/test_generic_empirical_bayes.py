@@ -161,17 +161,19 @@ def nig_log_evidence(X, y, m0, kappa, a0, b0):
     return total
 
 
-def test_gaussian_prior_can_also_learn_the_shape_and_a_shift_of_the_mean():
-    """GaussianNB's solver with fields=("loc", "kappa", "concentration", "rate"): m0 shifted,
-    kappa0, a0 and the multiplier of b0, each one scalar for every cell ("shared")."""
-    from bayesnb.core.empirical_bayes import gaussian_prior
+def test_the_gaussian_prior_can_also_learn_the_shape_and_a_shift_of_the_mean():
+    """maximize_evidence from GaussianNB's default prior over ("loc", "kappa", "concentration",
+    "rate"): m0 shifted, kappa0, a0 and the multiplier of b0, each one scalar for every cell."""
     from bayesnb.core.families import gaussian
+    from bayesnb.estimators.gaussian import evidence_prior
 
     X, y = load_iris(return_X_y=True)
     stats = GaussianNB().fit(X, y).stats_
     base = gaussian.default_prior(stats)
-    prior, trace = gaussian_prior(stats, fields=("loc", "kappa", "concentration", "rate"))
-    two, _ = gaussian_prior(stats)
+    prior, trace = maximize_evidence(
+        gaussian.family, base, stats, ("loc", "kappa", "concentration", "rate"), transforms={"rate": "log_multiplier"}
+    )
+    two, _ = evidence_prior(stats)
     assert trace.converged and trace.names == ("loc_shift", "kappa", "concentration", "rate_multiplier")
     shift, kappa, a0, mult = trace.values[-1, 0]
     np.testing.assert_allclose(prior.loc, base.loc + shift, rtol=1e-12)

@@ -158,7 +158,10 @@ def tied_log_evidence(counts):
     callable ``(a) -> scalar``
         ``a`` of the batch shape ``(...)``: the concentration of every coordinate of each
         cell. Traceable and differentiable in ``a``; equal to
-        ``log_evidence(a[..., None] * ones(K), counts)`` to rounding.
+        ``log_evidence(a[..., None] * ones(K), counts)`` to rounding. A
+        :class:`jax.tree_util.Partial`, so also a pytree of arrays: a jitted function
+        that takes it as an argument compiles once per padded size of the distinct
+        counts rather than once per data set.
     """
     counts = np.asarray(counts, dtype=np.float64)
     batch, K = counts.shape[:-1], counts.shape[-1]
@@ -172,17 +175,28 @@ def tied_log_evidence(counts):
     cells = np.concatenate(cells).astype(np.intp) if cells else np.zeros(0, np.intp)
     values = np.concatenate(values) if values else np.zeros(0)
     multiplicity = np.concatenate(multiplicity).astype(np.float64) if multiplicity else np.zeros(0)
-    totals = flat.sum(axis=1)
-
-    def evidence(a):
-        a = jnp.reshape(jnp.asarray(a, dtype=jnp.float64), (-1,))
-        if a.shape[0] != flat.shape[0]:
-            a = jnp.broadcast_to(a, (flat.shape[0],))
-        coords = jnp.sum(multiplicity * log_rising_factorial(a[cells], values))
-        return coords - jnp.sum(log_rising_factorial(K * a, totals))
-
+    # The distinct (cell, count) pairs are padded to a power of two with pairs of
+    # multiplicity 0 (count 1, so that each padding term is 0 x a finite number): callers
+    # that jit a function of the returned pytree compile once per padded size, not once
+    # per data set.
+    size = 1 << max(int(values.size) - 1, 63).bit_length()
+    pad = size - values.size
+    cells = np.concatenate([cells, np.zeros(pad, np.intp)])
+    values = np.concatenate([values, np.ones(pad)])
+    multiplicity = np.concatenate([multiplicity, np.zeros(pad)])
+    evidence = jax.tree_util.Partial(
+        _tied_evidence, cells, values, multiplicity, flat.sum(axis=1), np.float64(K)
+    )
     evidence.batch_shape = batch
     return evidence
+
+
+def _tied_evidence(cells, values, multiplicity, totals, K, a):
+    a = jnp.reshape(jnp.asarray(a, dtype=jnp.float64), (-1,))
+    if a.shape[0] != totals.shape[0]:
+        a = jnp.broadcast_to(a, totals.shape)
+    coords = jnp.sum(multiplicity * log_rising_factorial(a[cells], values))
+    return coords - jnp.sum(log_rising_factorial(K * a, totals))
 
 
 def pooled_log_bayes_factor(concentration, counts, mask=None):

@@ -239,9 +239,13 @@ def _evidence(prior, stats):
 
 
 def _tied_evidence(stats):
+    # A pytree (jax.tree_util.Partial), so that a jitted caller can take it as an argument.
+    return jax.tree_util.Partial(_tied_apply, _dirichlet.tied_log_evidence(stats.feature_count))
+
+
+def _tied_apply(evidence, prior):
     # A tied prior gives every word of class c the concentration of its first word.
-    evidence = _dirichlet.tied_log_evidence(stats.feature_count)
-    return lambda prior: evidence(prior.concentration[:, 0])
+    return evidence(prior.concentration[:, 0])
 
 
 def relevance_log_bayes_factor(prior, stats):
