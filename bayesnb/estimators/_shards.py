@@ -28,6 +28,7 @@ data is needed:
 
 from __future__ import annotations
 
+import contextlib
 from typing import NamedTuple
 
 import numpy as np
@@ -36,6 +37,21 @@ from sklearn.base import clone
 from bayesnb.core._validation import check_class_targets, check_sample_weight, n_rows
 from bayesnb.core.stats import LabelStats, as_masked, is_masked
 from bayesnb.core.stats import merge as merge_stats
+
+
+@contextlib.contextmanager
+def in_block(name):
+    """Prefix a block's own ValueError/TypeError with the block's name (same type, chained).
+
+    Used by :class:`~bayesnb.MixedNB`'s fit and by the shard merge that finishes its
+    blocks, so that both name the block alike; it lives here, below both.
+    """
+    try:
+        yield
+    except (ValueError, TypeError) as err:
+        if type(err) not in (ValueError, TypeError) or str(err).startswith("block "):
+            raise
+        raise type(err)(f"block {name!r}: {err}") from err
 
 __all__ = ["Shard", "compute", "merge", "finish"]
 
@@ -300,8 +316,6 @@ def _finish(est, shard):
     for key, value in shard.state.items():
         setattr(est, key, value)
     if shard.blocks is not None:
-        from bayesnb.estimators.mixed import _in_block  # a block's errors name the block, as in fit
-
         est.categories_ = dict(shard.categories)
         est._user_min_categories = dict(shard.min_categories)
         fitted = []
@@ -309,7 +323,7 @@ def _finish(est, shard):
             block = clone(template)
             if est._coded_block(block, idx):
                 block.set_params(min_categories=est._min_categories(name, idx))
-            with _in_block(name):
+            with in_block(name):  # a block's errors name the block, as in fit
                 finish(block, _reindex(block_shard, shard.classes))
             fitted.append((name, block, idx))
         est.estimators_ = fitted

@@ -27,21 +27,11 @@ from bayesnb.core.stats import ProductStats
 from bayesnb.estimators import _categories
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
 from bayesnb.estimators._registry import estimator_for
+from bayesnb.estimators._shards import in_block as _in_block
 from bayesnb.estimators.discrete import class_map_refusal
 from bayesnb.ppl.collapsed import find_hyperpriors
 
 __all__ = ["MixedNB", "infer_blocks"]
-
-
-@contextlib.contextmanager
-def _in_block(name):
-    """Prefix a block's own ValueError/TypeError with the block's name (same type, chained)."""
-    try:
-        yield
-    except (ValueError, TypeError) as err:
-        if type(err) not in (ValueError, TypeError) or str(err).startswith("block "):
-            raise
-        raise type(err)(f"block {name!r}: {err}") from err
 
 
 def _is_dataframe(X):
