@@ -43,7 +43,7 @@ CASES = [
 def test_more_draws_extend_fewer_draws_of_the_same_random_state(name, cls, kind):
     X, y = _small(kind)
     clf = cls().fit(X, y)
-    block = _fitted.draw_block(10**6, _fitted.posterior_size(clf))
+    block = _fitted.draw_block(10**6, _fitted.posterior_size(clf.fitted_model()))
     n1, n2 = 3 * block + 5, 5 * block + 1  # several blocks, a partial last one each
     few = clf.predict_proba_draws(X[:9], n_draws=n1, random_state=4)
     many = clf.predict_proba_draws(X[:9], n_draws=n2, random_state=4)

@@ -173,7 +173,7 @@ def test_draws_are_the_estimators_own(name, prior):
     from bayesnb.core import _fitted
 
     est = fitted(name).estimator
-    log_class, params = _fitted.draws(est, 6, 11, prior=prior)
+    log_class, params = _fitted.draws(est.fitted_model(), 6, 11, prior=prior)
     ref_class, ref_params = est._draw(6, 11, prior=prior)
     np.testing.assert_array_equal(log_class, ref_class)
     for got, want in zip(jax.tree.leaves(params), jax.tree.leaves(ref_params)):
@@ -189,11 +189,11 @@ def test_generated_rows_and_probability_draws_are_the_estimators_own(name):
 
     case = fitted(name)
     est = case.estimator
-    _, params = _fitted.draws(est, 1, 2)
+    _, params = _fitted.draws(est.fitted_model(), 1, 2)
     one = jax.tree.map(lambda a: np.asarray(a)[0], params)
     y_index = np.arange(5) % est.classes_.size
     key = jax.random.key(4)
-    np.testing.assert_array_equal(_fitted.simulate(key, est, one, y_index), est._simulate_features(key, one, y_index))
+    np.testing.assert_array_equal(_fitted.simulate(key, est.fitted_model(), one, y_index), est._simulate_features(key, one, y_index))
     X = case.X[:5] if not hasattr(case.X, "iloc") else case.X.iloc[:5]
     got = U.proba_draws(U.draw_source(est, X, 7, 1))
     np.testing.assert_allclose(got, est.predict_proba_draws(X, 7, 1), rtol=1e-12, atol=1e-15)

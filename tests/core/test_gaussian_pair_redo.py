@@ -29,7 +29,7 @@ ROWS = X_DIGITS[:300]
 def stacked_draws():
     """16 posterior draws of a GaussianNB fitted on digits, stacked as 160 classes, two of them planted."""
     est = bayesnb.GaussianNB().fit(X_DIGITS, Y_DIGITS)
-    params = _fitted.feature_draws(jax.random.key(3), est, 16)
+    params = _fitted.feature_draws(jax.random.key(3), est.fitted_model(), 16)
     n_features = X_DIGITS.shape[1]
     loc = np.asarray(params.loc).reshape(-1, n_features).copy()
     var = np.asarray(params.var).reshape(-1, n_features).copy()
@@ -81,7 +81,7 @@ def test_precision_weighted_centre_leaves_digits_draws_to_the_expansion():
     """Centred at the midpoint of the class means, 3% of these pairs (38% of the rows)
     failed the cancellation check; at the precision-weighted mean, none does."""
     est = bayesnb.GaussianNB().fit(X_DIGITS, Y_DIGITS)
-    params = _fitted.feature_draws(jax.random.key(0), est, 16)
+    params = _fitted.feature_draws(jax.random.key(0), est.fitted_model(), 16)
     n_features = X_DIGITS.shape[1]
     draws = gaussian.GaussianParams(
         np.asarray(params.loc).reshape(-1, n_features), np.asarray(params.var).reshape(-1, n_features)
