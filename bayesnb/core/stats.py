@@ -11,6 +11,7 @@ Notation: :math:`N_c = \sum_{i: y_i = c} w_i` and
 
 from __future__ import annotations
 
+import sys
 from typing import NamedTuple
 
 import numpy as np
@@ -1086,6 +1087,21 @@ def with_observed(compute, X, y_index, n_classes, sample_weight=None, mask=None)
     return stats.masked()._replace(observed_count=observed_weight(mask, y_index, n_classes, sample_weight))
 
 
+def _namespace(*arrays):
+    """NumPy for concrete statistics, ``jax.numpy`` where any is a JAX array or tracer.
+
+    The masked statistics' :meth:`cells` run inside the traced log evidence when a prior
+    is learned from the evidence (its gradient in the hyperparameters), and on NumPy
+    arrays everywhere else.
+    """
+    jax = sys.modules.get("jax")
+    if jax is not None and any(isinstance(a, jax.Array) for a in arrays):
+        import jax.numpy as jnp
+
+        return jnp
+    return np
+
+
 class MaskedCountStats(NamedTuple):
     r"""Count statistics with per-cell observed weights (Bernoulli with unobserved entries).
 
@@ -1112,9 +1128,10 @@ class MaskedCountStats(NamedTuple):
 
     def cells(self):
         """The (class, feature) cells as C*F classes of one feature: :class:`CountStats`."""
+        xp = _namespace(self.observed_count, self.feature_count)
         return CountStats(
-            np.asarray(self.observed_count, dtype=np.float64).ravel(),
-            np.asarray(self.feature_count, dtype=np.float64).reshape(-1, 1),
+            xp.asarray(self.observed_count, dtype=xp.float64).ravel(),
+            xp.asarray(self.feature_count, dtype=xp.float64).reshape(-1, 1),
         )
 
 
@@ -1143,11 +1160,11 @@ class MaskedPoissonStats(NamedTuple):
 
     def cells(self):
         """The (class, feature) cells as C*F classes of one feature: :class:`PoissonStats`."""
-        observed = np.asarray(self.observed_count, dtype=np.float64)
+        xp = _namespace(self.observed_count, self.feature_count, self.log_factorial)
+        observed = xp.asarray(self.observed_count, dtype=xp.float64)
         # Only the total of the base-measure term enters the evidence.
-        log_factorial = np.zeros(observed.size)
-        log_factorial[0] = np.sum(self.log_factorial)
-        return PoissonStats(observed.ravel(), np.asarray(self.feature_count, dtype=np.float64).reshape(-1, 1), log_factorial)
+        log_factorial = xp.concatenate([xp.reshape(xp.sum(self.log_factorial), (1,)), xp.zeros(observed.size - 1)])
+        return PoissonStats(observed.ravel(), xp.asarray(self.feature_count, dtype=xp.float64).reshape(-1, 1), log_factorial)
 
 
 class MaskedGaussianStats(NamedTuple):
@@ -1202,11 +1219,12 @@ class MaskedGaussianStats(NamedTuple):
         """The (class, feature) cells as C*F classes of one feature: :class:`GaussianStats`."""
         shape = np.shape(self.mean)
         ranged = self.ranged()
+        xp = _namespace(*ranged)
         return GaussianStats(
-            np.asarray(self.observed_count, dtype=np.float64).ravel(),
+            xp.asarray(self.observed_count, dtype=xp.float64).ravel(),
             *(
-                np.asarray(a, dtype=np.float64).reshape(-1, 1)
-                for a in (self.mean, self.m2, np.broadcast_to(self.mean_residual, shape), ranged.low, ranged.high)
+                xp.asarray(a, dtype=xp.float64).reshape(-1, 1)
+                for a in (self.mean, self.m2, xp.broadcast_to(self.mean_residual, shape), ranged.low, ranged.high)
             ),
         )
 
