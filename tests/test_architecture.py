@@ -11,8 +11,12 @@
   (``is``, ``==``, ``in``, …) against a family module, a registered ``Family`` value or a
   registered family's name, and no table keyed by them. Layers reach families through
   the protocol and the registry (``bayesnb.core.families.get``).
+* No module tests for an estimator or prior class (``isinstance``, ``issubclass``,
+  ``type(x) is``, ``__name__ ==``, by bare or dotted name) except the class's own module,
+  ``core/families/``, ``core/priors.py`` and ``core/class_prior.py``; the estimator front
+  (``estimators/``, ``sklearn/``) may test ``BaseNB`` and the priors a user passes in.
 
-Both checks are tested on planted violations too, so that they cannot pass vacuously.
+Every check is tested on planted violations too, so that it cannot pass vacuously.
 """
 
 from __future__ import annotations
@@ -645,3 +649,110 @@ def test_the_per_family_finder_allows_the_protocol(tmp_path):
         "    return family.log_evidence(prior, stats), multinomial.family.tied_log_evidence\n"
     )
     assert per_family_code(path) == []
+
+
+# ----------------------------------------------------------------------------- class switches
+
+
+def _front_and_prior_classes():
+    """Names of the estimator classes (the front and the namespace) and of the prior classes."""
+    import inspect
+
+    import bayesnb.core.priors as priors
+    import bayesnb.estimators as estimators
+    import bayesnb.sklearn as namespace
+
+    front = {n for m in (estimators, namespace) for n, o in vars(m).items() if inspect.isclass(o)}
+    prior = {n for n, o in vars(priors).items() if inspect.isclass(o) and o.__module__ == priors.__name__}
+    return front, prior
+
+
+#: The one class every estimator derives from: checking it asks "is this a bayesnb
+#: estimator", the protocol, not which one.
+BASE_CLASSES = {"BaseNB"}
+
+
+def _defined_classes(tree):
+    return {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+
+
+def _class_name(node):
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    return None
+
+
+def class_switches(path, front, prior, *, prior_allowed=False):
+    """``[(line, source)]`` of the type tests against an estimator or prior class in ``path``.
+
+    ``isinstance`` / ``issubclass`` (a class or a tuple of them), ``type(x) is C`` /
+    ``type(x) == C``, and ``x.__name__ == "C"`` / ``__qualname__``, by bare or dotted name.
+    A module may test for the classes it defines itself and for ``BaseNB``; the front
+    (``prior_allowed``) may also test the priors a user passes in.
+    """
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    own = _defined_classes(tree) | BASE_CLASSES
+    names = (front | (set() if prior_allowed else prior)) - own
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and _class_name(node.func) in ("isinstance", "issubclass") and len(node.args) == 2:
+            kinds = node.args[1].elts if isinstance(node.args[1], (ast.Tuple, ast.List, ast.Set)) else [node.args[1]]
+            if any(_class_name(k) in names for k in kinds):
+                found.append((node.lineno, ast.unparse(node)))
+        elif isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            typed = any(isinstance(o, ast.Call) and _class_name(o.func) == "type" for o in operands)
+            if typed and any(_class_name(o) in names for o in operands):
+                found.append((node.lineno, ast.unparse(node)))
+            named = any(isinstance(o, ast.Attribute) and o.attr in ("__name__", "__qualname__") for o in operands)
+            if named and any(isinstance(o, ast.Constant) and o.value in names for o in operands):
+                found.append((node.lineno, ast.unparse(node)))
+    return found
+
+
+def test_no_layer_tests_for_an_estimator_or_prior_class():
+    front, prior = _front_and_prior_classes()
+    assert {"MultinomialNB", "MixedNB", "PolyaNB"} <= front and {"Dirichlet", "Gamma", "NormalInverseWishart"} <= prior
+    families_dir = PACKAGE / "core" / "families"
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if families_dir in path.parents or parts in (("core", "priors.py"), ("core", "class_prior.py")):
+            continue  # the families own their priors; class_prior owns the Dirichlet on the proportions
+        hits = class_switches(path, front, prior, prior_allowed=set(FRONT) & set(parts) != set())
+        if hits:
+            found[str(path.relative_to(PACKAGE.parent))] = hits
+    assert found == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "def f(est):\n    return isinstance(est, MultinomialNB)\n",
+        "import bayesnb\ndef f(est):\n    return isinstance(est, (int, bayesnb.PolyaNB))\n",
+        "def f(cls):\n    return issubclass(cls, MixedNB)\n",
+        "def f(est):\n    return type(est) is GaussianNB\n",
+        "def f(est):\n    return type(est).__name__ == 'CategoricalNB'\n",
+        "def f(prior):\n    return isinstance(prior, Dirichlet)\n",
+        "from bayesnb.core import priors\ndef f(prior):\n    return type(prior) == priors.NormalInverseGamma\n",
+    ],
+)
+def test_the_class_switch_finder_catches_planted_tests(tmp_path, source):
+    front, prior = _front_and_prior_classes()
+    path = tmp_path / "planted.py"
+    path.write_text(source)
+    assert class_switches(path, front, prior)
+
+
+def test_the_class_switch_finder_allows_the_base_own_classes_and_the_front_priors(tmp_path):
+    front, prior = _front_and_prior_classes()
+    path = tmp_path / "clean.py"
+    path.write_text(
+        "class MixedNB:\n    pass\n"
+        "def f(est, prior):\n"
+        "    return isinstance(est, BaseNB) and not isinstance(est, MixedNB), isinstance(prior, Gamma)\n"
+    )
+    assert class_switches(path, front, prior, prior_allowed=True) == []
+    assert class_switches(path, front, prior) == [(4, "isinstance(prior, Gamma)")]

@@ -14,7 +14,25 @@ from bayesnb.core.families import _dirichlet
 from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
-__all__ = ["posterior", "point_log", "log_evidence", "sample_log", "sample_labels"]
+__all__ = ["is_prior", "posterior", "point_log", "log_evidence", "sample_log", "sample_labels"]
+
+
+def is_prior(class_prior):
+    """Whether ``class_prior`` is a Dirichlet prior on the proportions (else fixed proportions).
+
+    The layers that take either form (the numpyro model samples the proportions under a
+    prior and conditions on fixed ones) ask here, so that the class of the prior is
+    tested where it is defined.
+
+    Parameters
+    ----------
+    class_prior : Dirichlet or array-like of shape (n_classes,)
+
+    Returns
+    -------
+    bool
+    """
+    return isinstance(class_prior, Dirichlet)
 
 
 def posterior(prior, class_count):

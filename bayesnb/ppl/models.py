@@ -74,6 +74,7 @@ import numpyro.distributions as dist
 import scipy.sparse as sp
 
 from bayesnb.core import _fitted, families
+from bayesnb.core import class_prior as _class_prior
 from bayesnb.core.families import _models
 from bayesnb.core.families._models import dirichlet_moments, inverse_wishart_moments
 from bayesnb.core.families.protocol import Family
@@ -131,7 +132,7 @@ class Block(NamedTuple):
 
 
 def _n_classes(class_prior):
-    if isinstance(class_prior, Dirichlet):
+    if _class_prior.is_prior(class_prior):
         return int(np.shape(class_prior.concentration)[-1])
     probs = np.asarray(class_prior, dtype=np.float64)
     if probs.ndim != 1:
@@ -171,7 +172,7 @@ def _naive_bayes(
     for block in blocks:
         with _scope(block.name):
             values[block.name] = block.spec.sample_params(n_classes, _prefixed(block.name, "feature"))
-    if isinstance(class_prior, Dirichlet):
+    if _class_prior.is_prior(class_prior):
         pi = numpyro.sample("class_probs", dist.Dirichlet(_real(class_prior.concentration)))
     else:
         pi = _real(class_prior)
