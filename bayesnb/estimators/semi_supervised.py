@@ -1068,6 +1068,35 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         check_is_fitted(self, "estimator_")
         return getattr(self, "_mixture", False)
 
+    def fitted_model(self):
+        """The fitted-model pytree the analysis and ppl layers take (:meth:`bayesnb.MultinomialNB.fitted_model`).
+
+        With one component per class it is the wrapped estimator's, fitted to the
+        labelled and the weighted unlabelled rows (EM or variational posterior), so that
+        :func:`~bayesnb.analysis.uncertainty.decompose_uncertainty`,
+        :func:`~bayesnb.analysis.uncertainty.rank_by_epistemic` and the export take this
+        estimator.
+
+        Returns
+        -------
+        bayesnb.core._fitted.FittedModel
+
+        Raises
+        ------
+        ValueError
+            With several components for some class: the layers would read components as
+            classes. This estimator's own ``predict_proba_draws`` and
+            ``predict_proba_interval`` sum each class's components.
+        """
+        if self._has_components():
+            raise ValueError(
+                "the analysis and ppl layers take one component per class; this fit has "
+                f"n_components_={self.n_components_.tolist()}. Use its predict_proba_draws / "
+                "predict_proba_interval, which sum each class's components, or "
+                "bayesnb.analysis.uncertainty.entropy_decomposition(est.predict_proba_draws(X))"
+            )
+        return self._fitted().fitted_model()
+
     @property
     def family_(self):
         """Family: the conjugate family of the wrapped estimator."""
