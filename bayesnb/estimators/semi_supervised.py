@@ -286,6 +286,38 @@ def _freeze_hyperparameters(est):
         est.update_prior(**fixed)
 
 
+def _responsibilities(joint, w, zero_likelihood):
+    r"""Normalised responsibilities of rows, their weighted log normaliser and entropy.
+
+    Parameters
+    ----------
+    joint : ndarray of shape (n_rows, n_slots)
+        Log joint of each row with each class or component (``-inf`` where not allowed).
+    w : ndarray of shape (n_rows,)
+        Row weights.
+    zero_likelihood : str
+        What the error says of rows with zero likelihood in every slot.
+
+    Returns
+    -------
+    R : ndarray of shape (n_rows, n_slots)
+    total : float
+        :math:`\sum_i w_i \log\sum_k e^{j_{ik}}`.
+    entropy : float
+        :math:`\sum_i w_i H(r_i)`, with :math:`0 \log 0 = 0`.
+    """
+    m = logsumexp(joint, axis=1)
+    if not np.all(np.isfinite(m)):
+        raise ValueError(
+            f"{int((~np.isfinite(m)).sum())} {zero_likelihood}; use smoothing='laplace' or a prior with "
+            "concentrations above 1"
+        )
+    log_r = joint - m[:, None]
+    R = np.exp(log_r)
+    entropy = -float(np.dot(w, (R * np.where(R > 0, log_r, 0.0)).sum(axis=1)))
+    return R, float(np.dot(w, m)), entropy
+
+
 def _check_weight(lam, name):
     if isinstance(lam, (bool, np.bool_)) or not isinstance(lam, (int, float, np.integer, np.floating)):
         raise TypeError(f"{name} must be a number, got {lam!r}")
@@ -860,19 +892,12 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         for rows_of, wU in batches:
             XU = rows_of()
             XUd, mU = _parts(XU)
-            joint = joint_of(XUd, mU)
-            m = logsumexp(joint, axis=1)
-            if not np.all(np.isfinite(m)):
-                raise ValueError(
-                    f"{int((~np.isfinite(m)).sum())} unlabelled row(s) have zero likelihood under every "
-                    f"class with the MAP parameters (smoothing={self.smoothing!r}); use smoothing='laplace' "
-                    "or a prior with concentrations above 1"
-                )
-            log_r = joint - m[:, None]
-            R = np.exp(log_r)
-            total += float(np.dot(wU, m))
-            # H(q(y_i)) = -sum_c r_ic log r_ic, with 0 log 0 = 0.
-            entropy -= float(np.dot(wU, (R * np.where(R > 0, log_r, 0.0)).sum(axis=1)))
+            R, part_total, part_entropy = _responsibilities(
+                joint_of(XUd, mU), wU, "unlabelled row(s) have zero likelihood under every class with the MAP "
+                f"parameters (smoothing={self.smoothing!r})"
+            )
+            total += part_total
+            entropy += part_entropy
             part = self._soft_stats(est, XU, R, wU)
             stats = part if stats is None else (stats if part is None else _merge(stats, part))
             Rs.append(R)
@@ -991,18 +1016,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         Returns the responsibilities, :math:`\sum_i w_i \log\sum_{k \in y_i} e^{j_{ik}}`
         and the weighted entropy :math:`\sum_i w_i H(r_i)`.
         """
-        joint = np.where(allowed, joint, -np.inf)
-        m = logsumexp(joint, axis=1)
-        if not np.all(np.isfinite(m)):
-            raise ValueError(
-                f"{int((~np.isfinite(m)).sum())} labelled row(s) have zero likelihood under every component "
-                f"of their class (smoothing={self.smoothing!r}); use smoothing='laplace' or a prior with "
-                "concentrations above 1"
-            )
-        log_r = joint - m[:, None]
-        R = np.exp(log_r)
-        entropy = -float(np.dot(wL, (R * np.where(R > 0, log_r, 0.0)).sum(axis=1)))
-        return R, float(np.dot(wL, m)), entropy
+        return _responsibilities(
+            np.where(allowed, joint, -np.inf), wL,
+            f"labelled row(s) have zero likelihood under every component of their class (smoothing={self.smoothing!r})",
+        )
 
     def _em_components(self, cest, XL, allowed, wL, XU):
         fam = cest.family_
