@@ -97,7 +97,7 @@ class FittedModel:
 
     Built once, at the front, by an estimator's ``fitted_model()``
     (:meth:`bayesnb.MultinomialNB.fitted_model`); the functions of this module, of
-    :mod:`bayesnb.analysis` and of :mod:`bayesnb.ppl` take it (their public entry points
+    ``bayesnb.analysis`` and of ``bayesnb.ppl`` take it (their public entry points
     also take an estimator, and build it there, once). A JAX pytree (a registered
     dataclass): the arrays and distributions are its leaves, the family, the sizes, the
     names and the callables its static part.

@@ -1155,7 +1155,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     def fitted_model(self):
         r"""The fitted model as one immutable pytree, for the layers below the estimators.
 
-        Everything :mod:`bayesnb.analysis` and :mod:`bayesnb.ppl` read of a fitted
+        Everything ``bayesnb.analysis`` and ``bayesnb.ppl`` read of a fitted
         estimator, read once: their public functions accept this pytree where they accept
         the estimator, and build it with this method when given the estimator. The pytree
         does not refer to this estimator: a later ``fit``, ``set_params`` or ``del`` leaves
