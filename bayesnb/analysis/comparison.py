@@ -351,6 +351,8 @@ def _predict_all(clf, X, estimates):
     rather than warned about.
     """
     clf, X = final_step(clf, X)
+    if _takes_unlabelled(clf):
+        return _predict_semi(clf, X, estimates)
     # Bad input is the caller's error, not an undefined estimate: checked once, raised.
     clf.validate_input(X)
     own = clf.estimate
@@ -375,6 +377,62 @@ def _predict_all(clf, X, estimates):
         if view is clf:
             clf.set_params(estimate=own)
     return out
+
+
+def _takes_unlabelled(est):
+    """Whether ``est`` is a semi-supervised estimator (it says which labels mark unlabelled rows).
+
+    Duck-typed: :class:`~bayesnb.SemiSupervisedNB` has ``unlabelled_mask(y)`` (scikit-learn's
+    convention, ``-1``); this module imports no estimator class.
+    """
+    return callable(getattr(est, "unlabelled_mask", None)) and hasattr(est, "estimator")
+
+
+def _predict_semi(clf, X, estimates):
+    """:func:`_predict_all` for a fitted semi-supervised estimator.
+
+    Its fitted model is ``estimator_`` (the wrapped estimator conditioned on the final
+    expected statistics, EM's or the variational posterior); every estimate is that
+    posterior's, switched on ``estimator_`` and summed over each class's mixture
+    components by the semi-supervised estimator itself, so the row of
+    ``estimator_.estimate`` is the estimator's own ``predict_proba``.
+    """
+    inner = clf.estimator_
+    inner.validate_input(X)
+    own = inner.estimate
+    out = {}
+    try:
+        for estimate in estimates:
+            try:
+                inner.set_params(estimate=estimate)
+                joint = clf.predict_joint_log_proba(X)
+                log_proba, dead = log_normalize(joint, clf.class_log_prior_)
+            except ValueError as exc:
+                out[estimate] = _Prediction(None, None, _first_sentence(str(exc)))
+                continue
+            out[estimate] = _Prediction(np.exp(log_proba), int(dead.sum()), None, np.asarray(dead, dtype=bool))
+    finally:
+        inner.set_params(estimate=own)
+    return out
+
+
+def _semi_summary(clf):
+    """:func:`hyperparameter_summary` of a fitted semi-supervised estimator: its choices, then its wrapped estimator's."""
+    parts = [f"estimate {clf.estimator_.estimate!r}", f"unlabelled_weight_={clf.unlabelled_weight_:g}"]
+    counts = np.asarray(clf.n_components_)
+    if np.any(counts > 1) or clf.components_curve_ is not None:
+        parts.append(f"n_components_={counts.tolist()}")
+    inner = hyperparameter_summary(clf.estimator_)
+    return "; ".join(parts + ([inner] if inner else []))
+
+
+def _summary(clf):
+    return _semi_summary(clf) if _takes_unlabelled(clf) else hyperparameter_summary(clf)
+
+
+def _log_evidence(clf):
+    """The log evidence of a fitted model; None for a semi-supervised one (its EM objective or ELBO is not one)."""
+    return None if _takes_unlabelled(clf) else float(clf.log_evidence())
 
 
 #: The ``estimate`` label of the calibrated row of :func:`compare` (``calibrated=True``).
@@ -496,6 +554,17 @@ def _fit(template, X, y, classes):
 
     clf = clone(template)
     final = _final(clf)
+    if _takes_unlabelled(final):
+        # A semi-supervised fit takes its unlabelled rows (-1) beside the labelled ones; it
+        # has no partial_fit, so every class must have a labelled row here.
+        clf.fit(X, y)
+        if not np.array_equal(final.classes_, classes):
+            missing = [c for c in np.asarray(classes).tolist() if c not in np.asarray(final.classes_).tolist()]
+            raise ValueError(
+                f"a training set of {type(final).__name__} has no labelled row of class(es) {missing[:5]}: "
+                "use fewer folds or larger training subsets (every class needs a labelled row in each)"
+            )
+        return clf
     if _is_pipeline(clf) and len(clf.steps) > 1:
         X = clf[:-1].fit_transform(X, y)
     # partial_fit with the full class list: a training subset missing a class still
@@ -966,6 +1035,29 @@ def compare(
         (sigmoid)": CalibratedClassifierCV(sklearn.naive_bayes.MultinomialNB(),
         method="sigmoid")}``. Their ``log_evidence`` is missing (not a Bayesian model).
 
+    Notes
+    -----
+    *Semi-supervised models.* When a model of the comparison is a
+    :class:`~bayesnb.SemiSupervisedNB` (or a ``Pipeline`` ending in one), the rows of
+    ``y_train`` marked unlabelled (``-1``, its ``unlabelled_mask``) are unlabelled data,
+    never scored: the folds (``cv``) split the labelled rows only, and the metrics pool
+    their out-of-fold predictions; the training subsets of a learning curve are drawn
+    from the labelled rows (``train_sizes`` count labelled rows). Every training set of a
+    semi-supervised model holds all the unlabelled rows (still unlabelled), beside the
+    labelled rows of that fold or subset; a supervised model of the same comparison and
+    the ``baselines`` are fitted on those labelled rows alone (they cannot use the
+    others), so the table compares them on the same folds. ``y_test`` must be labelled.
+    A semi-supervised model's estimates are those of its fitted posterior (EM's, or the
+    variational :math:`q`: ``estimator_`` switched to each estimate, summed over each
+    class's mixture components); its own ``predict_proba`` is the row of its
+    ``estimator_.estimate`` (EM: ``"mean"`` under Laplace smoothing, else ``"map"``; VB:
+    the wrapped estimator's, ``"predictive"`` by default), named in the
+    ``hyperparameters`` column with the weight it used. Its ``log_evidence`` is missing:
+    EM's objective is a log posterior and VB's ELBO a bound, not the evidence.
+    ``calibrated=True`` is refused for it (give its wrapped estimator
+    ``calibrate="loo"`` and compare that as a second model). Without a semi-supervised
+    model, ``-1`` is a label like any other.
+
     Returns
     -------
     pandas.DataFrame or ComparisonTable
@@ -1033,62 +1125,97 @@ def compare(
         if _n_rows(X_test) != y_test.shape[0]:
             raise ValueError(f"X_test has {_n_rows(X_test)} rows but y_test has {y_test.shape[0]} labels")
         mode = "holdout" if train_sizes is None else "learning_curve"
-    classes = np.unique(y_train)
+    # Semi-supervised models (SemiSupervisedNB) take unlabelled rows, marked -1 in y_train:
+    # they are in every training set of those models, in no training set of the others
+    # (which cannot use them) nor of the baselines, and never scored.
+    semi = {name for name, m in models.items() if _takes_unlabelled(_final(m))}
+    unl = np.zeros(y_train.shape[0], dtype=bool)
+    if semi:
+        marks = _final(models[min(semi)]).unlabelled_mask
+        unl = np.asarray(marks(y_train), dtype=bool)
+        if unl.all():
+            raise ValueError("y_train: every row is unlabelled (-1); a semi-supervised model needs labelled rows too")
+        if calibrated:
+            raise ValueError(
+                "calibrated=True refits the model with calibrate='loo', which a semi-supervised model takes on its "
+                "wrapped estimator: compare SemiSupervisedNB(MultinomialNB(calibrate='loo'), ...) as a model of its own"
+            )
+        if y_test is not None and np.any(marks(y_test)):
+            raise ValueError("y_test holds unlabelled rows (-1): only labelled rows can be scored")
+    lab_idx, unl_idx = np.flatnonzero(~unl), np.flatnonzero(unl)
+    y_lab = y_train[lab_idx]
+    classes = np.unique(y_lab)
     if classes.size < 2:
         raise ValueError(f"need at least 2 classes in y_train, found {classes.size}")
     rng = np.random.default_rng(random_state)
 
+    def training(name, labelled):
+        """Rows (indices into X_train) of the training set of model ``name`` from its labelled rows."""
+        return np.sort(np.concatenate([labelled, unl_idx])) if name in semi else labelled
+
     # groups: key -> list of per-repeat {estimate: _Prediction}; evidences: key -> list
     groups, evidences, summaries = {}, {}, {}
     attrs = {"mode": mode, "level": level, "n_bootstrap": int(n_bootstrap), "reference": reference, "n_bins": n_bins}
+    if semi:
+        attrs["n_unlabelled"] = int(unl_idx.size)
     if mode == "holdout":
         y_eval = y_test
         total = len(models)
+        X_lab = _rows(X_train, lab_idx) if unl_idx.size else X_train
         for i, (name, template) in enumerate(models.items()):
-            clf = _fit(template, X_train, y_train, classes)
+            rows = training(name, lab_idx)
+            X_fit = X_train if rows.size == y_train.shape[0] else _rows(X_train, rows)
+            clf = _fit(template, X_fit, y_train[rows], classes)
             key = (name,) if named else ()
             groups[key] = [
                 {**_predict_all(clf, X_test, estimates),
-                 **_predict_extra(template, X_train, y_train, X_test, classes, calibrated, baselines, clf)}
+                 **_predict_extra(template, X_lab, y_lab, X_test, classes, calibrated, baselines, clf)}
             ]
-            evidences[key] = [float(_final(clf).log_evidence())]
-            summaries[key] = hyperparameter_summary(_final(clf))
+            evidences[key] = [_log_evidence(_final(clf))]
+            summaries[key] = _summary(_final(clf))
             if progress is not None:
                 progress(i + 1, total, f"fitted {name}")
-        attrs.update(n_train=int(y_train.shape[0]), n_test=int(y_test.shape[0]))
+        attrs.update(n_train=int(lab_idx.size), n_test=int(y_test.shape[0]))
         index_names = (["model"] if named else []) + ["estimate"]
     elif mode == "cv":
         splitter = _splitter(cv, rng)
-        folds = list(splitter.split(np.zeros((y_train.shape[0], 1)), y_train))
-        y_eval = y_train
+        # Folds of the labelled rows (positions in lab_idx, which is every row without
+        # a semi-supervised model).
+        folds = [(lab_idx[a], lab_idx[b]) for a, b in splitter.split(np.zeros((lab_idx.size, 1)), y_lab)]
+        y_eval = y_lab
+        position = np.full(y_train.shape[0], -1)
+        position[lab_idx] = np.arange(lab_idx.size)
         total = len(models) * (len(folds) + 1)
         done = 0
         for name, template in models.items():
             rows_of = (*estimates, *extra)
-            oof = {e: np.zeros((y_train.shape[0], classes.size)) for e in rows_of}
-            oof_dead = {e: np.zeros(y_train.shape[0], dtype=bool) for e in rows_of}
+            oof = {e: np.zeros((lab_idx.size, classes.size)) for e in rows_of}
+            oof_dead = {e: np.zeros(lab_idx.size, dtype=bool) for e in rows_of}
             zero = dict.fromkeys(rows_of, 0)
             reasons = {}
             for train_idx, test_idx in folds:
-                X_fold, y_fold, X_held = _rows(X_train, train_idx), y_train[train_idx], _rows(X_train, test_idx)
+                rows = training(name, train_idx)
+                X_fold, y_fold, X_held = _rows(X_train, rows), y_train[rows], _rows(X_train, test_idx)
                 clf = _fit(template, X_fold, y_fold, classes)
+                X_fold_lab = X_fold if rows is train_idx else _rows(X_train, train_idx)
                 preds = {
                     **_predict_all(clf, X_held, estimates),
-                    **_predict_extra(template, X_fold, y_fold, X_held, classes, calibrated, baselines, clf),
+                    **_predict_extra(template, X_fold_lab, y_train[train_idx], X_held, classes, calibrated, baselines, clf),
                 }
+                held = position[test_idx]
                 for e, pred in preds.items():
                     if pred.proba is None:
                         reasons.setdefault(e, pred.reason)
                     else:
-                        oof[e][test_idx] = pred.proba
-                        oof_dead[e][test_idx] = pred.dead
+                        oof[e][held] = pred.proba
+                        oof_dead[e][held] = pred.dead
                         zero[e] += pred.zero_rows
                 done += 1
                 if progress is not None:
                     progress(done, total, f"{name}: fold {done}")
-            covered = np.zeros(y_train.shape[0], dtype=bool)
+            covered = np.zeros(lab_idx.size, dtype=bool)
             for _, test_idx in folds:
-                covered[test_idx] = True
+                covered[position[test_idx]] = True
             if not covered.all():
                 raise ValueError("cv: the folds' test sets must cover every row once")
             key = (name,) if named else ()
@@ -1099,31 +1226,35 @@ def compare(
                     for e in rows_of
                 }
             ]
-            full = _fit(template, X_train, y_train, classes)
-            evidences[key] = [float(_final(full).log_evidence())]
-            summaries[key] = hyperparameter_summary(_final(full))
+            rows = training(name, lab_idx)
+            full = _fit(template, X_train if rows.size == y_train.shape[0] else _rows(X_train, rows), y_train[rows], classes)
+            evidences[key] = [_log_evidence(_final(full))]
+            summaries[key] = _summary(_final(full))
             done += 1
             if progress is not None:
                 progress(done, total, f"{name}: fit on all rows")
-        attrs.update(n_folds=len(folds), n_test=int(y_train.shape[0]))
+        attrs.update(n_folds=len(folds), n_test=int(lab_idx.size))
         index_names = (["model"] if named else []) + ["estimate"]
     else:
-        sizes = _train_sizes(train_sizes, y_train.shape[0])
+        # Sizes count labelled rows; a semi-supervised model's every subset keeps all the unlabelled rows.
+        sizes = _train_sizes(train_sizes, lab_idx.size)
         y_eval = y_test
-        total = len(models) * sum(1 if s == y_train.shape[0] else n_repeats for s in sizes)
+        total = len(models) * sum(1 if s == lab_idx.size else n_repeats for s in sizes)
         done = 0
         for name, template in models.items():
             for size in sizes:
                 runs, evs = [], []
-                for _ in range(1 if size == y_train.shape[0] else n_repeats):
-                    index = _subset(y_train, size, rng)
-                    X_sub, y_sub = _rows(X_train, index), y_train[index]
+                for _ in range(1 if size == lab_idx.size else n_repeats):
+                    index = lab_idx[_subset(y_lab, size, rng)]
+                    rows = training(name, index)
+                    X_sub, y_sub = _rows(X_train, rows), y_train[rows]
                     clf = _fit(template, X_sub, y_sub, classes)
+                    X_sub_lab = X_sub if rows is index else _rows(X_train, index)
                     runs.append(
                         {**_predict_all(clf, X_test, estimates),
-                         **_predict_extra(template, X_sub, y_sub, X_test, classes, calibrated, baselines, clf)}
+                         **_predict_extra(template, X_sub_lab, y_train[index], X_test, classes, calibrated, baselines, clf)}
                     )
-                    evs.append(float(_final(clf).log_evidence()))
+                    evs.append(_log_evidence(_final(clf)))
                     done += 1
                     if progress is not None:
                         progress(done, total, f"{name}: {size} training rows")
@@ -1170,15 +1301,28 @@ def _compare_fitted(
         elif not np.array_equal(classes, clf.classes_):
             raise ValueError("the fitted models have different classes")
         key = (name,) if named else ()
+        X_extra, y_extra = X_train, None if y_train is None else np.asarray(y_train)
+        if _takes_unlabelled(_final(clf)):
+            if calibrated:
+                raise ValueError(
+                    "calibrated=True refits the model with calibrate='loo', which a semi-supervised model takes on "
+                    "its wrapped estimator: fit SemiSupervisedNB(MultinomialNB(calibrate='loo'), ...) and compare it"
+                )
+            if np.any(_final(clf).unlabelled_mask(y_test)):
+                raise ValueError("y_test holds unlabelled rows (-1): only labelled rows can be scored")
+            if y_extra is not None:
+                # The baselines are supervised: the labelled training rows only.
+                labelled = np.flatnonzero(~np.asarray(_final(clf).unlabelled_mask(y_extra), dtype=bool))
+                X_extra, y_extra = _rows(X_train, labelled), y_extra[labelled]
         # The estimates from the fitted model itself; the calibrated model and the
         # baselines fitted on the training rows given (a clone of this model's settings).
         groups[key] = [
             {**_predict_all(clf, X_test, estimates),
-             **(_predict_extra(clf, X_train, np.asarray(y_train), X_test, classes, calibrated, baselines)
+             **(_predict_extra(clf, X_extra, y_extra, X_test, classes, calibrated, baselines)
                 if X_train is not None else {})}
         ]
-        evidences[key] = [float(_final(clf).log_evidence())]
-        summaries[key] = hyperparameter_summary(_final(clf))
+        evidences[key] = [_log_evidence(_final(clf))]
+        summaries[key] = _summary(_final(clf))
     rng = np.random.default_rng(random_state)
     y_index = _label_index(y_test, classes, "y_test")
     index_names = (["model"] if named else []) + ["estimate"]
@@ -1197,11 +1341,18 @@ def _compare_fitted(
         "n_bootstrap": int(n_bootstrap),
         "reference": reference,
         "n_bins": n_bins,
-        "n_train": int(sum(float(np.sum(_final(m).class_count_)) for m in models.values()) / len(models)),
+        "n_train": int(sum(_n_fitted(_final(m)) for m in models.values()) / len(models)),
         "n_test": int(y_test.shape[0]),
     }
     columns = [c for c in records[0] if c not in index_names]
     return _as_result(index_names, columns, records, attrs, as_frame)
+
+
+def _n_fitted(clf):
+    """Training rows of a fitted model: its (weighted) class counts; a semi-supervised model's rows, labelled or not."""
+    if _takes_unlabelled(clf):
+        return float(clf.label_distributions_.shape[0])
+    return float(np.sum(clf.class_count_))
 
 
 def _format_value(value):
@@ -1323,7 +1474,8 @@ def _score(groups, evidences, estimates, y_index, n_bins, n_bootstrap, level, re
             for m in METRICS:
                 rec[m] = None if values is None else float(values[m][0])
             ev = evidences[key]
-            rec["log_evidence"] = float(np.mean(ev))
+            # None for a semi-supervised model (no closed-form evidence; see compare).
+            rec["log_evidence"] = None if any(v is None for v in ev) else float(np.mean(ev))
             rec["zero_likelihood_rows"] = zeros[k]
             rec["available"] = values is not None
             rec["reason"] = reasons.get(k)

@@ -32,3 +32,4 @@ for _name in __all__:
     _cls = globals().get(_name)
     if isinstance(_cls, type) and issubclass(_cls, BaseNB) and _cls is not BaseNB:
         _register_estimator(_cls)
+_register_estimator(SemiSupervisedNB, own_state=True)  # a fitted estimator and its choices, validated at load

@@ -647,7 +647,14 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         refusal = getattr(est, "_semi_supervised_refusal", {}).get(self.method)
         if refusal is not None:
             raise ValueError(f"SemiSupervisedNB(method={self.method!r}) cannot fit {type(est).__name__}: {refusal}")
+        calibrate = est.get_params(deep=False).get("calibrate")
+        if calibrate == "loo":
+            # The map is fitted once, at the end, to the final model's scores (below); the
+            # labelled fit's own would be replaced unused, at the same cost.
+            est.set_params(calibrate=None)
         est.fit(X_lab, y_lab, sample_weight=None if sample_weight is None else w[lab_idx])
+        if calibrate == "loo":
+            est.set_params(calibrate=calibrate)
         _freeze_hyperparameters(est)
         fam = est.family_
         needed = "log_density" if self.method == "em" else "expected_log_likelihood"
@@ -1139,6 +1146,16 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         r"""The Dirichlet given the expected class counts (for ``"vb"``: :math:`q(\pi)`), or None for fixed proportions."""
         return self._fitted().class_posterior_
 
+    @property
+    def class_log_prior_(self):
+        r"""Log class proportions :math:`\log\pi_c` of the fitted estimate (with components: summed over each class's).
+
+        The log weights of ``predict_joint_log_proba``'s classes, as the wrapped
+        estimators' ``class_log_prior_`` (:func:`bayesnb.compare` gives them to rows
+        impossible under every class).
+        """
+        return self._class_log_weights()
+
     def predict_joint_log_proba(self, X):
         r"""Joint log-probability of each row and class under the fitted model.
 
@@ -1307,3 +1324,298 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             classes), its class proportions are the component weights.
         """
         return self._fitted().to_inference_data(n_draws, random_state, X_new, **kwargs)
+
+    # ------------------------------------------------------------------ persistence
+    #: The scikit-learn convention of this estimator's labels: which rows of ``y`` are
+    #: unlabelled (``-1``). :func:`bayesnb.compare` reads it (duck-typed) to keep those
+    #: rows unlabelled in every training set and out of every score.
+    unlabelled_mask = staticmethod(unlabelled_mask)
+
+    def save(self, path):
+        """Write this estimator (fitted or not) to ``path``; read it back with :func:`bayesnb.load`.
+
+        No pickle (see :mod:`bayesnb.io.persistence`). The fitted state saved is the
+        fitted wrapped estimator (``estimator_``: its parameters with the prior the
+        labelled fit learned, and the final expected statistics, from which ``load``
+        recomputes its posterior), what the fit chose (``unlabelled_weight_``,
+        ``weight_curve_``, ``n_components_``, ``components_curve_``), its trace and the
+        training rows' responsibilities; ``load`` validates all of it as ``fit`` would
+        have produced it and derives the rest (``component_class_``,
+        ``component_weights_``, ``transduction_``). Predictions, draws (same
+        ``random_state``) and ``fitted_model()`` of the loaded estimator equal this
+        one's bit for bit.
+
+        Parameters
+        ----------
+        path : str, os.PathLike or binary file object
+
+        Returns
+        -------
+        None
+
+        Examples
+        --------
+        >>> import io
+        >>> import numpy as np
+        >>> import bayesnb
+        >>> X = np.array([[5, 0], [4, 1], [0, 5], [1, 4], [6, 1], [0, 6]])
+        >>> clf = bayesnb.SemiSupervisedNB(unlabelled_weight=1).fit(X, [0, 0, 1, 1, -1, -1])
+        >>> buf = io.BytesIO(); clf.save(buf); _ = buf.seek(0)
+        >>> bool(np.array_equal(bayesnb.load(buf).predict_proba(X), clf.predict_proba(X)))
+        True
+        """
+        from bayesnb.io.persistence import save
+
+        save(self, path)
+
+    def _saved_state(self):
+        """The fitted state a model file holds (None when unfitted); see :meth:`save`."""
+        if "estimator_" not in vars(self):
+            return None
+        trace = "log_posterior_" if self.method == "em" else "elbo_"
+        state = {
+            "estimator_": _portable(self.estimator_),
+            "classes_": self.classes_,
+            "n_components_": np.asarray(self.n_components_, dtype=np.int64),
+            "unlabelled_weight_": float(self.unlabelled_weight_),
+            "weight_curve_": self.weight_curve_,
+            "components_curve_": self.components_curve_,
+            "n_iter_": int(self.n_iter_),
+            "converged_": bool(self.converged_),
+            trace: np.asarray(getattr(self, trace), dtype=np.float64),
+        }
+        if self._mixture:
+            state["component_responsibilities_"] = self.component_responsibilities_
+            # The one-hot start as each labelled row's component (M times smaller).
+            state["initial_components_"] = np.argmax(self.initial_responsibilities_, axis=1).astype(np.int64)
+        else:
+            state["label_distributions_"] = self.label_distributions_
+        return state
+
+    def _restore_state(self, state):
+        """Validate a model file's fitted state (:meth:`_saved_state`) and set it; ``ValueError`` naming the field."""
+        _check_restored(self, state)
+        est = state["estimator_"]
+        counts = np.asarray(state["n_components_"])
+        mixture = self._uses_components(counts)
+        trace = "log_posterior_" if self.method == "em" else "elbo_"
+        self.estimator_ = est
+        self.classes_ = state["classes_"]
+        self.unlabelled_weight_ = state["unlabelled_weight_"]
+        self.weight_curve_ = state["weight_curve_"]
+        self.n_iter_ = state["n_iter_"]
+        self.converged_ = state["converged_"]
+        setattr(self, trace, state[trace])
+        self.n_components_ = counts
+        self.components_curve_ = state["components_curve_"]
+        self._mixture = mixture
+        # Derived as fit derives them: the same computation on the same arrays.
+        self.component_class_ = np.repeat(np.arange(counts.size), counts) if mixture else np.arange(counts.size)
+        if mixture:
+            cc = self.component_class_
+            resp = state["component_responsibilities_"]
+            self.component_responsibilities_ = resp
+            self.component_weights_ = np.exp(est.class_log_prior_)
+            start = state["initial_components_"]
+            R0 = np.zeros((start.size, cc.size))
+            R0[np.arange(start.size), start] = 1.0
+            self.initial_responsibilities_ = R0
+            dist = np.zeros((resp.shape[0], self.classes_.size))
+            np.add.at(dist.T, cc, resp.T)
+        else:
+            dist = state["label_distributions_"]
+        self.label_distributions_ = dist
+        self.transduction_ = self.classes_[np.argmax(dist, axis=1)]
+
+
+def _portable(est):
+    r"""A copy of the fitted ``est`` that a model file restores exactly (:meth:`SemiSupervisedNB.save`).
+
+    Loading recomputes an estimator's prior from its parameters and statistics, and
+    ``estimator_``'s statistics are the final expected ones, while its prior was learned
+    from the labelled rows (``_freeze_hyperparameters``; :func:`_components.component_estimator`)
+    and held by ``with_stats``. The copy's parameters say that prior: a hyperparameter set
+    to ``"evidence"`` takes its fitted value, a data-scaled default (``prior=None``) the
+    ``prior_`` it gave. The blocks of a product (:class:`~bayesnb.MixedNB`, whose
+    ``with_stats`` conditions the product's statistics and leaves each block's) are
+    replaced by each block conditioned on its part of the product's statistics, made
+    portable alike, so that the product restored from its blocks holds those
+    statistics. Nothing is recomputed here beyond those blocks' conditioning (the same
+    ``with_stats`` the fit's ``posterior_from_stats`` runs).
+    """
+    import copy
+
+    work = copy.copy(est)
+    params = est.get_params(deep=False)
+    for name, value in params.items():
+        if is_evidence(value) and hasattr(est, name + "_"):
+            setattr(work, name, getattr(est, name + "_"))
+    if "prior" in params and params["prior"] is None and getattr(est, "prior_", None) is not None:
+        work.prior = est.prior_
+    blocks = est.__dict__.get("estimators_")
+    if blocks is not None:
+        parts = est.stats_.blocks
+        work.estimators_ = [(name, _portable(block.with_stats(parts[name])), idx) for name, block, idx in blocks]
+    return work
+
+
+def _as_array(state, name, kinds, ndim):
+    value = state.get(name)
+    if not isinstance(value, np.ndarray) or value.dtype.kind not in kinds or value.ndim != ndim:
+        shown = type(value).__name__ if not isinstance(value, np.ndarray) else f"dtype {value.dtype}, {value.ndim}-d"
+        raise ValueError(f"{name} must be a {ndim}-d array of kind {kinds!r}, got {shown}")
+    return value
+
+
+def _check_int(state, name, low, high=None, where=None):
+    value = state.get(name)
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < low or (
+        high is not None and value > high
+    ):
+        raise ValueError(
+            f"{where or name} must be an integer in [{low}, {high if high is not None else 'inf'}], got {value!r}"
+        )
+    return int(value)
+
+
+def _check_distributions(name, R, n_cols):
+    """Rows of responsibilities: shape (n, n_cols), finite, >= 0, each summing to 1."""
+    if R.shape[1] != n_cols:
+        raise ValueError(f"{name} has shape {R.shape}; its second axis must be the {n_cols} classes or components")
+    if not np.all(np.isfinite(R)) or np.any(R < 0):
+        raise ValueError(f"{name} holds negative, NaN or infinite responsibilities")
+    if R.shape[0] and np.max(np.abs(R.sum(axis=1) - 1.0)) > 1e-9:
+        raise ValueError(f"{name}: every row's responsibilities must sum to 1 (to 1e-9)")
+
+
+_WEIGHT_CURVE = frozenset({"grid", "mean", "se", "gain", "gain_se", "scores", "n_splits", "chosen"})
+_COMPONENTS_CURVE = frozenset({"grid", "mean", "scores", "n_splits", "chosen"})
+
+
+def _check_restored(semi, state):
+    r"""Refuse a restored fitted state of ``semi`` that its ``fit`` could not have produced.
+
+    Shapes agree with one another and with the wrapped estimator (restored and validated
+    by the model file's own checks), every number of components is at least 1 and they
+    add up to the wrapped estimator's classes before any array is sized from them,
+    responsibilities are finite, non-negative and normalised, the initial components are
+    in range, the weight and the curves are what the parameters say. Raises
+    ``ValueError`` naming the field.
+    """
+    semi._check_params()
+    trace_name = "log_posterior_" if semi.method == "em" else "elbo_"
+    keys = {"estimator_", "classes_", "n_components_", "unlabelled_weight_", "weight_curve_", "components_curve_",
+            "n_iter_", "converged_", trace_name}
+    est = state.get("estimator_")
+    counts = state.get("n_components_")
+    mixture = isinstance(counts, np.ndarray) and counts.dtype.kind in "iu" and counts.ndim == 1 and bool(np.any(counts > 1))
+    keys |= {"component_responsibilities_", "initial_components_"} if mixture else {"label_distributions_"}
+    if set(state) != keys:
+        raise ValueError(f"the fitted attributes are {sorted(state)}, expected {sorted(keys)}")
+    if not (hasattr(est, "posterior_from_stats") and "stats_" in vars(est)):
+        raise ValueError(f"estimator_ must be a fitted bayesnb estimator, got {type(est).__name__}")
+    if semi.method == "em":
+        expected = "mean" if semi.smoothing == "laplace" else "map"
+        if est.get_params(deep=False).get("estimate") != expected:
+            raise ValueError(f"estimator_.estimate must be {expected!r} (EM's M-step under smoothing={semi.smoothing!r})")
+    classes = state["classes_"]
+    if not isinstance(classes, np.ndarray) or classes.ndim != 1 or classes.size == 0:
+        raise ValueError("classes_ must be a non-empty 1-d array")
+    ordered = np.unique(classes)
+    if ordered.shape != classes.shape or not np.array_equal(ordered, classes):
+        raise ValueError("classes_ must be sorted and distinct, as fit makes them")
+    n_classes = classes.size
+    counts = _as_array(state, "n_components_", "iu", 1)
+    if counts.size != n_classes or np.any(counts < 1):
+        raise ValueError(f"n_components_ must hold one integer >= 1 per class ({n_classes}), got {counts.tolist()[:10]}")
+    n_slots = est.classes_.size
+    # Summed in Python integers (no overflow) before anything is sized from them.
+    if sum(int(k) for k in counts) != n_slots:
+        raise ValueError(
+            f"n_components_ adds up to {sum(int(k) for k in counts)} components, but estimator_ has {n_slots} "
+            "(one class per component)"
+        )
+    if mixture:
+        if not np.array_equal(est.classes_, np.arange(n_slots)):
+            raise ValueError("estimator_.classes_ must be the components 0 .. M-1 with several components per class")
+        reason = _components.refusal(est)
+        if reason is not None:
+            raise ValueError(f"estimator_ cannot carry several components per class: {reason}")
+    elif not np.array_equal(est.classes_, classes):
+        raise ValueError("classes_ must equal estimator_.classes_ with one component per class")
+    n_components = semi.n_components
+    if n_components != "auto":
+        try:
+            given = _components.resolve(n_components, classes)
+        except (ValueError, TypeError) as err:
+            raise ValueError(f"n_components_ does not match n_components={n_components!r}: {err}") from None
+        if not np.array_equal(given, counts):
+            raise ValueError(f"n_components_ {counts.tolist()} does not match n_components={n_components!r}")
+
+    lam = state["unlabelled_weight_"]
+    if isinstance(lam, bool) or not isinstance(lam, (int, float)) or not (np.isfinite(lam) and lam >= 0):
+        raise ValueError(f"unlabelled_weight_ must be a finite number >= 0, got {lam!r}")
+    if semi.unlabelled_weight != "auto" and lam != float(semi.unlabelled_weight):
+        raise ValueError(f"unlabelled_weight_ {lam!r} differs from unlabelled_weight={semi.unlabelled_weight!r}")
+
+    n_iter = _check_int(state, "n_iter_", 1, int(semi.max_iter))
+    if not isinstance(state["converged_"], bool):
+        raise ValueError(f"converged_ must be a bool, got {state['converged_']!r}")
+    trace = _as_array(state, trace_name, "f", 1)
+    if trace.size != n_iter or not np.all(np.isfinite(trace)):
+        raise ValueError(f"{trace_name} must hold n_iter_={n_iter} finite values, got {trace.size}")
+
+    if mixture:
+        resp = _as_array(state, "component_responsibilities_", "f", 2)
+        _check_distributions("component_responsibilities_", resp, n_slots)
+        start = _as_array(state, "initial_components_", "iu", 1)
+        if start.size > resp.shape[0]:
+            raise ValueError(f"initial_components_ has {start.size} labelled rows, more than the {resp.shape[0]} rows")
+        if start.size and (start.min() < 0 or start.max() >= n_slots):
+            raise ValueError(f"initial_components_ must index the {n_slots} components (0 .. {n_slots - 1})")
+        n_rows, n_labelled = resp.shape[0], start.size
+    else:
+        dist = _as_array(state, "label_distributions_", "f", 2)
+        _check_distributions("label_distributions_", dist, n_classes)
+        n_rows, n_labelled = dist.shape[0], None
+
+    curve = state["weight_curve_"]
+    if curve is not None:
+        if semi.unlabelled_weight != "auto" or not isinstance(curve, dict) or set(curve) != _WEIGHT_CURVE:
+            raise ValueError(f"weight_curve_ must be None or, with unlabelled_weight='auto', a dict of {sorted(_WEIGHT_CURVE)}")
+        grid = _as_array(curve, "grid", "f", 1)
+        if not (np.all(np.isfinite(grid)) and np.all(grid >= 0) and np.all(np.diff(grid) > 0) and np.any(grid == 0)):
+            raise ValueError("weight_curve_['grid'] must be increasing finite weights >= 0 including 0")
+        for key in ("mean", "se", "gain", "gain_se"):
+            if _as_array(curve, key, "f", 1).shape != grid.shape or np.any(np.isnan(curve[key])):
+                raise ValueError(f"weight_curve_[{key!r}] must hold one number per weight of the grid")
+        scores = _as_array(curve, "scores", "f", 2)
+        if scores.shape[0] != grid.size or scores.shape[1] > n_rows or np.any(np.isnan(scores)) or np.any(scores > 0):
+            raise ValueError("weight_curve_['scores'] must be log probabilities (<= 0), one row per weight, one column per labelled row")
+        if n_labelled is not None and scores.shape[1] != n_labelled:
+            raise ValueError("weight_curve_['scores'] and initial_components_ disagree on the number of labelled rows")
+        _check_int(curve, "n_splits", 2, scores.shape[1], "weight_curve_['n_splits']")
+        if curve["chosen"] != lam or lam not in grid:
+            raise ValueError("weight_curve_['chosen'] must be unlabelled_weight_, a weight of the grid")
+    elif semi.unlabelled_weight == "auto" and lam != 0:
+        raise ValueError("unlabelled_weight='auto' without a weight_curve_ falls back to unlabelled_weight_ = 0")
+
+    curve = state["components_curve_"]
+    if curve is not None:
+        if n_components != "auto" or not isinstance(curve, dict) or set(curve) != _COMPONENTS_CURVE:
+            raise ValueError(f"components_curve_ must be None or, with n_components='auto', a dict of {sorted(_COMPONENTS_CURVE)}")
+        grid = _as_array(curve, "grid", "iu", 1)
+        if grid.size == 0 or np.any(grid < 1) or np.any(np.diff(grid) <= 0):
+            raise ValueError("components_curve_['grid'] must be increasing integers >= 1")
+        mean = _as_array(curve, "mean", "f", 2)
+        if mean.shape != (n_classes, grid.size) or np.any(np.isnan(mean)) or np.any(mean == np.inf):
+            raise ValueError(f"components_curve_['mean'] must have shape ({n_classes}, {grid.size}), no NaN or +inf")
+        scores = _as_array(curve, "scores", "f", 2)
+        if scores.shape[0] != grid.size or scores.shape[1] > n_rows or np.any(scores == np.inf):
+            raise ValueError("components_curve_['scores'] must have one row per grid value, one column per labelled row")
+        _check_int(curve, "n_splits", 2, scores.shape[1], "components_curve_['n_splits']")
+        chosen = _as_array(curve, "chosen", "iu", 1)
+        if not np.array_equal(chosen, counts) or not np.all(np.isin(chosen, grid)):
+            raise ValueError("components_curve_['chosen'] must be n_components_, each a value of the grid")
+    elif n_components == "auto" and mixture:
+        raise ValueError("n_components='auto' without a components_curve_ gives every class 1 component")

@@ -38,7 +38,21 @@ one-key object naming the type: ``{"array": name}`` (with ``"object": "str" | "i
 | "-inf"}``, ``{"tuple": [...]}``, ``{"dict": [[key, value], ...]}``,
 ``{"slice": [start, stop, step]}``, ``{"namedtuple": type name, "fields": {...}}`` (a
 prior or statistics pytree of :mod:`bayesnb.core.priors` / :mod:`bayesnb.core.stats`) and
-``{"estimator": state}`` (nested estimators: :class:`~bayesnb.MixedNB`'s blocks).
+``{"estimator": state}`` (nested estimators: :class:`~bayesnb.MixedNB`'s blocks,
+:class:`~bayesnb.SemiSupervisedNB`'s wrapped estimator).
+
+A class registered with ``own_state=True`` (:func:`register_estimator`) names its fitted
+``"attributes"`` itself, encoded as above. :class:`~bayesnb.SemiSupervisedNB`'s are
+``estimator_`` (the fitted wrapped estimator, nested; with several mixture components
+its classes are the components), ``classes_``, ``n_components_`` (int64, one per class),
+``unlabelled_weight_``, ``weight_curve_`` and ``components_curve_`` (None or dicts of
+arrays), ``n_iter_``, ``converged_``, ``log_posterior_`` (EM) or ``elbo_`` (VB), and the
+training rows' responsibilities: ``label_distributions_`` with one component per class,
+else ``component_responsibilities_`` and ``initial_components_`` (the labelled rows'
+starting components, int64). These are new attribute names of a new class, in the
+encoding of version 1, so such a file still declares the lowest version its other fields
+need (1, or 2 for Gaussian ranges): a bayesnb without the class refuses it as an unknown
+estimator class, which is the right message, and no version bump is needed.
 
 What is stored, and why
 -----------------------
@@ -56,6 +70,19 @@ recomputes them from the parameters and the statistics with the same code that
 * a file cannot hold a posterior inconsistent with its statistics;
 * ``partial_fit`` after ``load`` continues exactly as without the round trip, because
   the statistics are the whole of what ``partial_fit`` updates.
+
+:class:`~bayesnb.SemiSupervisedNB` stores its fitted wrapped estimator so (its prior as
+parameters: the hyperparameters and data-scaled default prior the labelled rows gave,
+which its expected statistics would not give again; a :class:`~bayesnb.MixedNB`'s blocks
+conditioned on the product's statistics), and what cannot be recomputed without the
+training rows: the choices of ``"auto"`` and their curves, the trace, the training rows'
+responsibilities. What is a function of those is derived at load as ``fit`` derives it
+(``component_class_``, ``component_weights_``, ``label_distributions_`` with components,
+``transduction_``, ``initial_responsibilities_``). Everything is validated as ``fit``
+would have produced it: the numbers of components are at least 1 and add up to the
+wrapped estimator's classes (checked before any array is sized from them), the initial
+components index those, responsibilities are finite, non-negative and sum to 1 per row,
+shapes agree, the weight is finite and non-negative and is the curve's choice.
 
 A file written by a different bayesnb version still loads (its posterior is recomputed
 by the running version, with a warning if the versions differ); a newer
@@ -149,6 +176,10 @@ _PYTREES: dict[str, type] = {}
 # Registered name -> private fitted attributes that are state of that class (saved and
 # restored beside _STATE; validated by the class's own _refresh on load).
 _EXTRA_STATE: dict[str, tuple] = {}
+# Registered names of the classes that save and validate their fitted state themselves
+# (register_estimator(..., own_state=True)): a meta-estimator whose fitted state is not
+# statistics but a fitted estimator and what it chose (SemiSupervisedNB).
+_OWN_STATE: set[str] = set()
 
 
 def _register(table, cls, what, name=None):
@@ -160,7 +191,7 @@ def _register(table, cls, what, name=None):
     return cls
 
 
-def register_estimator(cls=None, *, name=None, state=()):
+def register_estimator(cls=None, *, name=None, state=(), own_state=False):
     """Allow instances of ``cls`` to be saved and loaded (a class decorator).
 
     Parameters
@@ -176,6 +207,16 @@ def register_estimator(cls=None, *, name=None, state=()):
         restored beside the common ones (e.g. scikit-learn's variance floor of
         ``bayesnb.sklearn.GaussianNB``). The class validates them when its posterior is
         recomputed on load.
+    own_state : bool, default=False
+        The class saves and validates its fitted state itself, instead of the
+        statistics-based state of the other estimators: it defines
+        ``_saved_state(self)``, returning None when unfitted or a dict of fitted
+        attribute name -> value (values of the kinds this format stores, nested
+        estimators included), and ``_restore_state(self, attributes)``, called on a new
+        instance (built from the saved parameters) with those values decoded (nested
+        estimators already restored and validated), which validates them as ``fit``
+        would have produced them and raises ``ValueError`` or ``TypeError`` naming the
+        field otherwise (the error becomes a ``ModelFileError``).
 
     Returns
     -------
@@ -183,14 +224,20 @@ def register_estimator(cls=None, *, name=None, state=()):
         ``cls`` itself (or, without ``cls``, a decorator).
     """
     if cls is None:
-        return lambda c: register_estimator(c, name=name, state=state)
+        return lambda c: register_estimator(c, name=name, state=state, own_state=own_state)
     state = tuple(state)
     for key in state:
         if not (isinstance(key, str) and key.startswith("_") and key.endswith("_") and not key.startswith("__")):
             raise ValueError(f"state names private fitted attributes such as '_epsilon_', got {key!r}")
     name = cls.__name__ if name is None else name
+    if own_state and not (callable(getattr(cls, "_saved_state", None)) and callable(getattr(cls, "_restore_state", None))):
+        raise TypeError(f"own_state=True needs {cls.__name__}._saved_state and {cls.__name__}._restore_state")
     _register(_ESTIMATORS, cls, "estimator class", name)
     _EXTRA_STATE[name] = state
+    if own_state:
+        _OWN_STATE.add(name)
+    else:
+        _OWN_STATE.discard(name)
     return cls
 
 
@@ -354,6 +401,15 @@ class _Encoder:
                 f"estimators ({', '.join(sorted(self._estimators))}); loading looks classes up in that table "
                 "and never imports code named by a file"
             )
+        if name in _OWN_STATE:
+            # The class names its fitted state itself (register_estimator(own_state=True)).
+            own = est._saved_state()
+            return {
+                "class": name,
+                "params": {k: self.value(v, f"{where}.{k}") for k, v in est.get_params(deep=False).items()},
+                "fitted": own is not None,
+                "attributes": {} if own is None else {k: self.value(v, f"{where}.{k}") for k, v in own.items()},
+            }
         fitted = hasattr(est, "stats_")
         public = [k for k in vars(est) if k.endswith("_") and not k.startswith("_")]
         unknown = sorted(set(public) - set(_STATE) - _DERIVED)
@@ -472,6 +528,13 @@ class _Decoder:
         except TypeError as err:
             raise ModelFileError(f"parameters of {cls.__name__} do not match this bayesnb: {err}") from None
         if not state["fitted"]:
+            return est
+        if name in _OWN_STATE:
+            attributes = {k: self.value(v) for k, v in dict(state["attributes"]).items()}
+            try:
+                est._restore_state(attributes)
+            except (ValueError, TypeError) as err:  # ModelFileError of a nested estimator included
+                raise ModelFileError(f"the saved state of {cls.__name__} is inconsistent: {err}") from None
             return est
         attributes = dict(state["attributes"])
         unknown = set(attributes) - set(_STATE) - set(_EXTRA_STATE.get(name, ()))
