@@ -63,7 +63,7 @@ CASES = {
     "gaussian-vb-2-components": (
         lambda: SemiSupervisedNB(GaussianNB(), method="vb", n_components=2, unlabelled_weight=1), "real"),
     "bernoulli-em": (lambda: SemiSupervisedNB(BernoulliNB(), unlabelled_weight=1), "binary"),
-    "categorical-vb": (lambda: SemiSupervisedNB(CategoricalNB(), method="vb", unlabelled_weight=1), "codes"),
+    "categorical-em": (lambda: SemiSupervisedNB(CategoricalNB(), unlabelled_weight=1), "codes"),
     "mixed-em": (lambda: SemiSupervisedNB(_mixed(), smoothing="none", unlabelled_weight=1), "mixed"),
 }
 
