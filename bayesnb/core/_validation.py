@@ -30,6 +30,7 @@ __all__ = [
     "canonical_csr",
     "refuse_dates",
     "check_gaussian_spread",
+    "SpreadError",
     "label_array",
 ]
 
@@ -140,6 +141,56 @@ def refuse_dates(X, who):
 _MIN_GAUSSIAN_SPREAD = 2.0**-500
 
 
+class SpreadError(ValueError):
+    """A Gaussian feature spreads over less than 2**-500 (see :func:`check_gaussian_spread`).
+
+    A :class:`ValueError` that says which feature, so that an estimator can name it in
+    the user's terms (a DataFrame column, a block of :class:`~bayesnb.MixedNB` and the
+    column's position in the user's ``X``) instead of its position in the array the
+    check was given, as :class:`~bayesnb.core.families._dirichlet.UndefinedModeError`
+    lets the estimators name the cell of a ``"map"`` refusal. The core knows positions
+    only; :meth:`named` rewrites the message with an estimator's words.
+
+    Attributes
+    ----------
+    index : int
+        The first such feature's position in the array given to the check.
+    spread : float
+        Its spread (max - min).
+    n_affected : int
+        How many features of that array spread over less than 2**-500 (but not 0).
+    """
+
+    def __init__(self, message, index, spread, n_affected):
+        super().__init__(message)
+        self.index = index
+        self.spread = spread
+        self.n_affected = n_affected
+
+    @classmethod
+    def at(cls, index, spread, n_affected, feature=None, column=None, prefix=""):
+        """The refusal of feature ``index``, named ``feature`` and rescaled as ``column`` (an expression).
+
+        By default ``"feature {index} (0-based)"`` and ``"X[:, {index}]"``; ``prefix``
+        opens the message (e.g. the block of a product model).
+        """
+        feature = f"feature {index} (0-based)" if feature is None else feature
+        column = f"X[:, {index}]" if column is None else column
+        return cls(
+            f"{prefix}{feature} spreads over {spread:.3g} only (max - min): Gaussian statistics "
+            f"square deviations, which below 2**-500 (3.1e-151) lose their digits in float64. Rescale "
+            f"the feature (e.g. {column} * 1e150, or standardise it) before fitting; "
+            f"{n_affected} feature(s) are affected",
+            index,
+            spread,
+            n_affected,
+        )
+
+    def named(self, feature, column, prefix=""):
+        """This refusal with the feature named ``feature`` and rescaled as ``column`` (same attributes)."""
+        return type(self).at(self.index, self.spread, self.n_affected, feature, column, prefix)
+
+
 def check_gaussian_spread(X):
     """Refuse Gaussian features whose values spread over less than 2**-500, about 3.1e-151 (but not 0).
 
@@ -153,8 +204,9 @@ def check_gaussian_spread(X):
 
     Raises
     ------
-    ValueError
-        Naming the first such feature (by position) and its spread.
+    SpreadError
+        A ``ValueError`` naming the first such feature (by position in ``X``) and its
+        spread; its attributes let an estimator name the feature in the user's terms.
     """
     X = np.asarray(X)
     if X.ndim != 2 or X.shape[0] == 0:
@@ -163,12 +215,7 @@ def check_gaussian_spread(X):
     tiny = np.flatnonzero((spread > 0) & (spread < _MIN_GAUSSIAN_SPREAD))
     if tiny.size:
         j = int(tiny[0])
-        raise ValueError(
-            f"feature {j} (0-based) spreads over {spread[j]:.3g} only (max - min): Gaussian statistics "
-            f"square deviations, which below 2**-500 (3.1e-151) lose their digits in float64. Rescale "
-            f"the feature (e.g. X[:, {j}] * 1e150, or standardise it) before fitting; "
-            f"{tiny.size} feature(s) are affected"
-        )
+        raise SpreadError.at(j, float(spread[j]), int(tiny.size))
 
 
 def check_non_negative(X, who):

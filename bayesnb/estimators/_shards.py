@@ -323,7 +323,7 @@ def _finish(est, shard):
             block = clone(template)
             if est._coded_block(block, idx):
                 block.set_params(min_categories=est._min_categories(name, idx))
-            with in_block(name):  # a block's errors name the block, as in fit
+            with est._block_errors(name, idx):  # a block's errors name the block and column, as in fit
                 finish(block, _reindex(block_shard, shard.classes))
             fitted.append((name, block, idx))
         est.estimators_ = fitted

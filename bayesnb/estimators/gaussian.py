@@ -10,7 +10,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.analysis import loo as _loo
 from bayesnb.core import missing as _missing
-from bayesnb.core._validation import check_estimate
+from bayesnb.core._validation import SpreadError, check_estimate
 from bayesnb.core.empirical_bayes import check_scope, is_evidence, learn_prior
 from bayesnb.core.families import gaussian
 from bayesnb.core.stats import is_masked
@@ -63,7 +63,51 @@ def evidence_prior(stats, scope="shared"):
     )
 
 
-class GaussianNB(BaseNB):
+def spread_refusal(err, names, positions=None, prefix=""):
+    """The spread refusal ``err`` (:class:`~bayesnb.core._validation.SpreadError`) in the user's terms.
+
+    The core names a feature by its position in the statistics it judged; the user
+    knows the columns of the ``X`` given to ``fit``. The feature is named by its
+    DataFrame column (``names``, the model's ``feature_names_in_``, None without) and its
+    position in ``X``; ``positions`` maps the statistics' features to the columns of
+    ``X`` (a :class:`~bayesnb.MixedNB` block's column indices; by default the same),
+    ``prefix`` opens the message (the block).
+
+    Parameters
+    ----------
+    err : SpreadError
+    names : array-like of str or None
+    positions : array-like of int, optional
+    prefix : str, default=""
+
+    Returns
+    -------
+    SpreadError
+        The same refusal (same attributes), reworded.
+    """
+    j = int(err.index if positions is None else positions[err.index])
+    if names is None:
+        return err.named(f"feature {j} (0-based)", f"X[:, {j}]", prefix)
+    name = str(names[j])
+    return err.named(f"feature {name!r} (column {j} of X)", f"X[{name!r}]", prefix)
+
+
+class _SpreadInUserTerms:
+    """Mixin of the Gaussian estimators: the spread refusal names the user's column.
+
+    Every fitted state is built by ``_refresh`` (fit, partial_fit on the merged
+    statistics, fit_shard, update_prior, loading a file), where the core's
+    :func:`bayesnb.core.families.gaussian.check_spread` judges the spread.
+    """
+
+    def _refresh(self):
+        try:
+            super()._refresh()
+        except SpreadError as err:
+            raise spread_refusal(err, getattr(self, "feature_names_in_", None)) from None
+
+
+class GaussianNB(_SpreadInUserTerms, BaseNB):
     __doc__ = (
         r"""Naive Bayes for real features, with a Normal-Inverse-Gamma prior per (class, feature).
 

@@ -13,7 +13,7 @@ from bayesnb.core.families._mask import accepts_mask
 from bayesnb.core.priors import NormalInverseGamma
 from bayesnb.core.stats import as_masked
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
-from bayesnb.estimators.gaussian import evidence_prior
+from bayesnb.estimators.gaussian import _SpreadInUserTerms, evidence_prior
 
 __all__ = ["GaussianBayesClassifier"]
 
@@ -22,7 +22,7 @@ __all__ = ["GaussianBayesClassifier"]
 COVARIANCES = ("full", "shared", "diag")
 
 
-class GaussianBayesClassifier(BaseNB):
+class GaussianBayesClassifier(_SpreadInUserTerms, BaseNB):
     __doc__ = (
         r"""Gaussian Bayes classifier (QDA / LDA / Gaussian NB) with conjugate priors.
 

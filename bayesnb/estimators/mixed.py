@@ -20,7 +20,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core import missing as _missing
-from bayesnb.core._validation import check_category_codes
+from bayesnb.core._validation import SpreadError, check_category_codes
 from bayesnb.core.families._dirichlet import UndefinedModeError
 from bayesnb.core.families.product import BlockRows, product
 from bayesnb.core.stats import ProductStats
@@ -29,6 +29,7 @@ from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
 from bayesnb.estimators._registry import estimator_for
 from bayesnb.estimators._shards import in_block as _in_block
 from bayesnb.estimators.discrete import class_map_refusal
+from bayesnb.estimators.gaussian import spread_refusal
 from bayesnb.ppl.collapsed import find_hyperpriors
 
 __all__ = ["MixedNB", "infer_blocks"]
@@ -538,7 +539,7 @@ class MixedNB(BaseNB):
             self._check_finite(part, name, est, X, idx)
             if not self._fit_input:
                 # Validated once here, not once per posterior draw in predict_proba_draws.
-                with _in_block(name):
+                with self._block_errors(name, idx):
                     part = est._input(part, reset=False)
             parts.append(part)
         # fit hands the blocks their raw columns (each block validates its own).
@@ -584,7 +585,7 @@ class MixedNB(BaseNB):
             est = copy.deepcopy(est) if hasattr(self, "estimators_") else est
             if self._coded_block(est, idx):
                 est.set_params(min_categories=self._min_categories(name, idx))
-            with _in_block(name):
+            with self._block_errors(name, idx):
                 batch[name] = est._partial_fit_batch(part, y, self.classes_, sample_weight)
             fitted.append((name, est, idx))
         self.estimators_ = fitted
@@ -669,6 +670,23 @@ class MixedNB(BaseNB):
 
                 return words(block_err, feature_words=feature, labels=labels)
         return err
+
+    @contextlib.contextmanager
+    def _block_errors(self, name, idx):
+        """A block's errors in the user's terms: prefixed with the block's name, a feature named by its column.
+
+        Plain ``ValueError``/``TypeError`` get the block's name (``_shards.in_block``, as
+        the shard merge does); a spread refusal
+        (:class:`~bayesnb.core._validation.SpreadError`), which the block raised about
+        its own feature ``j``, names the column ``idx[j]`` of the user's ``X``: its
+        DataFrame name and position, as the ``"map"`` refusal names the cell
+        (:meth:`_block_map_refusal`). Used by fit, partial_fit and ``fit_shard``.
+        """
+        try:
+            with _in_block(name):
+                yield
+        except SpreadError as err:
+            raise spread_refusal(err, getattr(self, "feature_names_in_", None), idx, f"block {name!r}: ") from None
 
     def _column_name(self, j):
         names = getattr(self, "feature_names_in_", None)

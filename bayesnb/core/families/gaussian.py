@@ -1092,8 +1092,10 @@ def check_spread(stats):
 
     Raises
     ------
-    ValueError
-        Naming the first such feature (0-based) and its spread.
+    bayesnb.core._validation.SpreadError
+        A ``ValueError`` naming the first such feature (0-based, its position in the
+        statistics) and its spread; the estimators rename it in the user's terms (the
+        DataFrame column, a :class:`~bayesnb.MixedNB` block's column of ``X``).
     """
     if is_traced(stats):
         return
