@@ -699,7 +699,7 @@ def _run_fit(args):
     y = _userdata.labels(spec, table)
     if np.unique(y).size < 2:
         raise DataError(f"{table.path}: need at least 2 classes to classify, found {np.unique(y).tolist()}")
-    X = _userdata.design(spec, table, fit=True)
+    X = _userdata.model_input(spec, table, fit=True)
     clf = _userdata.make_estimator(spec, args.alpha)
     if args.calibrate == "loo":
         clf.set_params(calibrate="loo")
@@ -733,7 +733,7 @@ def _run_predict(args):
     sep = args.sep if args.sep is not None else spec.get("sep")
     header = spec.get("header", True) and not args.no_header
     table = _read(args, args.data, sep, header)
-    X = _userdata.design(spec, table, fit=False)
+    X = _userdata.model_input(spec, table, fit=False)
     clf.set_params(estimate=args.estimate)
     from bayesnb.exceptions import ZeroLikelihoodWarning
 
@@ -748,7 +748,8 @@ def _run_predict(args):
                 bounds = clf.predict_proba_interval(
                     X, args.interval, n_draws=args.draws, random_state=args.seed, posterior=kind, return_median=True
                 )
-                summaries.append(("" if kind == "fitted" else "_updated", bounds))
+                # Arrays, as printed (a DataFrame's rows give labelled frames).
+                summaries.append(("" if kind == "fitted" else "_updated", tuple(np.asarray(b) for b in bounds)))
     classes = [str(c) for c in clf.classes_]
     predicted = clf.classes_[np.argmax(proba, axis=1)]
     y = _userdata.labels(spec, table, required=False)

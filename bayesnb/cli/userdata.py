@@ -12,6 +12,12 @@ as JSON (``MODEL.cli.json``), so that ``bayesnb predict`` turns a new file into 
 columns. The layout is bound to its model: it records the SHA-256 of the model file's
 bytes and a checksum of its own content, and ``bayesnb predict`` refuses a layout that
 belongs to another model or was edited (it is checked as strictly as the model file).
+A layout rewritten with its checksum recomputed is caught by what the model file itself
+records (:func:`_check_spec_fits_model`): the model is fitted on the file's columns by
+name and on the category *labels* of its categorical columns, not on bare codes
+(:func:`model_input`), so it holds the column names (``feature_names_in_``) and each
+categorical column's labels in code order (``categories_``), and a layout that renames,
+reorders or relabels a column no longer matches its model.
 Both files are written through :mod:`bayesnb.io._atomic` (whole or not at all, never over
 an input or over a file of another kind without ``--force``).
 """
@@ -33,7 +39,8 @@ __all__ = ["DataError", "ALIASES", "family_choices", "resolve_family"]
 
 _SPEC_FORMAT = "bayesnb-cli-model"
 # 2: the layout holds the SHA-256 of its model file, its own checksum and the fit file's columns.
-_SPEC_VERSION = 2
+# 3: the model is fitted on named columns and category labels (model_input), which it records.
+_SPEC_VERSION = 3
 # A column layout is a few bytes per word or category: this bounds what predict reads.
 _MAX_SPEC_BYTES = 256 * 2**20
 # Command-line names of models that are a registered family with fixed estimator
@@ -531,6 +538,59 @@ def design(spec, table, *, fit):
     return X
 
 
+def model_input(spec, table, *, fit):
+    """What ``bayesnb fit`` fits and ``bayesnb predict`` predicts: the design, with the labels a model can check.
+
+    A text column is its word counts (:func:`design`). Tabular columns become a
+    DataFrame with the file's column names; a categorical column holds its category
+    *labels*, not codes, so that the model learns them (``categories_``, in the layout's
+    order: at fit a pandas ``Categorical`` of the layout's categories, whose codes are
+    :func:`design`'s) and encodes each row itself at predict (the raw values: a value
+    not seen at fit is a new category, a missing one is left out). The model file then
+    records the column names and every categorical column's labels in code order, and
+    :func:`_check_spec_fits_model` refuses a layout that says otherwise: a layout whose
+    labels were permuted (checksum recomputed) would otherwise read ``"red"`` as the
+    code of ``"blue"`` without a trace. The fitted numbers are those of :func:`design`
+    (same codes, same values).
+
+    Parameters
+    ----------
+    spec : dict
+        The column layout (learned by :func:`design` when ``fit``).
+    table : the file read
+    fit : bool
+
+    Returns
+    -------
+    sparse matrix or pandas.DataFrame
+    """
+    import numpy as np
+
+    X = design(spec, table, fit=fit)
+    if spec["kind"] == "text":
+        return X
+    import pandas as pd
+
+    na = set(spec.get("na_values", ())) | (na_values_of((), table) if table.types is not None else set())
+    columns = {}
+    for j, name in enumerate(spec["features"]):
+        if spec["types"][name] == "numeric":
+            columns[name] = np.asarray(X[:, j], dtype=np.float64)
+            continue
+        cats = pd.Index(spec["categories"][name], dtype=object)
+        if fit:
+            codes = np.asarray(X[:, j], dtype=np.float64)
+            if np.any(codes >= len(cats)):  # design learned the categories from these very rows
+                raise DataError(f"{table.path}: column {name!r} holds a value outside its categories")
+            columns[name] = pd.Categorical.from_codes(np.where(np.isnan(codes), -1, codes).astype(np.int64), categories=cats)
+        else:
+            values = table.named(name)
+            labels = np.asarray(values, dtype=object)
+            labels[_missing_mask(values, na)] = None
+            columns[name] = labels
+    return pd.DataFrame(columns, columns=list(spec["features"]))
+
+
 def make_estimator(spec, alpha):
     import numpy as np
 
@@ -727,9 +787,11 @@ def _check_spec_fits_model(spec, clf, bad):
     The layout's checksum detects an edit, not a layout rewritten with its checksum
     recomputed; what the model file itself records is checked here: the family (and its
     fixed parameters), the missing-value policy, which columns are categories (a code
-    read as a number, or a number as a code, would be a silent wrong answer) and how
+    read as a number, or a number as a code, would be a silent wrong answer), how
     many categories each has (one category fewer would read a new value as the code of
-    a fitted category).
+    a fitted category), the names and order of the feature columns and each categorical
+    column's labels in code order (fitted on labels by :func:`model_input`, the model
+    records them: a permuted list would read one label as another's code).
     """
     import numpy as np
 
@@ -750,6 +812,10 @@ def _check_spec_fits_model(spec, clf, bad):
     if spec["kind"] != "tabular":
         return
     features, types = spec["features"], spec["types"]
+    names = getattr(clf, "feature_names_in_", None)
+    names = None if names is None else [str(v) for v in names]
+    if names != list(features):
+        bad(f"feature columns {_shown(features)}, but the model was fitted on {_shown(names or [])}")
     # (estimator, its columns) of each block: the model itself, or a MixedNB's blocks.
     blocks = getattr(clf, "estimators_", None)
     blocks = [(est, np.asarray(idx)) for _, est, idx in blocks] if blocks is not None else [(clf, np.arange(len(features)))]
@@ -773,6 +839,20 @@ def _check_spec_fits_model(spec, clf, bad):
                     f"column {name!r} has {len(spec['categories'][name])} categories, the model's feature {j} "
                     f"{shown}"
                 )
+    # The model was fitted on these columns by name and on their category labels
+    # (model_input): it records both, and a layout that reorders the columns or the
+    # labels of a column (same count, checksum recomputed) would encode a value as the
+    # code of another.
+    learned = getattr(clf, "categories_", None) or {}
+    for j, name in enumerate(features):
+        if types[name] == "numeric":
+            continue
+        model_labels = [str(v) for v in learned.get(j, ())]
+        if model_labels != list(spec["categories"][name]):
+            bad(
+                f"column {name!r} lists its categories as {_shown(spec['categories'][name])}, but the model "
+                f"learned {_shown(model_labels)} in code order: each label would be read as another's code"
+            )
 
 
 def load_model(path):
@@ -802,8 +882,8 @@ def load_model(path):
         raise DataError(f"{layout}: format {version!r} is not one this bayesnb reads")
     if version < _SPEC_VERSION:
         raise DataError(
-            f"{layout}: written by an older bayesnb, without the hash that binds it to its model; "
-            "fit the model again"
+            f"{layout}: written by an older bayesnb, whose model file does not bind the layout (its hash, "
+            "column names and category labels); fit the model again"
         )
     if spec.get("checksum") != _spec_checksum(spec):
         raise DataError(f"{layout}: checksum mismatch: the column layout was modified or corrupted after it was written")
