@@ -42,8 +42,13 @@ The candidates (``FAMILIES``):
   offsets; Platt scaling for two classes);
 * ``"asinh"``: :math:`a, \sigma, b` fitted.
 
-Within a family the parameters minimise the (weighted) mean log loss of the leave-one-out
-scores (:func:`fit_map`). The family is chosen by K-fold cross-validation over the
+Within a family the parameters minimise the (weighted) mean cross-entropy of the
+leave-one-out scores against Platt's targets (:func:`fit_map`, :func:`targets`): the labels
+smoothed by the class counts, :math:`(N_c + 1)/(N_c + 2)` on a row's own class. Fitted to
+0/1 labels, a map of scores that separate the classes (every leave-one-out row right, as
+on small, easy data) has no minimum: its scale runs to the bound, and on wine (5-fold CV,
+seed 8) such a map sent two test rows from 6.5 and 3.6 nats to 34.5 and 24.6, a fold's
+log loss from 0.30 to 1.66. The family is chosen by K-fold cross-validation over the
 leave-one-out scores (:func:`choose`): every candidate is fitted on K−1 folds of the
 rows' scores and scored on the fold left out; the scores are fixed, so this costs no
 refit of the model. The family with the least held-out loss wins and is refitted on all
@@ -79,6 +84,7 @@ __all__ = [
     "identity",
     "log_loss",
     "one_vs_rest_log_odds",
+    "targets",
 ]
 
 FAMILIES = ("identity", "affine", "asinh")
@@ -236,13 +242,49 @@ def _lse(z):
     return top + np.log(np.exp(z - top[:, None]).sum(axis=1))
 
 
-def _objective(theta, d, y_index, weight, family, g):
-    """Mean weighted log loss of the map and its gradient in ``theta``.
+def targets(y_index, n_classes, weight=None):
+    r"""Platt's targets: the labels smoothed by the class counts, shape (n_samples, n_classes).
+
+    A row of class :math:`c` gets :math:`t_c = (N_c + 1) / (N_c + 2)` on its own class
+    and :math:`(1 - t_c) / (C - 1)` on each other class, :math:`N_c` being the (weighted)
+    number of rows of class :math:`c`. With two classes these are Platt's (1999) targets
+    :math:`(N_+ + 1)/(N_+ + 2)` for positive and :math:`1/(N_- + 2)` for negative rows
+    (scikit-learn's sigmoid calibration uses them too). Fitted to 0/1 labels, a map of
+    scores that separate the classes (every leave-one-out row on the right side, as on
+    small, easy data) has no minimum: its scale runs to its bound and the map sends the
+    next mistake to a probability of :math:`10^{-15}`. Against these targets the fitted
+    map is never surer than the counts allow, so the scale stays finite.
+
+    Parameters
+    ----------
+    y_index : int ndarray of shape (n_samples,)
+    n_classes : int
+    weight : ndarray of shape (n_samples,), optional
+        Row weights (a row of weight ``k`` counts as ``k`` rows in :math:`N_c`).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes), rows summing to 1.
+
+    Examples
+    --------
+    >>> targets(np.array([0, 0, 1]), 2).round(4).tolist()
+    [[0.75, 0.25], [0.75, 0.25], [0.3333, 0.6667]]
+    """
+    y_index = np.asarray(y_index, dtype=np.intp)
+    counts = np.bincount(y_index, weights=weight, minlength=n_classes).astype(np.float64)
+    own = (counts + 1.0) / (counts + 2.0)
+    t = np.repeat(((1.0 - own[y_index]) / max(n_classes - 1, 1))[:, None], n_classes, axis=1)
+    t[np.arange(y_index.size), y_index] = own[y_index]
+    return t
+
+
+def _objective(theta, d, t, weight, family, g):
+    """Mean weighted cross-entropy of the map against the targets ``t``, and its gradient in ``theta``.
 
     ``theta``: ``[a, b_1..b_{C-1}]`` where the compressed log-odds ``g`` are given (affine,
     or asinh at a fixed sigma), else ``[a, log sigma, b_1..]`` (asinh, sigma free).
     """
-    n = d.shape[0]
     a = theta[0]
     free_sigma = g is None
     if free_sigma:
@@ -251,12 +293,12 @@ def _objective(theta, d, y_index, weight, family, g):
     b = np.concatenate([[0.0], theta[2:] if free_sigma else theta[1:]])
     z = a * g + b
     lse = _lse(z)
-    rows = np.arange(n)
     # Elementwise products summed, not np.dot / np.vdot: BLAS's threaded ddot costs
     # milliseconds per call on a loaded machine, and L-BFGS calls this hundreds of times.
-    loss = float(np.sum(weight * (lse - z[rows, y_index])))
+    # The targets of a row sum to 1, so its cross-entropy is lse - sum_c t_c z_c.
+    loss = float(np.sum(weight * (lse - (t * z).sum(axis=1))))
     r = np.exp(z - lse[:, None])
-    r[rows, y_index] -= 1.0
+    r -= t
     r *= weight[:, None]
     grad_a = float(np.sum(r * g))
     grad_b = r.sum(axis=0)[1:]
@@ -269,9 +311,9 @@ def _objective(theta, d, y_index, weight, family, g):
     return loss, grad
 
 
-def _solve(d, y_index, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_bounds=COMPRESSION_BOUNDS,
+def _solve(d, t, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_bounds=COMPRESSION_BOUNDS,
            rough=False):
-    """L-BFGS-B on the map's loss: (a, b) at given compressed log-odds ``g``, or (a, log sigma, b).
+    """L-BFGS-B on the map's loss against targets ``t``: (a, b) at given compressed log-odds ``g``, or (a, log sigma, b).
 
     ``rough``: looser tolerances, for the profile over sigma (only the best grid point is
     kept, and refined to full tolerance).
@@ -284,7 +326,7 @@ def _solve(d, y_index, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_
         bounds.append(tuple(np.log(sigma_bounds)))
     bounds += [(-OFFSET_BOUND, OFFSET_BOUND)] * (n_classes - 1)
     res = minimize(
-        _objective, theta0, args=(d, y_index, weight, "asinh" if g is None else "fixed", g), jac=True,
+        _objective, theta0, args=(d, t, weight, "asinh" if g is None else "fixed", g), jac=True,
         method="L-BFGS-B", bounds=bounds,
         options={"maxiter": 1000, "ftol": 1e-8 if rough else 1e-13, "gtol": 1e-5 if rough else 1e-9},
     )
@@ -292,9 +334,12 @@ def _solve(d, y_index, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_
 
 
 def fit_map(log_proba, y_index, family, weight=None, *, estimate="predictive", temperature=1.0):
-    r"""The map of ``family`` minimising the weighted mean log loss of ``log_proba``'s rows.
+    r"""The map of ``family`` minimising the weighted mean cross-entropy of ``log_proba``'s rows against Platt's targets.
 
-    ``"affine"`` is a convex problem in :math:`(a, b)` (a log-softmax loss of a linear
+    The targets (:func:`targets`) are the labels smoothed by the class counts: the
+    fitted map is never surer than :math:`(N_c + 1) / (N_c + 2)` where the scores
+    separate the classes, instead of running its scale to the bound (which sends the next
+    mistake to a probability of :math:`10^{-15}`). ``"affine"`` is a convex problem in :math:`(a, b)` (a log-softmax loss of a linear
     function; :math:`a` bounded below by ``SCALE_BOUNDS[0]``), solved by L-BFGS-B with the
     exact gradient. ``"asinh"`` is convex in :math:`(a, b)` for each :math:`\sigma`: the
     profile over a grid of :math:`\sigma` is solved first, then all parameters together
@@ -321,6 +366,7 @@ def fit_map(log_proba, y_index, family, weight=None, *, estimate="predictive", t
     y_index = np.asarray(y_index, dtype=np.intp)
     n, n_classes = log_proba.shape
     w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    t = targets(y_index, n_classes, w)  # counted with the weights as given: rows, not shares
     w = w / w.sum()
     before = log_loss(log_proba, y_index, w)
     if family == "identity" or n_classes < 2:
@@ -338,17 +384,17 @@ def fit_map(log_proba, y_index, family, weight=None, *, estimate="predictive", t
     b0 = np.log(freq[1:] / freq[0])
     start = np.concatenate([[np.clip(1.0, *scale_bounds)], b0])
     if family == "affine":
-        theta, _ = _solve(dc, y_index, w, start, g=dc, scale_bounds=scale_bounds)
+        theta, _ = _solve(dc, t, w, start, g=dc, scale_bounds=scale_bounds)
         a, sigma, b = theta[0] * c, np.inf, theta[1:]
     else:
         best = None
         for sigma in np.clip(_SIGMA_GRID, *sigma_bounds):
-            theta, loss = _solve(dc, y_index, w, start, g=_compress(dc, sigma), scale_bounds=scale_bounds, rough=True)
+            theta, loss = _solve(dc, t, w, start, g=_compress(dc, sigma), scale_bounds=scale_bounds, rough=True)
             if best is None or loss < best[0]:
                 best = (loss, sigma, theta)
         _, sigma0, theta0 = best
         theta, _ = _solve(
-            dc, y_index, w, np.concatenate([[theta0[0], np.log(sigma0)], theta0[1:]]), scale_bounds=scale_bounds,
+            dc, t, w, np.concatenate([[theta0[0], np.log(sigma0)], theta0[1:]]), scale_bounds=scale_bounds,
             sigma_bounds=sigma_bounds,
         )
         a, sigma, b = theta[0] * c, float(np.exp(theta[1])) / c, theta[2:]

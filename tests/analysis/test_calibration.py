@@ -34,11 +34,25 @@ def _definition_log_odds(log_p):
     return np.array([[lp[c] - np.logaddexp.reduce(np.delete(lp, c)) for c in range(lp.size)] for lp in log_p])
 
 
-def _loss(log_p, y, family, theta, w=None, d=None):
-    """The mean log loss of the map at (log a, [log sigma], b_1..) — written from the definition.
+def _platt(y, n_classes, w=None):
+    """Platt's targets written row by row: (N_c + 1)/(N_c + 2) on the row's class, the rest shared."""
+    w = np.ones(y.size) if w is None else w
+    t = np.empty((y.size, n_classes))
+    for i, c in enumerate(y):
+        n_c = w[y == c].sum()
+        own = (n_c + 1) / (n_c + 2)
+        t[i] = (1 - own) / (n_classes - 1)
+        t[i, c] = own
+    return t
 
-    ``d`` is ``_definition_log_odds(log_p)``, passed by the brute force so that its tens of
-    thousands of evaluations do not rebuild it (it does not depend on the parameters).
+
+def _loss(log_p, y, family, theta, w=None, d=None, t=None):
+    """The map's mean cross-entropy at (log a, [log sigma], b_1..) — written from the definition.
+
+    Against the targets ``t`` (Platt's, what ``fit_map`` minimises), or the labels
+    themselves (the log loss) where ``t`` is None. ``d`` is ``_definition_log_odds(log_p)``,
+    passed by the brute force so that its tens of thousands of evaluations do not rebuild
+    it (it does not depend on the parameters).
     """
     d = _definition_log_odds(log_p) if d is None else d
     a = np.exp(theta[0])
@@ -48,19 +62,21 @@ def _loss(log_p, y, family, theta, w=None, d=None):
     else:
         b = np.concatenate([[0.0], theta[1:]])
         z = a * d + b
-    lz = log_softmax(z, axis=1)[np.arange(y.size), y]
-    return -np.average(lz, weights=w)
+    if t is None:
+        t = np.eye(log_p.shape[1])[y]
+    return -np.average((t * log_softmax(z, axis=1)).sum(axis=1), weights=w)
 
 
 def _brute(log_p, y, family, w=None, starts=8, seed=0):
     rng = np.random.default_rng(seed)
     k = log_p.shape[1]
     d = _definition_log_odds(log_p)
+    targets = _platt(y, k, w)
     best = None
     for _ in range(starts):
         x0 = np.concatenate([[rng.normal(-1, 1)], [rng.normal(1, 1.5)] if family == "asinh" else [], rng.normal(0, 1, k - 1)])
         for _ in range(4):  # restarts of the simplex from its own end point
-            res = minimize(lambda t: _loss(log_p, y, family, t, w, d), x0, method="Nelder-Mead",
+            res = minimize(lambda t: _loss(log_p, y, family, t, w, d, targets), x0, method="Nelder-Mead",
                            options={"xatol": 1e-10, "fatol": 1e-13, "maxiter": 20000, "maxfev": 40000})
             x0 = res.x
         if best is None or res.fun < best.fun:
@@ -126,9 +142,8 @@ def test_fitted_parameters_are_the_brute_force_minimum(family, n_classes):
     brute = _brute(lp, y, family, w)
     theta = np.concatenate([[np.log(fitted.scale)], [np.log(fitted.compression)] if family == "asinh" else [],
                             fitted.offsets[1:]])
-    ours = _loss(lp, y, family, theta, w)
-    assert ours == pytest.approx(fitted.fitted_log_loss, rel=1e-10)
-    assert ours <= brute.fun + 1e-9
+    assert _loss(lp, y, family, theta, w) == pytest.approx(fitted.fitted_log_loss, rel=1e-10)
+    assert _loss(lp, y, family, theta, w, t=_platt(y, n_classes, w)) <= brute.fun + 1e-9
     if family == "asinh" and fitted.compression >= cal.COMPRESSION_BOUNDS[1] * (1 - 1e-9):
         # The loss is flat towards sigma = inf (the affine limit): the brute force runs off
         # there too, and the other parameters must agree.
@@ -211,3 +226,57 @@ def test_too_few_rows_give_the_identity():
 def test_unknown_family_is_refused():
     with pytest.raises(ValueError, match="calibration family"):
         cal.fit_map(np.log(np.full((4, 2), 0.5)), np.array([0, 1, 0, 1]), "isotonic")
+
+
+def test_two_class_targets_are_platts():
+    y = np.array([1, 1, 1, 0, 0, 1, 0])
+    t = cal.targets(y, 2)
+    n_pos, n_neg = 4, 3
+    np.testing.assert_allclose(t[y == 1, 1], (n_pos + 1) / (n_pos + 2), rtol=1e-15)
+    np.testing.assert_allclose(t[y == 0, 1], 1 / (n_neg + 2), rtol=1e-15)
+    np.testing.assert_allclose(t.sum(axis=1), 1.0, rtol=1e-15)
+    w = np.array([2.0, 1, 1, 0.5, 0.5, 1, 1])  # weights count as rows
+    np.testing.assert_allclose(cal.targets(y, 2, w), _platt(y, 2, w), rtol=1e-15)
+    y3 = np.array([0, 2, 2, 1, 0, 2])
+    np.testing.assert_allclose(cal.targets(y3, 3), _platt(y3, 3), rtol=1e-15)
+
+
+def test_separable_scores_keep_the_scale_finite():
+    # Leave-one-out scores that put every row on the right side, by a margin: fitted to
+    # the 0/1 labels the map's loss falls towards 0 as its scale grows, with no minimum,
+    # and the next mistake would get a probability of 1e-15. Against Platt's targets the
+    # minimum exists: the fitted map of a wrong-side score keeps a probability the counts
+    # allow.
+    rng = np.random.default_rng(8)
+    y = np.repeat([0, 1, 2], 40)
+    scores = rng.normal(0, 1, (120, 3))
+    scores[np.arange(120), y] += 6.0
+    lp = log_softmax(scores, axis=1)
+    for family in ("affine", "asinh"):
+        fitted = cal.fit_map(lp, y, family)
+        assert fitted.scale < 0.5 * cal.SCALE_BOUNDS[1]
+        wrong = log_softmax(np.array([[6.0, 0.0, 0.0]]), axis=1)  # a class-1 row scored as class 0
+        p_true = np.exp(cal.apply(fitted, wrong))[0, 1]
+        assert p_true > 1e-4, (family, fitted, p_true)
+
+
+def test_wine_fold_where_a_sharpening_map_was_chosen():
+    # 5-fold CV of load_wine with seed 8, first fold: every training row's leave-one-out
+    # score is on the right side (log loss 0.0071), and a map fitted to the 0/1 labels
+    # sharpened it (scale 4.1), which sent two test rows from 6.5 and 3.6 nats to 34.5 and
+    # 24.6 and the fold's log loss from 0.30 to 1.66. Calibration must not cost that.
+    from sklearn.datasets import load_wine
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import StratifiedKFold
+
+    from bayesnb import GaussianNB
+
+    X, y = load_wine(return_X_y=True)
+    train, test = next(StratifiedKFold(5, shuffle=True, random_state=8).split(X, y))
+    plain = GaussianNB().fit(X[train], y[train])
+    calibrated = GaussianNB(calibrate="loo").fit(X[train], y[train])
+    loss = {
+        name: log_loss(y[test], np.clip(est.predict_proba(X[test]), 1e-15, 1), labels=[0, 1, 2])
+        for name, est in (("plain", plain), ("calibrated", calibrated))
+    }
+    assert loss["calibrated"] <= loss["plain"] + 0.01, (loss, calibrated.calibration_)
