@@ -101,6 +101,18 @@ def _is_mixed(est):
     return hasattr(est, "_resolve_blocks")
 
 
+def _sorted_labels(classes):
+    """``classes`` as given to ``shard`` (any sequence of labels) as a sorted 1-D array, refusing repeats and disorder."""
+    labels = np.asarray(classes)
+    if labels.ndim != 1 or labels.size == 0:
+        raise ValueError(f"classes must be a non-empty 1-D sequence of labels, got shape {labels.shape}")
+    if labels.size > 1 and not np.all(labels[1:] > labels[:-1]):
+        raise ValueError(
+            f"classes must be sorted and distinct (as np.unique gives them), got {labels.tolist()!r}"
+        )
+    return labels
+
+
 def _label_index(y, classes):
     y_index = np.searchsorted(classes, y)
     bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
@@ -132,7 +144,7 @@ def compute(template, X, y, sample_weight=None, classes=None):
     est = clone(template)
     X, y = est._check_X_y(X, y, reset=True)
     check_class_targets(y)
-    classes = np.unique(y) if classes is None else classes
+    classes = np.unique(y) if classes is None else _sorted_labels(classes)
     y_index = _label_index(y, classes)
     w = check_sample_weight(sample_weight, X.shape[0])
     est.classes_ = classes
