@@ -444,6 +444,33 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             self._clear_fitted()
             raise
 
+    def _fit_with_layout(self, layout, X, y, sample_weight=None):
+        """``fit(X, y)``, with what the fitted state sizes from its rows learned from the batches ``layout``.
+
+        For a layer that fits labelled rows ``X`` and then conditions on statistics of
+        other rows (:class:`~bayesnb.SemiSupervisedNB`'s unlabelled rows, through
+        :meth:`validated_stats` and :meth:`with_stats`): ``layout`` is an iterable of
+        batches of rows that together hold every such row (``X``'s among them), and an
+        estimator whose fitted layout depends on the rows it sees
+        (:class:`~bayesnb.CategoricalNB`'s table of categories and the labels of its
+        DataFrame columns) learns it from all of them, as ``fit`` on all of them would, so
+        that their statistics fit it. The statistics are those of ``X`` alone. An
+        estimator without such a layout is fitted as by :meth:`fit` (this default, which
+        reads no batch).
+
+        Parameters
+        ----------
+        layout : iterable of array-like or sparse matrix of shape (n_rows, n_features)
+        X : array-like or sparse matrix of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+        sample_weight : array-like of shape (n_samples,), optional
+
+        Returns
+        -------
+        self
+        """
+        return self.fit(X, y, sample_weight=sample_weight)
+
     def partial_fit(self, X, y, classes=None, sample_weight=None):
         """Update the posterior with a batch of rows (statistics add up exactly).
 

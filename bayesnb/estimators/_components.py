@@ -147,7 +147,7 @@ def allowed_components(y_index, component_class):
     return component_class[None, :] == np.asarray(y_index)[:, None]
 
 
-def component_estimator(base, fitted, X_lab, comp, w_lab, component_class):
+def component_estimator(base, fitted, X_lab, comp, w_lab, component_class, layout=None):
     r"""The wrapped estimator with one class per component, fitted on the initial split.
 
     ``base`` is an unfitted clone of the user's estimator, ``fitted`` the labelled-only
@@ -157,6 +157,9 @@ def component_estimator(base, fitted, X_lab, comp, w_lab, component_class):
     data-scaled default prior (``prior=None``) is rebuilt from the same labelled rows
     (such priors are pooled over the rows, the same for any split into classes).
     Under ``with_stats`` the result keeps that prior for every later iteration.
+    ``layout`` (batches of every training row, labelled or not) is what the estimator
+    learns its input layout from, as the labelled fit did (``_fit_with_layout``: a
+    table of categories that holds the unlabelled rows' codes too); None: ``X_lab``.
 
     Raises
     ------
@@ -179,7 +182,10 @@ def component_estimator(base, fitted, X_lab, comp, w_lab, component_class):
             fixed["class_alpha"] = np.asarray(ca, dtype=np.float64)[component_class]
     base.set_params(**fixed)
     try:
-        base.fit(X_lab, comp, sample_weight=w_lab)
+        if layout is None:
+            base.fit(X_lab, comp, sample_weight=w_lab)
+        else:
+            base._fit_with_layout(layout, X_lab, comp, sample_weight=w_lab)
     except (ValueError, TypeError) as err:
         raise ValueError(
             f"n_components: {type(base).__name__} cannot be refitted with one class per mixture component "

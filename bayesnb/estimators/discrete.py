@@ -15,6 +15,7 @@ from bayesnb.core._validation import (
     check_binary,
     check_category_codes,
     check_category_table,
+    check_class_targets,
     check_estimate,
     check_non_negative,
     is_sparse_threshold,
@@ -724,6 +725,42 @@ class CategoricalNB(_DiscreteNB):
                 "columns; for columns of numbers (measurements, counts) use MixedNB, which models each column "
                 "with its own family"
             ) from None
+
+    def _fit_with_layout(self, layout, X, y, sample_weight=None):
+        """``fit(X, y)`` with the table of categories (and a DataFrame's labels) learned from the batches ``layout``.
+
+        ``categories_`` and ``n_categories_`` are those ``fit`` would learn from all the
+        rows of ``layout`` (which hold ``X``'s rows and others, labelled or not: the
+        unlabelled rows of :class:`~bayesnb.SemiSupervisedNB`), with ``min_categories``;
+        the statistics are those of ``X`` alone. See :meth:`BaseNB._fit_with_layout`.
+        """
+        self._clear_fitted()
+        try:
+            seen, n_rows = None, 0
+            for rows in layout:
+                self._learning = True  # the rows teach the labels of label columns (see _label_codes)
+                try:
+                    codes = self._input(rows, reset=seen is None)
+                finally:
+                    del self._learning
+                codes = codes.X if isinstance(codes, _missing.MaskedX) else codes
+                # As in _compute_stats: every entry counts (unobserved ones hold code 0).
+                batch = codes.max(axis=0) + 1 if codes.shape[0] else np.zeros(codes.shape[1], np.int64)
+                seen = batch if seen is None else np.maximum(seen, batch)
+                n_rows += codes.shape[0]
+            if seen is None:
+                raise ValueError("_fit_with_layout needs at least one batch of rows to learn the categories from")
+            X, y = self._check_X_y(X, y, reset=False)
+            check_class_targets(y)
+            classes = np.unique(y)
+            self.n_categories_ = check_category_table(
+                seen.astype(np.int64), type(self).__name__, n_classes=classes.size, seen=seen, n_rows=n_rows
+            )
+            # _compute_stats raises the table to the learned labels and min_categories.
+            return self._update(X, y, classes, sample_weight, from_labels=True)
+        except BaseException:
+            self._clear_fitted()
+            raise
 
     def _compute_stats(self, X, y_index, sample_weight, mask=None):
         # The table of categories comes from every entry (unobserved ones hold code 0).

@@ -239,6 +239,17 @@ def _is_dask_array(X):
     return type(X).__module__.startswith("dask") and hasattr(X, "chunks") and hasattr(X, "blocks")
 
 
+def _layout(X, dask_rows):
+    """Every row of ``X`` in batches, for the estimator to learn its input layout from (``_fit_with_layout``).
+
+    A Dask array's row-chunks are computed one at a time, on demand (an estimator
+    without a layout to learn reads none of them).
+    """
+    if not dask_rows:
+        return [X]
+    return (X[a : a + size].compute() for a, size in zip(np.cumsum((0,) + X.chunks[0][:-1]), X.chunks[0]))
+
+
 def _held(rows):
     """A batch of validated rows held in memory."""
     return lambda: rows
@@ -365,7 +376,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         expectation), and its fit sets :math:`\alpha` partly by smoothing rather than
         by maximising a fixed objective (no monotone EM). Laplace smoothing needs
         concentrations to raise: use ``smoothing="none"`` with a Gaussian family or
-        block.
+        block. A :class:`~bayesnb.CategoricalNB` learns its table of categories
+        (``n_categories_``, a DataFrame's ``categories_``) from every row, labelled or
+        not, as its own ``fit`` on all of them would: a category seen only in unlabelled
+        rows is modelled, with its responsibility-weighted counts.
     method : {"em", "vb"}, default="em"
     unlabelled_weight : "auto" or float, default="auto"
         Nigam's :math:`\lambda`: the weight of every unlabelled row relative to a
@@ -652,7 +666,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # The map is fitted once, at the end, to the final model's scores (below); the
             # labelled fit's own would be replaced unused, at the same cost.
             est.set_params(calibrate=None)
-        est.fit(X_lab, y_lab, sample_weight=None if sample_weight is None else w[lab_idx])
+        # The estimator's input layout (a table of categories) is learned from every row,
+        # labelled or not: the unlabelled rows' statistics must fit it.
+        est._fit_with_layout(
+            _layout(X, dask_rows), X_lab, y_lab, sample_weight=None if sample_weight is None else w[lab_idx]
+        )
         if calibrate == "loo":
             est.set_params(calibrate=calibrate)
         _freeze_hyperparameters(est)
@@ -692,7 +710,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if mixture:
             est, R, trace, converged, R_L = self._fit_components(
                 est, X_lab, XL, labelled_index, None if sample_weight is None else w[lab_idx], w[lab_idx], XU,
-                counts,
+                counts, _layout(X, dask_rows),
             )
         else:
             run = self._em if self.method == "em" else self._vb
@@ -994,7 +1012,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """Whether the fit runs over mixture components (some class has more than one)."""
         return bool(np.any(counts > 1))
 
-    def _fit_components(self, est, X_lab, XL, yL, w_given, wL, XU, counts):
+    def _fit_components(self, est, X_lab, XL, yL, w_given, wL, XU, counts, layout):
         r"""EM or VB with ``counts[c]`` components for class ``c`` (see :mod:`bayesnb.estimators._components`).
 
         Returns the fitted component estimator, the unlabelled rows' responsibilities
@@ -1006,7 +1024,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             raise ValueError(f"n_components={self.n_components!r} with {type(est).__name__}: {reason}")
         cc = np.repeat(np.arange(counts.size), counts)
         comp = _components.initial_components(yL, counts, self.random_state)
-        cest = _components.component_estimator(self._base(), est, X_lab, comp, w_given, cc)
+        cest = _components.component_estimator(self._base(), est, X_lab, comp, w_given, cc, layout)
         if self.method == "em":
             cest.set_params(estimate=est.estimate)
         self.component_class_ = cc
