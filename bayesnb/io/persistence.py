@@ -1,22 +1,25 @@
 r"""Saving and loading estimators without pickle.
 
-``estimator.save(path)`` writes one file; ``bayesnb.load(path)`` reads it back. Loading
+``estimator.save(path)`` (or :func:`save`, which also takes a fitted scikit-learn
+``Pipeline`` of known transforms ending in a bayesnb estimator) writes one file;
+``bayesnb.load(path)`` reads it back. Loading
 never executes code from the file: no pickle anywhere (arrays are read with
 ``numpy.load(..., allow_pickle=False)``), the metadata is plain JSON, and every class a
 file may name (estimators, priors, statistics) is looked up in a fixed table of
 bayesnb's own types, never imported by name.
 
-File format (``format_version`` 1 and 2)
+File format (``format_version`` 1, 2 and 3)
 ----------------------------------------
 A ZIP archive, readable by ``numpy.load`` as an ``.npz`` (the suggested suffix), holding
 
 * ``metadata.json``: UTF-8 JSON with the keys
 
   - ``"format"``: ``"bayesnb-model"``; ``"format_version"``: the lowest version that
-    holds every field of the file: ``2`` where the Gaussian statistics carry their
-    feature ranges (``low``, ``high``), else ``1``;
+    holds every field of the file: ``3`` for a pipeline, else ``2`` where the Gaussian
+    statistics carry their feature ranges (``low``, ``high``), else ``1``;
   - ``"library_version"``: the bayesnb version that wrote the file;
-  - ``"estimator"``: the estimator's state (below);
+  - ``"estimator"``: the estimator's state (below); or, in a file of a ``Pipeline``
+    (version 3), ``"pipeline"`` instead (below);
   - ``"arrays"``: ``{name: {"dtype": numpy dtype string, "shape": [...]}}`` for every
     array member;
   - ``"checksum"``: ``"sha256:<hex>"``, the SHA-256 of the canonical JSON of the other
@@ -53,6 +56,29 @@ starting components, int64). These are new attribute names of a new class, in th
 encoding of version 1, so such a file still declares the lowest version its other fields
 need (1, or 2 for Gaussian ranges): a bayesnb without the class refuses it as an unknown
 estimator class, which is the right message, and no version bump is needed.
+
+Pipelines (``format_version`` 3)
+--------------------------------
+:func:`save` takes a fitted ``sklearn.pipeline.Pipeline`` whose steps before the last are
+transforms of a fixed table (:data:`bayesnb.io._sklearn_steps.SUPPORTED`:
+``CountVectorizer``, ``TfidfVectorizer``, ``TfidfTransformer``, ``StandardScaler``) or
+``"passthrough"``, and whose final step is a bayesnb estimator. The top-level key
+``"pipeline"`` replaces ``"estimator"``: ``{"steps": [[name, step], ...], "verbose": bool}``
+where a step is ``"passthrough"``, ``{"transform": {"class": "sklearn.feature_extraction.text.CountVectorizer",
+"params": {...}, "attributes": {...}}}`` or, for the last, ``{"estimator": state}``. A
+transform's params are its ``get_params(deep=False)`` (a ``dtype`` by its numpy name, read
+back through a whitelist); its attributes are the fitted state its ``transform`` reads
+(``vocabulary_`` as the UTF-8 bytes of its terms, their offsets and their columns;
+``fixed_vocabulary_``; ``idf_``; ``mean_``, ``var_``, ``scale_``, ``n_samples_seen_``,
+``n_features_in_``, ``feature_names_in_``). A parameter that is code (a callable
+``tokenizer``, ``preprocessor``, ``analyzer``), a ``memory`` cache, or any other transform
+is refused at save with a ``TypeError``. Loading builds each transform from the table (never
+a class named by the file) with checked parameters and sets the checked attributes on it
+(a vocabulary's columns a permutation of ``range(n)`` with distinct terms and no more terms
+than its bytes can hold, an idf finite and ``>= 1``, a scale finite and positive), and
+checks that each step's output width is the next step's input width. Such a file declares
+version 3 because its content is new at the top level: an earlier bayesnb, which would find
+no ``"estimator"``, refuses it as newer than it reads.
 
 What is stored, and why
 -----------------------
@@ -122,8 +148,9 @@ __all__ = ["FORMAT", "FORMAT_VERSION", "MAX_ARRAY_BYTES", "MAX_METADATA_BYTES", 
 FORMAT = "bayesnb-model"
 #: The newest format version this bayesnb reads and writes. Version 2 added the feature
 #: ranges (``low``, ``high``) of the Gaussian statistics; a file declares the lowest
-#: version that holds all its fields, so a file without them is still version 1.
-FORMAT_VERSION = 2
+#: version that holds all its fields, so a file without them is still version 1. Version 3
+#: added the files of a scikit-learn ``Pipeline`` (top-level ``"pipeline"``).
+FORMAT_VERSION = 3
 _METADATA = "metadata.json"
 _ZIP_MAGIC = b"PK\x03\x04"
 # dtype kinds an array member may have: booleans, numbers, strings, dates.
@@ -732,11 +759,14 @@ def save(estimator, path):
 
     Parameters
     ----------
-    estimator : a bayesnb estimator
+    estimator : a bayesnb estimator, or a fitted scikit-learn ``Pipeline`` ending in one
         One of bayesnb's own estimator classes, those of :mod:`bayesnb.sklearn` included
         (not a subclass: loading looks classes up by name in a fixed table). A
-        scikit-learn ``Pipeline`` is refused with a ``TypeError`` (its transforms cannot
-        be stored without pickle): save its final step, ``pipeline[-1]``.
+        ``Pipeline`` is saved when its other steps are transforms of bayesnb's table
+        (``CountVectorizer``, ``TfidfVectorizer``, ``TfidfTransformer``,
+        ``StandardScaler``, without callable parameters) or ``"passthrough"``, and its
+        ``memory`` is None; :func:`load` returns a fitted ``Pipeline`` whose predictions
+        and transforms equal the saved one's bit for bit.
     path : str, os.PathLike or binary file object
         Written as given (no suffix is added; ``.npz`` is suggested). A path is written
         atomically: a temporary file in the same folder is renamed over it once complete,
@@ -750,8 +780,9 @@ def save(estimator, path):
     ------
     TypeError
         If the estimator, a parameter or a label cannot be stored without pickle (e.g.
-        object class labels that are not all str, int, float or bool of one type, or a
-        ``Pipeline``'s transforms).
+        object class labels that are not all str, int, float or bool of one type), or a
+        ``Pipeline`` holds a transform outside the table (the message names the step and
+        says how to save the final step alone), a callable parameter, or a ``memory``.
 
     Examples
     --------
@@ -762,19 +793,30 @@ def save(estimator, path):
     >>> clf.save(path)
     >>> bayesnb.load(path).predict([[1, 0]]).tolist()
     ['ham']
+    >>> from sklearn.feature_extraction.text import CountVectorizer
+    >>> from sklearn.pipeline import make_pipeline
+    >>> from bayesnb.io.persistence import save
+    >>> pipe = make_pipeline(CountVectorizer(), bayesnb.MultinomialNB())
+    >>> pipe = pipe.fit(["free money", "lunch at noon"], ["spam", "ham"])
+    >>> save(pipe, path)
+    >>> bayesnb.load(path).predict(["free lunch money"]).tolist()
+    ['spam']
     """
     from bayesnb._version import __version__
 
-    _refuse_pipeline(estimator)
     enc = _Encoder()
-    state = enc.estimator(estimator)
+    pipeline = _pipeline_class()
+    if pipeline is not None and isinstance(estimator, pipeline):
+        key, state = "pipeline", _encode_pipeline(enc, estimator)
+    else:
+        key, state = "estimator", enc.estimator(estimator)
     metadata = {
         "format": FORMAT,
         # The lowest version that reads the file (as numpy's .npy format does): a file
         # without the fields of a later version stays readable by earlier bayesnb.
         "format_version": enc.version,
         "library_version": __version__,
-        "estimator": state,
+        key: state,
     }
     arrays = enc.arrays
     metadata["arrays"] = {n: {"dtype": a.dtype.str, "shape": list(a.shape)} for n, a in arrays.items()}
@@ -796,23 +838,136 @@ def save(estimator, path):
         write(f)
 
 
-def _refuse_pipeline(estimator):
-    """A scikit-learn ``Pipeline`` cannot be saved in this format: say why, and what can be."""
+def _pipeline_class():
+    """scikit-learn's ``Pipeline`` if scikit-learn is importable (imported here, not with bayesnb)."""
+    try:
+        from sklearn.pipeline import Pipeline
+    except ImportError:  # pragma: no cover - scikit-learn is a dependency
+        return None
+    return Pipeline
+
+
+# A step name as scikit-learn allows it (no "__", which set_params splits on).
+def _step_name_ok(name):
+    return isinstance(name, str) and name != "" and "__" not in name
+
+
+def _encode_pipeline(enc, pipe):
+    """The state of a fitted ``Pipeline`` of table transforms ending in a bayesnb estimator."""
+    from bayesnb.io import _sklearn_steps
+
+    if pipe.memory is not None:
+        raise TypeError(
+            f"cannot save a Pipeline with memory={pipe.memory!r}: a cache location is not part of the "
+            "model; set pipeline.memory = None before saving"
+        )
+    if getattr(pipe, "transform_input", None) is not None:
+        raise TypeError("cannot save a Pipeline with transform_input set (metadata routing is not stored)")
+    steps = list(pipe.steps)
+    if len(steps) < 1:
+        raise TypeError("cannot save an empty Pipeline")
+    names = [n for n, _ in steps]
+    if not all(_step_name_ok(n) for n in names) or len(set(names)) != len(names):
+        raise TypeError(f"cannot save a Pipeline whose step names {names} are not distinct strings without '__'")
+    supported = ", ".join(_sklearn_steps.SUPPORTED)
+    out = []
+    for i, (name, step) in enumerate(steps[:-1]):
+        where = f"pipeline step {name!r}"
+        if step is None or (isinstance(step, str) and step == "passthrough"):
+            out.append([name, "passthrough"])
+            continue
+        table = _sklearn_steps.table_name(step)
+        if table is None:
+            raise TypeError(
+                f"cannot save {where}: {type(step).__module__}.{type(step).__name__} is not one of the "
+                f"transforms bayesnb's model format stores ({supported}); any other transform could "
+                "only be stored with pickle, which bayesnb never uses (loading a pickle runs code from "
+                f"the file). Save the final step alone, pipeline.named_steps[{names[-1]!r}].save(path), "
+                "and rebuild the transforms where the model is loaded: "
+                "bayesnb.load(path).predict(pipeline[:-1].transform(X))"
+            )
+        try:
+            params, attributes = _sklearn_steps.saved_state(table, step, f"{where} ({type(step).__name__})")
+        except ValueError as err:
+            raise TypeError(
+                f"cannot save the Pipeline: {err} (or save the final step alone: "
+                f"pipeline.named_steps[{names[-1]!r}].save(path))"
+            ) from None
+        out.append(
+            [
+                name,
+                {
+                    "transform": {
+                        "class": table,
+                        "params": {k: enc.value(v, f"{name}.{k}") for k, v in params.items()},
+                        "attributes": {k: enc.value(v, f"{name}.{k}") for k, v in attributes.items()},
+                    }
+                },
+            ]
+        )
+    name, last = steps[-1]
+    state = enc.estimator(last, f"pipeline step {name!r}")
+    if not state["fitted"]:
+        raise TypeError(f"cannot save the Pipeline: its final step {name!r} is not fitted; fit the pipeline first")
+    out.append([name, {"estimator": state}])
+    # A new kind of top-level content: a bayesnb before version 3 must refuse the file
+    # (it would find no "estimator") rather than misread it.
+    enc.version = max(enc.version, 3)
+    return {"steps": out, "verbose": bool(pipe.verbose)}
+
+
+def _decode_pipeline(decoder, node):
+    """A fitted ``Pipeline`` from its state; every step checked, the widths chained."""
     from sklearn.pipeline import Pipeline
 
-    if not isinstance(estimator, Pipeline):
-        return
-    steps = estimator.steps
-    head = ", ".join(type(step).__name__ for _, step in steps[:-1]) or "none"
-    last = steps[-1][0] if steps else "?"
-    raise TypeError(
-        f"cannot save a scikit-learn Pipeline in bayesnb's model format: its transforms ({head}) are "
-        "arbitrary Python objects, which only pickle could store, and bayesnb never pickles (loading a "
-        "pickle runs code from the file). Save the final step: "
-        f"pipeline.named_steps[{last!r}].save(path) (or bayesnb.io.persistence.save(pipeline[-1], path)), "
-        "and rebuild the transforms where the model is loaded (refit them on the training data, or keep "
-        "them with a tool you trust for them); then bayesnb.load(path).predict(pipeline[:-1].transform(X))"
-    )
+    from bayesnb.io import _sklearn_steps
+
+    if not isinstance(node, dict) or set(node) != {"steps", "verbose"} or not isinstance(node["verbose"], bool):
+        raise ModelFileError("the pipeline entry of the metadata is malformed (expected steps and verbose)")
+    steps = node["steps"]
+    if not isinstance(steps, list) or not steps or not all(isinstance(s, list) and len(s) == 2 for s in steps):
+        raise ModelFileError("pipeline.steps must be a non-empty list of [name, step] pairs")
+    names = [s[0] for s in steps]
+    if not all(_step_name_ok(n) for n in names) or len(set(names)) != len(names):
+        raise ModelFileError(f"pipeline.steps: step names {str(names)[:200]} must be distinct non-empty strings without '__'")
+    built, width = [], None  # width: the columns the previous step gives (None: raw input)
+    for name, step in steps[:-1]:
+        where = f"pipeline step {name!r}"
+        if step == "passthrough":
+            built.append((name, "passthrough"))
+            continue
+        if not isinstance(step, dict) or set(step) != {"transform"} or not isinstance(step["transform"], dict) or set(
+            step["transform"]
+        ) != {"class", "params", "attributes"}:
+            raise ModelFileError(f"{where} is malformed (expected a transform with class, params and attributes)")
+        spec = step["transform"]
+        if not isinstance(spec["params"], dict) or not isinstance(spec["attributes"], dict):
+            raise ModelFileError(f"{where}: params and attributes must be objects")
+        params = {k: decoder.value(v) for k, v in spec["params"].items()}
+        attributes = {k: decoder.value(v) for k, v in spec["attributes"].items()}
+        cls_name = spec["class"]
+        try:
+            est = _sklearn_steps.restore(cls_name, params, attributes, f"{where} ({str(cls_name).rsplit('.', 1)[-1]})")
+        except ModelFileError:
+            raise
+        except (ValueError, TypeError) as err:
+            raise ModelFileError(str(err)) from None
+        out_width, in_width = _sklearn_steps.width(cls_name, est)
+        if in_width is not None and width is not None and in_width != width:
+            raise ModelFileError(f"{where} takes {in_width} columns but the step before it gives {width}")
+        built.append((name, est))
+        width = out_width
+    name, last = steps[-1]
+    if not isinstance(last, dict) or set(last) != {"estimator"}:
+        raise ModelFileError(f"pipeline step {name!r} (the final step) must be a bayesnb estimator")
+    if not isinstance(last["estimator"], dict) or last["estimator"].get("fitted") is not True:
+        raise ModelFileError(f"pipeline step {name!r} (the final step) is not a fitted estimator")
+    est = decoder.estimator(last["estimator"])
+    n_in = getattr(est, "n_features_in_", None)
+    if width is not None and n_in is not None and n_in != width:
+        raise ModelFileError(f"pipeline step {name!r} takes {n_in} features but the step before it gives {width}")
+    built.append((name, est))
+    return Pipeline(built, memory=None, verbose=node["verbose"])
 
 
 def _read(source, max_bytes):
@@ -1026,8 +1181,9 @@ def load(path, *, max_bytes=None):
 
     Returns
     -------
-    estimator
-        A new estimator of the saved class, fitted if the saved one was.
+    estimator or sklearn.pipeline.Pipeline
+        A new estimator of the saved class, fitted if the saved one was; for a file of a
+        ``Pipeline``, a fitted ``Pipeline`` of new transforms and estimator.
 
     Raises
     ------
@@ -1075,6 +1231,10 @@ def load(path, *, max_bytes=None):
             stacklevel=2,
         )
     try:
+        if "pipeline" in metadata:
+            if "estimator" in metadata or metadata["format_version"] < 3:
+                raise ModelFileError("a pipeline file holds no 'estimator' entry and declares format_version 3 or later")
+            return _decode_pipeline(_Decoder(arrays), metadata["pipeline"])
         return _Decoder(arrays).estimator(metadata.get("estimator"))
     except ModelFileError:
         raise

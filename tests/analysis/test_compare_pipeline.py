@@ -7,8 +7,10 @@
   ``bayesnb.sklearn.MultinomialNB`` to 1e-10 (a vectoriser fitted on all the rows gives
   other numbers: the folds hold words of their own); the hold-out ``"predictive"`` row
   equals the fitted pipeline's ``predict_proba``.
-* ``save`` refuses a pipeline with a message that says why (no pickle) and how to save
-  the final step, and that route works.
+* ``save`` refuses a pipeline holding a transform outside bayesnb's table (here a
+  ``FunctionTransformer``, whose function only pickle could store) with a message that
+  says why and how to save the final step, and that route works. Pipelines of table
+  transforms are saved whole: tests/io/test_save_pipeline.py.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from sklearn.feature_extraction.text import CountVectorizer
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict
 from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import FunctionTransformer
 
 import bayesnb
 import bayesnb.sklearn as bsk
@@ -98,10 +101,14 @@ def test_a_pipeline_not_ending_in_a_bayesnb_estimator_is_refused(docs):
         bayesnb.compare(make_pipeline(CountVectorizer(), LogisticRegression()), texts, y, cv=3)
 
 
-def test_saving_a_pipeline_is_refused_with_the_way_to_save_its_final_step(docs):
+def test_saving_a_pipeline_with_an_unsupported_step_is_refused_with_the_way_to_save_its_final_step(docs):
     texts, y = docs
-    pipe = make_pipeline(CountVectorizer(), bayesnb.MultinomialNB()).fit(texts, y)
-    with pytest.raises(TypeError, match=r"CountVectorizer.*pickle.*named_steps\['multinomialnb'\]\.save\(path\)"):
+    pipe = make_pipeline(CountVectorizer(), FunctionTransformer(np.sqrt), bayesnb.MultinomialNB()).fit(texts, y)
+    with pytest.raises(
+        TypeError,
+        match=r"step 'functiontransformer'.*FunctionTransformer.*CountVectorizer.*pickle.*"
+        r"named_steps\['multinomialnb'\]\.save\(path\)",
+    ):
         persistence.save(pipe, io.BytesIO())
     buffer = io.BytesIO()
     pipe.named_steps["multinomialnb"].save(buffer)
