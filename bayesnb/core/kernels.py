@@ -640,6 +640,12 @@ class ParamCache:
                 if k == key and all(o is None if r is None else r() is o for r, o in zip(refs, alive)):
                     self._entries.append(self._entries.pop(i))
                     return value
+        # Entries whose parameters are gone are let go before the new value is made, not
+        # after: a posterior draw replaced by the next one (blocks of draws, scored one
+        # after the other) would otherwise keep its derived arrays alive while the next
+        # draw's are made, one more draw's worth of memory at the peak.
+        with self._lock:
+            self._entries = [e for e in self._entries if all(r is None or r() is not None for r in e[0])]
         value = make()
         with self._lock:
             self._entries = [e for e in self._entries if all(r is None or r() is not None for r in e[0])]
