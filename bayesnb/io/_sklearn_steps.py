@@ -376,8 +376,10 @@ class _Step:
                 state["idf_"] = np.asarray(step.idf_)
         else:
             for key in ("mean_", "var_", "scale_", "n_samples_seen_"):
+                # n_samples_seen_ as a 0-d array when a numpy scalar, so that its type comes back
+                # (np.float64 is a float, which JSON would return as a Python float).
                 value = getattr(step, key)
-                state[key] = value if value is None or isinstance(value, (int, np.generic)) else np.asarray(value)
+                state[key] = None if value is None else np.asarray(value)
         return state
 
     def restore(self, params, attributes, where):
@@ -427,7 +429,7 @@ class _Step:
         ok = arr.dtype.kind in "iuf" and arr.shape in ((), (n,)) and np.all(np.isfinite(arr)) and np.all(arr >= 0)
         if not ok or isinstance(seen, bool):
             raise ValueError(f"{where}.n_samples_seen_ must be a count >= 0 or one per feature ({n}), got {str(seen)[:60]}")
-        est.n_samples_seen_ = seen
+        est.n_samples_seen_ = arr[()] if arr.ndim == 0 else arr
         return est
 
     def width(self, est):

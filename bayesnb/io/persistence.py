@@ -340,7 +340,7 @@ class _Encoder:
         # Numbered (unique) and named after what it holds, for whoever unzips the file.
         label = "".join(ch if ch.isalnum() or ch in "._-" else "_" for ch in where)[:80]
         name = f"{len(self.arrays):03d}_{label}"
-        self.arrays[name] = np.ascontiguousarray(arr)
+        self.arrays[name] = _c_order(arr)
         return name
 
     def array(self, value, where):
@@ -496,7 +496,13 @@ class _Decoder:
                 raise ModelFileError(f"unknown object array kind {kind!r}")
             return arr.astype(object)
         if tag == "scalar" and len(node) == 1:
-            return self._array(node["scalar"])[()]
+            arr = self._array(node["scalar"])
+            # Files of bayesnb before this fix stored a scalar as a 1-element array.
+            if arr.shape == (1,):
+                return arr[0]
+            if arr.ndim != 0:
+                raise ModelFileError(f"the metadata's scalar {node['scalar']!r} is an array of shape {arr.shape}")
+            return arr[()]
         if tag == "float" and len(node) == 1:
             if node["float"] not in ("nan", "inf", "-inf"):
                 raise ModelFileError(f"unknown float {node['float']!r}")
@@ -734,6 +740,13 @@ def _canonical(metadata):
     return json.dumps(metadata, sort_keys=True, separators=(",", ":"), allow_nan=False, ensure_ascii=True)
 
 
+def _c_order(arr):
+    # np.ascontiguousarray makes a 0-d array 1-d: a numpy scalar (``{"scalar": name}``) is
+    # stored 0-d, so that it loads as the scalar it was.
+    arr = np.asarray(arr)
+    return arr.copy() if arr.ndim == 0 else np.ascontiguousarray(arr)
+
+
 def _checksum(metadata, arrays):
     h = hashlib.sha256()
 
@@ -743,7 +756,7 @@ def _checksum(metadata, arrays):
 
     put(_canonical({k: v for k, v in metadata.items() if k != "checksum"}).encode("ascii"))
     for name in sorted(arrays):
-        arr = np.ascontiguousarray(arrays[name])
+        arr = _c_order(arrays[name])
         put(name.encode("utf-8"))
         put(arr.dtype.str.encode("ascii"))
         put(json.dumps(list(arr.shape)).encode("ascii"))

@@ -143,7 +143,7 @@ def test_standard_scaler_gaussian_round_trip_with_column_names():
     np.testing.assert_array_equal(loaded[0].feature_names_in_, ["a", "b", "c", "d"])
     for key in ("mean_", "var_", "scale_"):
         np.testing.assert_array_equal(getattr(loaded[0], key), getattr(pipe[0], key))
-    assert loaded[0].n_samples_seen_ == pipe[0].n_samples_seen_
+    assert repr(loaded[0].n_samples_seen_) == repr(pipe[0].n_samples_seen_)  # value and numpy type
 
 
 def test_uncertainty_through_a_loaded_pipeline_equals_the_original():
@@ -245,7 +245,7 @@ def _pack(meta, arrays):
         zf.writestr("metadata.json", json.dumps(meta))
         for name, arr in arrays.items():
             buffer = io.BytesIO()
-            np.lib.format.write_array(buffer, np.ascontiguousarray(arr), allow_pickle=False)
+            np.lib.format.write_array(buffer, arr, allow_pickle=False)
             zf.writestr(f"{name}.npy", buffer.getvalue())
     return out.getvalue()
 
@@ -400,3 +400,17 @@ def test_an_earlier_reader_refuses_a_pipeline_file(tfidf_file, monkeypatch):
     monkeypatch.setattr(persistence, "FORMAT_VERSION", 2)
     with pytest.raises(ModelFileError, match=r"format_version 3, newer than this bayesnb reads \(up to 2\)"):
         _load(tfidf_file)
+
+
+def test_a_numpy_scalar_comes_back_as_that_scalar():
+    """StandardScaler.n_samples_seen_ is a numpy scalar: stored 0-d, it loads as the scalar
+    (np.ascontiguousarray had made it a 1-element array); a file that stored a scalar as a
+    1-element array, as earlier versions wrote it, still loads it as the scalar."""
+    enc = persistence._Encoder()
+    node = enc.value(np.int64(7), "n")
+    assert enc.arrays[node["scalar"]].shape == ()
+    assert repr(persistence._Decoder(enc.arrays).value(node)) == "np.int64(7)"
+    old = {node["scalar"]: np.array([7], dtype=np.int64)}
+    assert repr(persistence._Decoder(old).value(node)) == "np.int64(7)"
+    with pytest.raises(ModelFileError, match=r"scalar .* is an array of shape \(2,\)"):
+        persistence._Decoder({node["scalar"]: np.array([7, 8])}).value(node)
