@@ -41,7 +41,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time see __getattr__
         ModelFileError,
         ZeroLikelihoodWarning,
     )
-    from bayesnb.io.persistence import load
+    from bayesnb.io.persistence import load, save
 
 #: Public name -> the module that defines it (imported on first access).
 _NAMES = {
@@ -66,6 +66,7 @@ _NAMES = {
     "load": "bayesnb.io.persistence",
     "loo": "bayesnb.analysis.elpd",
     "ppc": "bayesnb.analysis.ppc",
+    "save": "bayesnb.io.persistence",
 }
 
 #: Modules reachable as attributes of the package: its layers, and the short names the
@@ -88,9 +89,13 @@ _MODULES = {
 #: Modules a name needs beside its own: ``load`` finds estimator classes in the table
 #: that importing :mod:`bayesnb.estimators` and :mod:`bayesnb.sklearn` (whose classes a
 #: file names ``sklearn.MultinomialNB``, ...) fills, so that any file ``save`` wrote
-#: loads in a fresh process; ``BayesFactorSelector``'s default estimator is looked up in
-#: the same table.
-_ALSO = {"load": ("bayesnb.estimators", "bayesnb.sklearn"), "BayesFactorSelector": ("bayesnb.estimators",)}
+#: loads in a fresh process (``save`` reads the same table); ``BayesFactorSelector``'s
+#: default estimator is looked up in the same table.
+_ALSO = {
+    "load": ("bayesnb.estimators", "bayesnb.sklearn"),
+    "save": ("bayesnb.estimators", "bayesnb.sklearn"),
+    "BayesFactorSelector": ("bayesnb.estimators",),
+}
 
 __all__ = [
     "ApproximateLOOWarning",
@@ -115,6 +120,7 @@ __all__ = [
     "load",
     "loo",
     "ppc",
+    "save",
 ]
 
 

@@ -32,4 +32,5 @@ for _name in __all__:
     _cls = globals().get(_name)
     if isinstance(_cls, type) and issubclass(_cls, BaseNB) and _cls is not BaseNB:
         _register_estimator(_cls)
-_register_estimator(SemiSupervisedNB, own_state=True)  # a fitted estimator and its choices, validated at load
+# A fitted estimator and its choices, saved and validated at load by the class itself.
+_register_estimator(SemiSupervisedNB, own_state=(SemiSupervisedNB._saved_state, SemiSupervisedNB._restore_state))

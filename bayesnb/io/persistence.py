@@ -44,7 +44,7 @@ prior or statistics pytree of :mod:`bayesnb.core.priors` / :mod:`bayesnb.core.st
 ``{"estimator": state}`` (nested estimators: :class:`~bayesnb.MixedNB`'s blocks,
 :class:`~bayesnb.SemiSupervisedNB`'s wrapped estimator).
 
-A class registered with ``own_state=True`` (:func:`register_estimator`) names its fitted
+A class registered with ``own_state`` (:func:`register_estimator`) names its fitted
 ``"attributes"`` itself, encoded as above. :class:`~bayesnb.SemiSupervisedNB`'s are
 ``estimator_`` (the fitted wrapped estimator, nested; with several mixture components
 its classes are the components), ``classes_``, ``n_components_`` (int64, one per class),
@@ -203,10 +203,11 @@ _PYTREES: dict[str, type] = {}
 # Registered name -> private fitted attributes that are state of that class (saved and
 # restored beside _STATE; validated by the class's own _refresh on load).
 _EXTRA_STATE: dict[str, tuple] = {}
-# Registered names of the classes that save and validate their fitted state themselves
-# (register_estimator(..., own_state=True)): a meta-estimator whose fitted state is not
-# statistics but a fitted estimator and what it chose (SemiSupervisedNB).
-_OWN_STATE: set[str] = set()
+# Registered name -> (save_state, restore_state) of the classes that save and validate
+# their fitted state themselves (register_estimator(..., own_state=...)): a meta-estimator
+# whose fitted state is not statistics but a fitted estimator and what it chose
+# (SemiSupervisedNB).
+_OWN_STATE: dict[str, tuple] = {}
 
 
 def _register(table, cls, what, name=None):
@@ -218,7 +219,7 @@ def _register(table, cls, what, name=None):
     return cls
 
 
-def register_estimator(cls=None, *, name=None, state=(), own_state=False):
+def register_estimator(cls=None, *, name=None, state=(), own_state=None):
     """Allow instances of ``cls`` to be saved and loaded (a class decorator).
 
     Parameters
@@ -234,16 +235,17 @@ def register_estimator(cls=None, *, name=None, state=(), own_state=False):
         restored beside the common ones (e.g. scikit-learn's variance floor of
         ``bayesnb.sklearn.GaussianNB``). The class validates them when its posterior is
         recomputed on load.
-    own_state : bool, default=False
-        The class saves and validates its fitted state itself, instead of the
-        statistics-based state of the other estimators: it defines
-        ``_saved_state(self)``, returning None when unfitted or a dict of fitted
-        attribute name -> value (values of the kinds this format stores, nested
-        estimators included), and ``_restore_state(self, attributes)``, called on a new
-        instance (built from the saved parameters) with those values decoded (nested
-        estimators already restored and validated), which validates them as ``fit``
-        would have produced them and raises ``ValueError`` or ``TypeError`` naming the
-        field otherwise (the error becomes a ``ModelFileError``).
+    own_state : tuple of two callables, optional
+        ``(save_state, restore_state)`` for a class that saves and validates its fitted
+        state itself, instead of the statistics-based state of the other estimators
+        (the estimator layer hands them over here, so this module calls no private
+        member of an estimator): ``save_state(estimator)`` returns None when unfitted or
+        a dict of fitted attribute name -> value (values of the kinds this format
+        stores, nested estimators included); ``restore_state(estimator, attributes)`` is
+        called on a new instance (built from the saved parameters) with those values
+        decoded (nested estimators already restored and validated), validates them as
+        ``fit`` would have produced them and raises ``ValueError`` or ``TypeError``
+        naming the field otherwise (the error becomes a ``ModelFileError``).
 
     Returns
     -------
@@ -257,14 +259,16 @@ def register_estimator(cls=None, *, name=None, state=(), own_state=False):
         if not (isinstance(key, str) and key.startswith("_") and key.endswith("_") and not key.startswith("__")):
             raise ValueError(f"state names private fitted attributes such as '_epsilon_', got {key!r}")
     name = cls.__name__ if name is None else name
-    if own_state and not (callable(getattr(cls, "_saved_state", None)) and callable(getattr(cls, "_restore_state", None))):
-        raise TypeError(f"own_state=True needs {cls.__name__}._saved_state and {cls.__name__}._restore_state")
+    if own_state is not None and not (
+        isinstance(own_state, tuple) and len(own_state) == 2 and all(callable(f) for f in own_state)
+    ):
+        raise TypeError(f"own_state must be a pair of callables (save_state, restore_state), got {own_state!r}")
     _register(_ESTIMATORS, cls, "estimator class", name)
     _EXTRA_STATE[name] = state
-    if own_state:
-        _OWN_STATE.add(name)
+    if own_state is not None:
+        _OWN_STATE[name] = own_state
     else:
-        _OWN_STATE.discard(name)
+        _OWN_STATE.pop(name, None)
     return cls
 
 
@@ -429,8 +433,8 @@ class _Encoder:
                 "and never imports code named by a file"
             )
         if name in _OWN_STATE:
-            # The class names its fitted state itself (register_estimator(own_state=True)).
-            own = est._saved_state()
+            # The class names its fitted state itself (register_estimator(own_state=...)).
+            own = _OWN_STATE[name][0](est)
             return {
                 "class": name,
                 "params": {k: self.value(v, f"{where}.{k}") for k, v in est.get_params(deep=False).items()},
@@ -565,7 +569,7 @@ class _Decoder:
         if name in _OWN_STATE:
             attributes = {k: self.value(v) for k, v in dict(state["attributes"]).items()}
             try:
-                est._restore_state(attributes)
+                _OWN_STATE[name][1](est, attributes)
             except (ValueError, TypeError) as err:  # ModelFileError of a nested estimator included
                 raise ModelFileError(f"the saved state of {cls.__name__} is inconsistent: {err}") from None
             return est
