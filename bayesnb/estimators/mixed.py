@@ -20,7 +20,7 @@ from sklearn.base import clone
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.core import missing as _missing
-from bayesnb.core._validation import SpreadError, check_category_codes
+from bayesnb.core._validation import SpreadError, check_category_codes, check_class_targets
 from bayesnb.core.families._dirichlet import UndefinedModeError
 from bayesnb.core.families.product import BlockRows, product
 from bayesnb.core.stats import ProductStats
@@ -501,6 +501,53 @@ class MixedNB(BaseNB):
         _missing.check_missing(self.missing)
         return self._check_X(X, reset)
 
+    def _fit_with_layout(self, layout, X, y, sample_weight=None):
+        """``fit(X, y)`` with the labels of label columns and every block's layout learned from ``layout``.
+
+        ``categories_`` (the labels of the string and ``category`` columns of the blocks of
+        category codes) is learned from every row of the batches ``layout``, as ``fit`` on
+        all of them would learn it, and each block learns its own layout (a categorical
+        block's table of categories) from its columns of every batch, through its own
+        ``_fit_with_layout``; the statistics are those of ``X`` alone. See
+        :meth:`BaseNB._fit_with_layout`.
+
+        Cost: the blocks are fitted one after another and each reads its columns of every
+        batch, while ``layout`` may be read once only (a generator). So every batch is
+        read once, split into the blocks' columns, and the pieces are held until the
+        blocks are fitted: a copy of all the rows of ``layout``, even where no block has a
+        layout to learn (Gaussian blocks alone). A Dask array's row-chunks are therefore
+        all computed (once each) and held together during this call, not one at a time as
+        during the rest of :class:`~bayesnb.SemiSupervisedNB`'s fit.
+        """
+        self._clear_fitted()
+        try:
+            parts = None
+            for rows in layout:
+                # Fit's validation: the rows teach categories_ and come back split into the
+                # blocks' unvalidated columns (category codes where the model learned labels).
+                self._fit_input = True
+                try:
+                    rows = self._input(rows, reset=parts is None)
+                finally:
+                    del self._fit_input
+                if parts is None:
+                    parts = [[] for _ in rows.parts]
+                for held, part in zip(parts, rows.parts):
+                    held.append(part)
+            if parts is None:
+                raise ValueError("_fit_with_layout needs at least one batch of rows to learn the layout from")
+            # Read by _compute_stats during this one fit: block k's columns of every batch.
+            self._layout_parts = parts
+            try:
+                X, y = self._check_X_y(X, y, reset=False)
+                check_class_targets(y)
+                return self._update(X, y, np.unique(y), sample_weight, from_labels=True)
+            finally:
+                del self._layout_parts
+        except BaseException:
+            self._clear_fitted()
+            raise
+
     def _check_X_y(self, X, y, reset):
         self._fit_input = True
         try:
@@ -579,14 +626,20 @@ class MixedNB(BaseNB):
         y = self.classes_[y_index]
         fitted, batch = [], {}
         blocks = self.estimators_ if hasattr(self, "estimators_") else self._templates
-        for (name, est, idx), part in zip(blocks, X.parts):
+        # Within _fit_with_layout (a first fit): block k's columns of every row of the
+        # layout, from which the block learns its own layout (its table of categories).
+        layout = self.__dict__.get("_layout_parts")
+        for k, ((name, est, idx), part) in enumerate(zip(blocks, X.parts)):
             # A copy is updated so that a batch failing in a later block leaves every block
             # as it was (BaseNB restores this object's attributes, not the blocks' own).
             est = copy.deepcopy(est) if hasattr(self, "estimators_") else est
             if self._coded_block(est, idx):
                 est.set_params(min_categories=self._min_categories(name, idx))
             with self._block_errors(name, idx):
-                batch[name] = est._partial_fit_batch(part, y, self.classes_, sample_weight)
+                if layout is None:
+                    batch[name] = est._partial_fit_batch(part, y, self.classes_, sample_weight)
+                else:
+                    batch[name] = est._fit_with_layout(layout[k], part, y, sample_weight=sample_weight).stats_
             fitted.append((name, est, idx))
         self.estimators_ = fitted
         self.__dict__.pop("_templates", None)

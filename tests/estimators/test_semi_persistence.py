@@ -33,8 +33,8 @@ DATA = {
     "counts": _COUNTS,
     "real": _COUNTS + RNG.normal(0.0, 0.5, _COUNTS.shape),
     "binary": (_COUNTS > 1).astype(np.int64),
-    # Codes 0..2, every one of them among the labelled rows of every feature (a code seen
-    # only in unlabelled rows is outside the labelled fit's n_categories_; see the report).
+    # Codes 0..2, every one of them among the labelled rows of every feature (codes seen
+    # only in unlabelled rows: test_semi_categories.py, test_semi_mixed_categories.py).
     "codes": np.minimum(_COUNTS, 2),
 }
 DATA["mixed"] = np.hstack([DATA["counts"][:, :2], DATA["real"][:, 2:]])
