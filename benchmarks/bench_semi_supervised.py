@@ -87,6 +87,10 @@ def parse_args(argv):
     )
     p.add_argument("--n-unlabelled", type=int, default=None, help="cap on the unlabelled rows (random subset)")
     p.add_argument("--n-test", type=int, default=None, help="cap on the test rows (random subset)")
+    p.add_argument(
+        "--calibrate", action="store_true",
+        help="wrap MultinomialNB(calibrate='loo') for every method alike (the map fitted to the labelled rows)",
+    )
     p.add_argument("--max-iter", type=int, default=100)
     p.add_argument("--tol", type=float, default=1e-6)
     args = p.parse_args(argv)
@@ -151,7 +155,8 @@ def run_task(index, task, args):
         X_test, y_test = X_test[keep], y_test[keep]
     classes = np.unique(y_train)
     print(f"{task}: pool {X_pool.shape[0]} rows, test {X_test.shape[0]} rows, {X_pool.shape[1]} words "
-          f"(min_df={min_df}), {classes.size} classes; MultinomialNB(alpha={alpha:g})", flush=True)
+          f"(min_df={min_df}), {classes.size} classes; MultinomialNB(alpha={alpha:g}"
+          f"{', calibrate=loo' if args.calibrate else ''})", flush=True)
     out = {}
     for fraction in args.fractions:
         for r in range(args.subsets):
@@ -164,7 +169,8 @@ def run_task(index, task, args):
             y = np.concatenate([y_train[lab].astype(object), np.full(unl.size, -1, dtype=object)])
             for name, weight in METHODS.items():
                 clf = SemiSupervisedNB(
-                    MultinomialNB(alpha=alpha), method=args.method, unlabelled_weight=weight,
+                    MultinomialNB(alpha=alpha, calibrate="loo" if args.calibrate else None), method=args.method,
+                    unlabelled_weight=weight,
                     max_iter=args.max_iter, tol=args.tol,
                 )
                 start = time.perf_counter()
