@@ -144,7 +144,7 @@ def test_fixed_vocabulary_and_passthrough_round_trip():
 
 
 def test_standard_scaler_gaussian_round_trip_with_column_names():
-    pd = pytest.importorskip("pandas")
+    import pandas as pd  # a test dependency (pyproject's test extra): never skipped
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(40, 3)) * [1.0, 10.0, 0.1] + [0.0, 5.0, -2.0], columns=["a", "b", "c"])
     X["d"] = 3.0  # a constant column: its scale is 1, as scikit-learn sets it
