@@ -97,12 +97,33 @@ class _SpreadInUserTerms:
 
     Every fitted state is built by ``_refresh`` (fit, partial_fit on the merged
     statistics, fit_shard, update_prior, loading a file), where the core's
-    :func:`bayesnb.core.families.gaussian.check_spread` judges the spread.
+    :func:`bayesnb.core.families.gaussian.check_spread` judges the spread; other
+    statistics go through ``posterior_from_stats`` (simulation-based calibration).
     """
 
     def _refresh(self):
         try:
             super()._refresh()
+        except SpreadError as err:
+            raise spread_refusal(err, getattr(self, "feature_names_in_", None)) from None
+
+    def posterior_from_stats(self, stats):
+        """The posterior of the feature parameters given other statistics, under this prior.
+
+        As :meth:`bayesnb.estimators._base.BaseNB.posterior_from_stats`; the spread check
+        on those statistics (simulation-based calibration's, outside ``_refresh``) names
+        the feature by its column too.
+
+        Parameters
+        ----------
+        stats : statistics pytree of the type of ``stats_``
+
+        Returns
+        -------
+        posterior pytree of the type of ``posterior_``
+        """
+        try:
+            return super().posterior_from_stats(stats)
         except SpreadError as err:
             raise spread_refusal(err, getattr(self, "feature_names_in_", None)) from None
 

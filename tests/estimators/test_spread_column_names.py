@@ -112,3 +112,20 @@ def test_gaussian_estimators_on_a_frame_name_the_column(make):
     first["income"], second["income"] = 0.0, TINY
     clf = make().partial_fit(first, Y[:6], classes=[0, 1])
     assert _refusal(lambda: clf.partial_fit(second, Y[6:])) == expected
+
+
+@pytest.mark.parametrize(
+    "make",
+    [bayesnb.GaussianNB, lambda: bayesnb.GaussianBayesClassifier(covariance="diag")],
+    ids=["GaussianNB", "GBC-diag"],
+)
+def test_posterior_from_other_statistics_names_the_column(make):
+    # Simulation-based calibration conditions on statistics of simulated rows through
+    # posterior_from_stats, outside _refresh: its refusal names the column too.
+    X = _frame()[["age", "c", "income"]].assign(income=np.arange(N, dtype=float))
+    clf = make().fit(X, Y)
+    tiny = X.assign(income=np.where(np.arange(N) % 2 == 0, 0.0, TINY))
+    stats = clf.validated_stats(tiny, Y)
+    assert _refusal(lambda: clf.posterior_from_stats(stats)) == _expected(
+        "", "feature 'income' (column 2 of X)", "X['income']"
+    )
