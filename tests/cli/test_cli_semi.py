@@ -29,6 +29,9 @@ from test_cli import parse_evidence, parse_table, run_main
 ROOT = Path(__file__).resolve().parents[2]
 CLASSES = ("politics", "sport")
 SECTION = "semi-supervised, multinomial"
+# The module's fixtures (a subprocess demo, an in-process demo) run once per worker that
+# runs its tests: keep the module on one worker (--dist loadgroup).
+pytestmark = pytest.mark.xdist_group("test_cli_semi")
 
 
 def write_semi_corpus(path, n_labelled=40, n_total=200, marker="", seed=0):
@@ -117,6 +120,16 @@ def semi_run(tmp_path_factory):
     return proc, data, tmp / "report" / "report.md"
 
 
+@pytest.fixture(scope="module")
+def blank_demo(tmp_path_factory):
+    """``(path, exit status, stdout, stderr)`` of ``bayesnb demo --data FILE --no-report``, in
+    process, on the default corpus (unlabelled lines with an empty label field): run once
+    for the two tests that read it."""
+    path = write_semi_corpus(tmp_path_factory.mktemp("blank") / "blank.tsv")
+    code, out, err, _, _ = run_main(["demo", "--data", str(path), "--no-report"])
+    return path, code, out, err
+
+
 def test_semi_section_matches_the_library(semi_run):
     proc, data, _ = semi_run
     assert proc.returncode == 0, proc.stderr
@@ -164,14 +177,13 @@ def test_semi_report_has_the_holdout_and_the_learning_curve(semi_run):
         assert f"| 1 | {method} | {cell} |" in md, (method, cell)
 
 
-def test_unlabelled_lines_do_not_change_the_ordinary_demo(tmp_path):
+def test_unlabelled_lines_do_not_change_the_ordinary_demo(tmp_path, blank_demo):
     """The families' table and evidences equal those of the file without its unlabelled lines."""
-    with_unl = write_semi_corpus(tmp_path / "with.tsv")
+    with_unl, code_a, out_a, err_a = blank_demo
     labelled_only = tmp_path / "without.tsv"
     labelled_only.write_text(
         "".join(line + "\n" for line in with_unl.read_text().splitlines() if not line.startswith("\t")), encoding="utf-8"
     )
-    code_a, out_a, err_a, _, _ = run_main(["demo", "--data", str(with_unl), "--no-report"])
     code_b, out_b, err_b, _, _ = run_main(["demo", "--data", str(labelled_only), "--no-report"])
     assert code_a == code_b == 0, (err_a, err_b)
     assert parse_table(out_a) == parse_table(out_b) and len(parse_table(out_b)) == 8
@@ -187,7 +199,7 @@ def test_unlabelled_lines_do_not_change_the_ordinary_demo(tmp_path):
     assert "160 unlabelled: an empty label field), 2 classes (politics 20, sport 20)" in out_a
 
 
-def test_label_minus_one_is_a_class_unless_named_unlabelled(tmp_path):
+def test_label_minus_one_is_a_class_unless_named_unlabelled(tmp_path, blank_demo):
     minus = write_semi_corpus(tmp_path / "minus.tsv", marker="-1")
     code, out, err, _, _ = run_main(["demo", "--data", str(minus), "--no-report"])
     assert code == 0, err
@@ -197,8 +209,8 @@ def test_label_minus_one_is_a_class_unless_named_unlabelled(tmp_path):
     assert SECTION not in out
     code, out_m, err, _, _ = run_main(["demo", "--data", str(minus), "--no-report", "--unlabelled=-1"])
     assert code == 0, err
-    blank = write_semi_corpus(tmp_path / "blank.tsv")
-    _, out_b, _, _, _ = run_main(["demo", "--data", str(blank), "--no-report"])
+    _, code_b, out_b, err_b = blank_demo
+    assert code_b == 0, err_b
     assert parse_semi(out_m)[0] == parse_semi(out_b)[0]
     assert "160 unlabelled: the label '-1'" in out_m
     assert parse_table(out_m) == parse_table(out_b)
