@@ -21,9 +21,25 @@ import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
-import numpy as np
-import pytest
-import scipy.sparse as sp
+# One BLAS thread per test process, set before NumPy loads OpenBLAS (and inherited by the
+# examples' and the command's subprocesses). The suite runs one xdist worker per core,
+# so a second BLAS thread per worker has no core to run on: OpenBLAS then waits for it
+# on every call, and SciPy's L-BFGS-B (thousands of tiny level-1 calls per fit) ran
+# 3.7 times slower (test_calibrate_loo.py and test_calibration.py: 202 s against 58 s
+# with OPENBLAS_NUM_THREADS=1, 2 busy cores). The library limits its own solvers the
+# same way (bayesnb/core/_threads.py); this covers the oracles (scikit-learn's
+# LogisticRegression, CalibratedClassifierCV) and NumPy's linear algebra. Results do
+# not depend on it beyond the last bits of a threaded sum.
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
+
+# Where NumPy was imported before this file (a plugin), the variables above came too late.
+threadpool_limits(limits=1, user_api="blas")
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 

@@ -74,6 +74,8 @@ from typing import NamedTuple
 import numpy as np
 from scipy.special import logsumexp
 
+from bayesnb.core._threads import with_one_blas_thread
+
 __all__ = [
     "CalibrationMap",
     "FAMILIES",
@@ -333,6 +335,7 @@ def _solve(d, t, weight, theta0, g=None, scale_bounds=SCALE_BOUNDS, sigma_bounds
     return res.x, float(res.fun)
 
 
+@with_one_blas_thread
 def fit_map(log_proba, y_index, family, weight=None, *, estimate="predictive", temperature=1.0):
     r"""The map of ``family`` minimising the weighted mean cross-entropy of ``log_proba``'s rows against Platt's targets.
 
@@ -414,6 +417,7 @@ def folds(y_index, n_folds, seed=0):
     return fold
 
 
+@with_one_blas_thread
 def choose(log_proba, y_index, weight=None, *, families=FAMILIES, n_folds=5, seed=0, estimate="predictive",
            temperature=1.0):
     r"""The map family with the least K-fold cross-validated log loss, refitted on all rows; the model as written unless beaten by more than the noise.

@@ -69,6 +69,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesnb.core._threads import one_blas_thread
 from bayesnb.core._x64 import enable_x64
 from bayesnb.exceptions import EvidenceWarning
 
@@ -1023,15 +1024,16 @@ def maximize_evidence(family, prior, stats, fields, *, transforms=None, shapes=N
             history.append(np.array(v, dtype=np.float64))
 
         record(u)
-        result = minimize(
-            negative,
-            u * d,
-            jac=True,
-            method="L-BFGS-B",
-            bounds=[(None if a is None else a * k, None if b is None else b * k) for (a, b), k in zip(bounds, d)],
-            callback=lambda w: record(w / d),
-            options={"maxiter": int(max_iter), "ftol": 1e-15, "gtol": 1e-10, "maxcor": 20},
-        )
+        with one_blas_thread():  # level-1 BLAS on a short vector: threads only wait (core/_threads.py)
+            result = minimize(
+                negative,
+                u * d,
+                jac=True,
+                method="L-BFGS-B",
+                bounds=[(None if a is None else a * k, None if b is None else b * k) for (a, b), k in zip(bounds, d)],
+                callback=lambda w: record(w / d),
+                options={"maxiter": int(max_iter), "ftol": 1e-15, "gtol": 1e-10, "maxcor": 20},
+            )
         u = np.clip(np.asarray(result.x, dtype=np.float64) / d, lo, hi)
         f, g = evaluate(u)
         # Newton polish on the exact Hessian: L-BFGS-B stops on a relative decrease that

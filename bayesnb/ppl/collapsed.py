@@ -43,6 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayesnb.core._threads import one_blas_thread
 from bayesnb.core._x64 import enable_x64
 from bayesnb.core.families import _dirichlet
 
@@ -528,6 +529,7 @@ def posterior_mode(log_density, hypers, start):
             value, grad = objective(jnp.asarray(u))
             return float(value), np.asarray(grad, dtype=np.float64)
 
-        result = minimize(fun, np.asarray(u0), jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10})
+        with one_blas_thread():  # a few parameters: BLAS threads only wait (core/_threads.py)
+            result = minimize(fun, np.asarray(u0), jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10})
         best = unpack(jnp.asarray(result.x))
         return {k: np.asarray(v, dtype=np.float64) for k, v in best.items()}
