@@ -220,10 +220,18 @@ def _z_scores(a, b):
     return np.array(out)
 
 
+#: One sampler per uncollapsed model, compiled with the data as arguments (jit_model_args):
+#: the model's runs on other data of the same shapes (the other seed, the planted
+#: hyperprior scale) reuse its compiled program instead of compiling NUTS again.
+_SAMPLERS = {}
+
+
 def _run(model, key, **kwargs):
     with enable_x64():
-        mcmc = MCMC(NUTS(model), num_warmup=400, num_samples=600, num_chains=2, chain_method="vectorized",
-                    progress_bar=False)
+        mcmc = _SAMPLERS.get(model)
+        if mcmc is None:
+            mcmc = _SAMPLERS[model] = MCMC(NUTS(model), num_warmup=400, num_samples=600, num_chains=2,
+                                           chain_method="vectorized", progress_bar=False, jit_model_args=True)
         mcmc.run(key, **kwargs)
         return {k: np.asarray(v) for k, v in mcmc.get_samples(group_by_chain=True).items()}
 
