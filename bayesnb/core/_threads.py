@@ -4,8 +4,8 @@ SciPy's L-BFGS-B calls BLAS level-1 routines on vectors of a few to a few thousa
 entries, thousands of times per fit. On a machine whose cores are busy (a test run, a
 grid search, a cluster node shared with other jobs) OpenBLAS hands each such call to its
 thread pool and waits for threads that are not scheduled: measured on 2 busy cores, one
-11-parameter minimisation took 160-200 ms with OpenBLAS's default threads and 1.8-2.4 ms
-with one (``python /tmp/lb.py`` in the issue 41 notes), the same iterates either way.
+11-parameter minimisation took 19-200 ms with OpenBLAS's default threads and 1.8-2.4 ms
+with one, the same iterates either way (``python benchmarks/blas_threads.py``).
 Nothing in these problems is large enough for a second thread to help, so the solvers
 run under :func:`one_blas_thread`, which limits BLAS (not XLA, not the user's other
 libraries) for the duration of the call and restores the user's setting after it.
