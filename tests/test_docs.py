@@ -359,3 +359,65 @@ def test_return_types_are_plain_text(rst):
     assert rst.to_markdown(text) == (
         "Summary.\n\nReturns\n-------\nndarray, in the order of classes_\n    Described with ``code``."
     )
+
+
+def test_example_runs_are_cached_by_everything_that_decides_them(tmp_path, monkeypatch):
+    # BAYESNB_DOCS_CACHE: the test suite's run of an example is the one the build shows.
+    docs_tools = _load_tool("bayesnb_docs")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BAYESNB_DOCS_CACHE", str(cache))
+    script = _write_example(
+        tmp_path,
+        """
+        import sys, time
+
+        def main(argv=None):
+            import matplotlib.pyplot as plt
+            fig, ax = plt.subplots()
+            ax.plot([0, 1])
+            print("ran at", time.time_ns(), "with", " ".join(argv))
+            return 0
+        """,
+    )
+    first = docs_tools.run(script, "--n", "5")
+    assert first["cached"] is False and len(list(cache.glob("*.json"))) == 1
+    again = docs_tools.run(script, "--n", "5")
+    # Read back, not run again: the same timestamp, the same figure bytes.
+    assert again["cached"] is True
+    assert again["stdout"] == first["stdout"] and again["figures"] == first["figures"]
+    assert "read back from the build's cache" in docs_tools.example(script, "--n", "5")
+    # Other arguments, another script text or another environment for XLA: a new run.
+    assert docs_tools.run(script, "--n", "6")["stdout"] != first["stdout"]
+    monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")
+    assert docs_tools.run(script, "--n", "5")["cached"] is False
+    monkeypatch.delenv("XLA_FLAGS")
+    script.write_text(script.read_text() + "\n# edited\n")
+    assert docs_tools.run(script, "--n", "5")["cached"] is False
+    # Without the variable nothing is read or written.
+    monkeypatch.delenv("BAYESNB_DOCS_CACHE")
+    before = sorted(cache.iterdir())
+    assert docs_tools.run(script, "--n", "5")["cached"] is False
+    assert sorted(cache.iterdir()) == before
+
+
+def test_a_failed_example_run_is_never_cached(tmp_path, monkeypatch):
+    docs_tools = _load_tool("bayesnb_docs")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BAYESNB_DOCS_CACHE", str(cache))
+    script = _write_example(tmp_path, "def main(argv=None):\n    raise RuntimeError('boom')\n")
+    for _ in range(2):
+        with pytest.raises(docs_tools.ExampleError, match="boom"):
+            docs_tools.run(script)
+    assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def test_a_corrupt_cache_entry_is_run_again(tmp_path, monkeypatch):
+    docs_tools = _load_tool("bayesnb_docs")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("BAYESNB_DOCS_CACHE", str(cache))
+    script = _write_example(tmp_path, "def main(argv=None):\n    print('hello')\n    return 0\n")
+    docs_tools.run(script)
+    (entry,) = cache.glob("*.json")
+    entry.write_text("{not json")
+    result = docs_tools.run(script)
+    assert result["cached"] is False and result["stdout"] == "hello\n"

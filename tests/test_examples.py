@@ -9,9 +9,9 @@ branches are run too once merged.
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
+import importlib.util
+import re
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -39,26 +39,98 @@ def test_example_follows_the_contract(script):
     assert 'if __name__ == "__main__":' in source
 
 
+def _docs_tool():
+    spec = importlib.util.spec_from_file_location("_bayesnb_docs_for_examples", ROOT / "tools" / "docs" / "bayesnb_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_FENCE = re.compile(r"^(`{3,})(.*)$")
+_EXAMPLE_CALL = re.compile(r"\bexample\(([^()]*)\)")
+
+
+def executed_example_calls(text):
+    """``(name, args)`` of every ``example(...)`` call in an executed block of a page.
+
+    Only a fence opened at the top level with ``python exec="on"`` runs: a block shown
+    inside a longer fence (the tutorial index shows one as Markdown) is text.
+    """
+    calls, open_fence, executed = [], None, False
+    for line in text.splitlines():
+        m = _FENCE.match(line.strip())
+        if open_fence is None:
+            if m:
+                open_fence, executed = m.group(1), m.group(2).strip().startswith('python exec="on"')
+            continue
+        if m and m.group(1) == open_fence and not m.group(2).strip():
+            open_fence = None
+            continue
+        call = _EXAMPLE_CALL.search(line) if executed else None
+        if call:
+            args = ast.literal_eval(f"({call.group(1)},)")
+            calls.append((args[0], tuple(args[1:])))
+    return calls
+
+
+def docs_invocations():
+    """The arguments each example is run with by its tutorial page, by script name."""
+    found = {}
+    for page in sorted((ROOT / "docs").rglob("*.md")):
+        for name, args in executed_example_calls(page.read_text(encoding="utf-8")):
+            found.setdefault(name, []).append(args)
+    return found
+
+
+def test_the_parser_reads_only_executed_blocks():
+    page = textwrap.dedent(
+        """
+        ````markdown
+        ```python exec="on"
+        print(example("shown_only"))
+        ```
+        ````
+
+        ```python exec="on"
+        from bayesnb_docs import example
+        print(example("ran", "--out", "figures"))
+        ```
+
+        ```python
+        print(example("not_executed"))
+        ```
+        """
+    )
+    assert executed_example_calls(page) == [("ran", ("--out", "figures"))]
+
+
+def test_every_example_page_writes_its_figures_under_an_out_folder():
+    # One invocation per example, with --out, so the run below is the page's run and
+    # the contract "outputs go to --out only" is checked on it.
+    invocations = docs_invocations()
+    assert sorted(invocations) == sorted(p.stem for p in EXAMPLES)
+    for name, calls in invocations.items():
+        assert len(calls) == 1, f"{name} is run {len(calls)} times by the documentation"
+        args = calls[0]
+        assert "--out" in args and args[args.index("--out") + 1] == "figures", (name, args)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("script", EXAMPLES, ids=[p.stem for p in EXAMPLES])
-def test_example_runs_quick(script, tmp_path):
-    env = dict(os.environ, MPLBACKEND="Agg")
-    proc = subprocess.run(
-        [sys.executable, str(script), "--quick", "--out", str(tmp_path / "out")],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=tmp_path,
-        env=env,
-    )
-    assert proc.returncode == 0, f"{script.name} failed:\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}"
-    assert "Traceback" not in proc.stderr
-    assert proc.stdout.strip(), f"{script.name} printed nothing"
-    if "skipped:" in proc.stdout:
-        assert "not found" in proc.stdout
+def test_example_runs_quick(script):
+    # Run the way its tutorial page runs it (bayesnb_docs.run: a fresh interpreter,
+    # --quick, the page's arguments), so that with BAYESNB_DOCS_CACHE set (as .ci/run
+    # does) the documentation build shows this very run instead of repeating it.
+    docs = _docs_tool()
+    args = docs_invocations().get(script.stem, [("--out", "figures")])[0]
+    result = docs.run(script, *args, quick=True)  # raises ExampleError on a failed run
+    assert "Traceback" not in result["stderr"]
+    assert result["stdout"].strip(), f"{script.name} printed nothing"
+    if "skipped:" in result["stdout"]:
+        assert "not found" in result["stdout"]
         return
     # What an example writes under --out are real figures.
-    for png in (tmp_path / "out").glob("*.png"):
-        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000, png.name
+    for fname, kind, data in result["figures"]:
+        assert kind != "image/png" or (data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 10_000), fname
     # The working directory is left clean: outputs go to --out only.
-    assert sorted(p.name for p in tmp_path.iterdir()) in (["out"], [])
+    assert result["work_entries"] in (["figures"], [])

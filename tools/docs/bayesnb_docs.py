@@ -25,11 +25,22 @@ box at the top of its output naming what was skipped, so a page built without th
 says so plainly instead of showing an empty run.
 
 Set ``BAYESNB_DOCS_FULL=1`` to run the examples without ``--quick``.
+
+Set ``BAYESNB_DOCS_CACHE`` to a folder to keep every run's result there, keyed by
+everything that decides it (:func:`run_key`: the script, the arguments, the source of
+``bayesnb`` and of this runner, the interpreter and the versions of the libraries it
+imports, the shared corpora's files, the environment variables read by JAX and XLA).
+A run with the same key is then read back instead of repeated. CI sets it for the test
+suite and the documentation build alike: ``tests/test_examples.py`` runs every example
+exactly as its page does, through :func:`run`, and the build shows those runs (the page
+says so) instead of running each example a second time. Unset (the default), every
+build runs every example.
 """
 
 from __future__ import annotations
 
 import base64
+import hashlib
 import html
 import json
 import os
@@ -60,6 +71,102 @@ def _script(name):
     return path.resolve()
 
 
+#: Distributions whose version can change what an example prints.
+_VERSIONED = (
+    "jax", "jaxlib", "numpyro", "numpy", "scipy", "scikit-learn", "arviz", "xarray",
+    "matplotlib", "pandas", "dask", "pyarrow",
+)
+#: Environment variables that do not change a run's result (where compiled programs are
+#: kept on disk, which only saves compiling them again).
+_NEUTRAL_ENV = {"JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"}
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def run_key(script, argv):
+    """The digest that decides whether a cached run of ``script`` with ``argv`` is this run.
+
+    Parameters
+    ----------
+    script : Path
+        The example script.
+    argv : list of str
+        Its command-line arguments.
+
+    Returns
+    -------
+    str
+        A SHA-256 hex digest of the script, the arguments, every ``.py`` file of the
+        ``bayesnb`` package and of this folder, the interpreter's version, the installed
+        versions of the libraries in ``_VERSIONED``, the names, sizes and modification
+        times of the files under ``../shared/data`` (an example reads them or says it
+        skipped them), and the ``JAX_*`` / ``XLA_*`` environment variables.
+    """
+    from importlib import metadata
+
+    digest = hashlib.sha256()
+
+    def feed(label, data):
+        data = data if isinstance(data, bytes) else str(data).encode()
+        digest.update(f"{label}:{len(data)}:".encode() + data)
+
+    feed("script", Path(script).read_bytes())
+    feed("argv", json.dumps(list(argv)))
+    for folder in (ROOT / "bayesnb", Path(__file__).resolve().parent):
+        for path in sorted(folder.rglob("*.py")):
+            feed(path.relative_to(ROOT).as_posix(), path.read_bytes())
+    feed("python", sys.version)
+    for dist in _VERSIONED:
+        try:
+            feed(dist, metadata.version(dist))
+        except metadata.PackageNotFoundError:
+            feed(dist, "absent")
+    if SHARED_DATA.is_dir():
+        for path in sorted(SHARED_DATA.rglob("*")):
+            if path.is_file():
+                st = path.stat()
+                feed(path.relative_to(SHARED_DATA).as_posix(), f"{st.st_size}:{st.st_mtime_ns}")
+    else:
+        feed("shared", "absent")
+    for var in sorted(os.environ):
+        if var.startswith(("JAX_", "XLA_")) and var not in _NEUTRAL_ENV:
+            feed(var, os.environ[var])
+    return digest.hexdigest()
+
+
+def _cache_folder():
+    folder = os.environ.get("BAYESNB_DOCS_CACHE", "")
+    return Path(folder) if folder else None
+
+
+def _read_cached(folder, key):
+    path = folder / f"{key}.json"
+    try:
+        stored = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if stored.get("key") != key:
+        return None
+    stored["figures"] = [(n, kind, base64.b64decode(data)) for n, kind, data in stored["figures"]]
+    stored["cached"] = True
+    return stored
+
+
+def _write_cached(folder, key, result):
+    folder.mkdir(parents=True, exist_ok=True)
+    stored = dict(result, key=key, cached=False)
+    stored["figures"] = [(n, kind, base64.b64encode(data).decode("ascii")) for n, kind, data in result["figures"]]
+    # Written whole under another name, then renamed: a reader (another test worker, the
+    # documentation build) never sees half a file.
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{key}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(stored, f)
+        os.replace(tmp, folder / f"{key}.json")
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
 def run(name, *args, quick=None, timeout=600):
     """Run an example script in a fresh interpreter and collect what it produced.
 
@@ -77,18 +184,34 @@ def run(name, *args, quick=None, timeout=600):
     Returns
     -------
     dict
-        ``stdout`` (str), ``figures`` (list of ``(file name, media type, bytes)``),
-        ``seconds`` (float) and ``argv`` (list of str).
+        ``stdout`` and ``stderr`` (str), ``figures`` (list of ``(file name, media type,
+        bytes)``), ``seconds`` (float, of the run itself), ``argv`` (list of str),
+        ``work_entries`` (sorted names of what the script left in its working
+        directory) and ``cached`` (bool: read back from ``BAYESNB_DOCS_CACHE``).
 
     Raises
     ------
     ExampleError
         If the script raises, exits with a non-zero status or runs past ``timeout``.
+        A failed run is never cached.
     """
     script = _script(name)
     if quick is None:
         quick = os.environ.get("BAYESNB_DOCS_FULL", "") not in ("1", "true", "yes")
     argv = (["--quick"] if quick else []) + [str(a) for a in args]
+    cache = _cache_folder()
+    key = run_key(script, argv) if cache is not None else None
+    if cache is not None:
+        cached = _read_cached(cache, key)
+        if cached is not None:
+            return cached
+    result = _run_fresh(script, argv, timeout)
+    if cache is not None:
+        _write_cached(cache, key, result)
+    return result
+
+
+def _run_fresh(script, argv, timeout):
     with tempfile.TemporaryDirectory(prefix="bayesnb-docs-") as tmp:
         tmp = Path(tmp)
         work, figdir = tmp / "work", tmp / "figures"
@@ -119,7 +242,11 @@ def run(name, *args, quick=None, timeout=600):
                 kind = IMAGE_TYPES.get(path.suffix.lower())
                 if kind and path.is_file():
                     figures.append((path.name, kind, path.read_bytes()))
-    return {"stdout": proc.stdout, "figures": figures, "seconds": seconds, "argv": argv}
+        work_entries = sorted(p.name for p in work.iterdir())
+    return {
+        "stdout": proc.stdout, "stderr": proc.stderr, "figures": figures, "seconds": seconds, "argv": argv,
+        "work_entries": work_entries, "cached": False,
+    }
 
 
 def _fence(text, lang=""):
@@ -166,6 +293,13 @@ def figure_html(data, media_type="image/png", caption=None):
     return f'<figure><img src="{uri}" alt="{alt}" />{cap}</figure>\n'
 
 
+def _provenance(result):
+    if result.get("cached"):
+        return (f"{result['seconds']:.1f} s, from an identical earlier run (same script, arguments, code and "
+                "library versions) read back from the build's cache")
+    return f"run while this page was built, {result['seconds']:.1f} s"
+
+
 def example(name, *args, quick=None, timeout=600, source=True):
     """Markdown for a tutorial page: the command, its printed output, its figures, its source.
 
@@ -193,7 +327,7 @@ def example(name, *args, quick=None, timeout=600, source=True):
     parts = [
         skip_notice(result["stdout"]),
         _fence(f"$ python {rel} {' '.join(result['argv'])}".rstrip(), "console"),
-        f"Output (run while this page was built, {result['seconds']:.1f} s):\n",
+        f"Output ({_provenance(result)}):\n",
         _fence(result["stdout"] or "(no output)", "text"),
     ]
     for fname, kind, data in result["figures"]:
