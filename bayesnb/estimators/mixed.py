@@ -661,10 +661,16 @@ class MixedNB(BaseNB):
         # (the same object, see _refresh), else the block's posterior_from_stats (SBC, new
         # statistics). A block estimator that computes its posterior its own way is then
         # what the mixed model predicts with and what every layer reads off posterior_.
+        # A block's refusal of other statistics (a Gaussian block's spread) names the
+        # column of the user's X, as at fit: the block alone knows only its own positions.
         out = {}
-        for name, est, _ in self.estimators_:
+        for name, est, idx in self.estimators_:
             stats = self.stats_.blocks[name]
-            out[name] = est.posterior_ if stats is est.__dict__.get("stats_") else est.posterior_from_stats(stats)
+            if stats is est.__dict__.get("stats_"):
+                out[name] = est.posterior_
+                continue
+            with self._block_errors(name, idx):
+                out[name] = est.posterior_from_stats(stats)
         return out
 
     def _coded_block(self, est, idx):

@@ -129,3 +129,13 @@ def test_posterior_from_other_statistics_names_the_column(make):
     assert _refusal(lambda: clf.posterior_from_stats(stats)) == _expected(
         "", "feature 'income' (column 2 of X)", "X['income']"
     )
+
+
+def test_mixed_posterior_from_other_statistics_names_the_frame_column():
+    # The block's own posterior_from_stats knows the block's positions only: MixedNB
+    # names the column of the user's X, as at fit (simulation-based calibration's path).
+    X = _frame().assign(income=np.arange(N, dtype=float))
+    clf = _mixed().fit(X, Y)
+    tiny = X.assign(income=np.where(np.arange(N) % 2 == 0, 0.0, TINY))
+    stats = clf.sufficient_stats(tiny, Y)[0]
+    assert _refusal(lambda: clf.posterior_from_stats(stats)) == MIXED_AT_7
