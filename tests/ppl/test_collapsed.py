@@ -141,13 +141,14 @@ def test_the_tied_evidence_is_the_evidence_of_every_tied_prior(name):
     stats = fam.stats(X, y, 3, weight=rng.uniform(0.2, 2.0, 60))  # fractional counts too
     prior = fam.default_prior(stats)
     tied = fam.tied_log_evidence(stats)
+    tied_jit = jax.jit(tied)  # compiled once: both priors below have the same shapes
     with enable_x64():
         for per_class in (np.array([0.02, 0.02, 0.02]), np.array([0.3, 1.7, 40.0])):
             tied_prior = jax.tree.map(
                 lambda leaf: np.broadcast_to(per_class.reshape((3,) + (1,) * (np.ndim(leaf) - 1)), np.shape(leaf)), prior
             )
             assert float(tied(tied_prior)) == pytest.approx(float(fam.log_evidence(tied_prior, stats)), rel=1e-12, abs=1e-9)
-            jitted = jax.jit(lambda p: tied(p))(tied_prior)
+            jitted = tied_jit(tied_prior)
             assert float(jitted) == pytest.approx(float(fam.log_evidence(tied_prior, stats)), rel=1e-12, abs=1e-9)
 
             def grow(scale, evidence):
