@@ -26,17 +26,6 @@ BUDGET = {"n_simulations": 200, "n_draws": 49, "n_bins": 10, "random_state": 0}
 pytestmark = pytest.mark.xdist_group("test_sbc")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _one_blas_thread():
-    """OpenBLAS on one thread: on 2 busy cores its spinning threads made each 3 x 3 triangular
-    solve of the Gaussian evidence take 24 ms (30 SBC simulations of gaussian_full: 7.2 s of
-    CPU with OpenBLAS's default threads, 0.8 s on one; measured with time.process_time)."""
-    from threadpoolctl import threadpool_limits
-
-    with threadpool_limits(1, user_api="blas"):
-        yield
-
-
 @functools.cache
 def right_result(name):
     """SBC of the case's correctly fitted estimator at BUDGET (the same run for both tests below)."""
