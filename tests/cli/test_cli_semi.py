@@ -29,9 +29,6 @@ from test_cli import parse_evidence, parse_table, run_main
 ROOT = Path(__file__).resolve().parents[2]
 CLASSES = ("politics", "sport")
 SECTION = "semi-supervised, multinomial"
-# The module's fixtures (a subprocess demo, an in-process demo) run once per worker that
-# runs its tests: keep the module on one worker (--dist loadgroup).
-pytestmark = pytest.mark.xdist_group("test_cli_semi")
 
 
 def write_semi_corpus(path, n_labelled=40, n_total=200, marker="", seed=0):

@@ -26,9 +26,6 @@ from bayesnb.core.priors import Gamma, NormalInverseGamma
 from bayesnb.ppl.compile import crosscheck_model, run_nuts_model
 from bayesnb.ppl.mcmc import crosscheck
 
-# The module's NUTS runs are fixtures shared by several tests: one worker runs them all
-# (under --dist loadgroup), so that no fixture is computed on two workers.
-pytestmark = pytest.mark.xdist_group("test_compile_nuts")
 
 C = 2
 G, P, K = [0, 3], [1], [2, 4]  # interleaved columns of the three blocks

@@ -16,10 +16,6 @@ import pytest
 import bayesnb
 from bayesnb.ppl.mcmc import closed_form
 
-# The module's NUTS runs are fixtures shared by several tests: one worker runs them all
-# (under --dist loadgroup), so that no fixture is computed on two workers.
-pytestmark = pytest.mark.xdist_group("test_closed_form_mixture")
-
 
 @pytest.fixture(scope="module")
 def fitted():

@@ -33,9 +33,6 @@ from bayesnb.core.priors import Beta, Dirichlet, NormalInverseGamma
 from bayesnb.ppl import collapsed
 from bayesnb.ppl.sbc import rank_uniformity
 
-# The module's NUTS runs are fixtures shared by several tests: one worker runs them all
-# (under --dist loadgroup), so that no fixture is computed on two workers.
-pytestmark = pytest.mark.xdist_group("test_collapsed")
 
 Z_MAX = 4.0  # |z| bound of agreement: 5 statistics per run, a false alarm about 3e-4 per run
 

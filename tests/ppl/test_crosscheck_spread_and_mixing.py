@@ -22,10 +22,6 @@ from bayesnb.ppl.mcmc import (
     within_chain_ess,
 )
 
-# The module's NUTS runs are fixtures shared by several tests: one worker runs them all
-# (under --dist loadgroup), so that no fixture is computed on two workers.
-pytestmark = pytest.mark.xdist_group("test_crosscheck_spread_and_mixing")
-
 
 def ar1(seed, n_chains, n_draws, k, phi):
     """Stationary AR(1) chains (unit variance): exact ESS n (1 - phi) / (1 + phi)."""

@@ -15,9 +15,6 @@ from bayesnb import BernoulliNB, MixedNB, MultinomialNB
 from bayesnb.core.priors import Beta, Dirichlet
 from bayesnb.ppl.mcmc import CrossCheck, _interactive, crosscheck
 
-# The module's NUTS runs are fixtures shared by several tests: one worker runs them all
-# (under --dist loadgroup), so that no fixture is computed on two workers.
-pytestmark = pytest.mark.xdist_group("test_mcmc")
 
 NUTS = {"num_warmup": 500, "num_samples": 1000, "num_chains": 2, "random_state": 0}
 

@@ -22,9 +22,6 @@ from bayesnb.ppl.sbc import SBCResult, rank_uniformity, simulation_based_calibra
 
 BUDGET = {"n_simulations": 200, "n_draws": 49, "n_bins": 10, "random_state": 0}
 
-# The right models' results are shared through a cache: keep the module on one worker.
-pytestmark = pytest.mark.xdist_group("test_sbc")
-
 
 @functools.cache
 def right_result(name):

@@ -26,9 +26,6 @@ from bayesnb.ppl.sbc import MIN_EXPECTED_PER_BIN, SBCResult, min_simulations, si
 
 BUDGET = {"n_simulations": 200, "n_draws": 49, "n_bins": 10}
 
-# Results are shared between tests through module-level caches: keep the module on one worker.
-pytestmark = pytest.mark.xdist_group("test_sbc_verdicts")
-
 
 def sbc(estimator, seed=0, **options):
     return simulation_based_calibration(estimator, 8, **{**BUDGET, "random_state": seed, **options})
