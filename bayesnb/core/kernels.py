@@ -626,19 +626,32 @@ class ParamCache:
         interface = arr.__array_interface__
         return owner, (interface["data"][0], arr.shape, interface["strides"], arr.dtype.str, checksum)
 
+    def _forget(self, _ref):
+        # Called when the owner of a cached source dies: its entries go at once, not at the
+        # next get. A posterior draw's derived arrays (8 MiB of transposed log-probabilities
+        # at 20 classes x 50,000 words) would otherwise stay alive while the next draw is
+        # sampled, and after the last draw for as long as the process lives. No lock: this
+        # may run inside get (a garbage collection under the lock); rebinding the list is
+        # atomic, and an entry a concurrent get keeps is dropped by its next call.
+        self._entries = [e for e in self._entries if all(r is None or r() is not None for r in e[0])]
+
     def get(self, sources, tag, make):
         """``make()``'s value for these ``sources`` (a tuple of arrays or None) and ``tag``."""
         try:
             sigs = [None if a is None else self._signature(a) for a in sources]
-            owners = [None if sig is None else weakref.ref(sig[0]) for sig in sigs]
+            owners = [None if sig is None else weakref.ref(sig[0], self._forget) for sig in sigs]
         except (TypeError, ValueError):  # no weak reference to the owner, or no checksum
             return make()
         key = (tag, tuple(None if sig is None else sig[1] for sig in sigs))
         alive = tuple(None if sig is None else sig[0] for sig in sigs)
         with self._lock:
-            for i, (refs, k, value) in enumerate(self._entries):
+            # A snapshot: _forget may rebind the list meanwhile (see there); the hit is
+            # moved to the end of a new list, never by an index into a list that changed.
+            entries = self._entries
+            for entry in entries:
+                refs, k, value = entry
                 if k == key and all(o is None if r is None else r() is o for r, o in zip(refs, alive)):
-                    self._entries.append(self._entries.pop(i))
+                    self._entries = [e for e in entries if e is not entry] + [entry]
                     return value
         # Entries whose parameters are gone are let go before the new value is made, not
         # after: a posterior draw replaced by the next one (blocks of draws, scored one
