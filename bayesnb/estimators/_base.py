@@ -1148,14 +1148,19 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         """
         from bayesnb.io.persistence import save
 
+        self._refuse_unsavable_hyperprior()
+        save(self, path)
+
+    def _refuse_unsavable_hyperprior(self, within=None):
+        """Raise the refusal of :meth:`save` for a hyperprior, naming the estimator (``within``: the wrapper holding it)."""
         hypers = self._hyperpriors()
         if hypers:
+            where = type(self).__name__ if within is None else f"{within} wrapping {type(self).__name__}"
             raise ValueError(
-                f"{type(self).__name__} with a hyperprior ({', '.join(h.name for h in hypers)} given as a numpyro "
+                f"{where} with a hyperprior ({', '.join(h.name for h in hypers)} given as a numpyro "
                 "distribution) cannot be saved: the archive holds numbers, not distributions or NUTS draws. Save "
                 "hyper_posterior_ with numpy, or the plain estimator at the mode (e.g. alpha=hyper_mode_['alpha'])."
             )
-        save(self, path)
 
     # ------------------------------------------------------ Bayesian methods
     def log_evidence(self):

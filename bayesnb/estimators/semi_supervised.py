@@ -1384,6 +1384,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         from bayesnb.io.persistence import save
 
+        # The wrapped estimator's own refusal (the archive cannot hold a distribution), not
+        # the encoder's "values of type Gamma are not supported".
+        refuse = getattr(self.estimator, "_refuse_unsavable_hyperprior", None)
+        if refuse is not None:
+            refuse(within=type(self).__name__)
         save(self, path)
 
     def _saved_state(self):

@@ -310,3 +310,22 @@ def test_a_generator_random_state_cannot_be_saved():
     est = SemiSupervisedNB(random_state=np.random.default_rng(0))
     with pytest.raises(TypeError, match="random_state"):
         est.save(io.BytesIO())
+
+
+@pytest.mark.parametrize("fitted", [False, True])
+def test_a_hyperprior_base_is_refused_with_the_estimators_own_reason(tmp_path, fitted):
+    # Not the encoder's "values of type Gamma are not supported": the same reason as the
+    # wrapped estimator's own save, naming the wrapper, and nothing written.
+    import numpyro.distributions as dist
+
+    base = MultinomialNB(alpha=dist.Gamma(2.0, 1.0), hyper_warmup=20, hyper_draws=20, random_state=0)
+    est = SemiSupervisedNB(base, unlabelled_weight=1, random_state=0)
+    if fitted:
+        X = np.array([[3, 0, 1], [2, 1, 0], [0, 3, 1], [1, 2, 2], [2, 0, 0], [0, 2, 1]])
+        est.fit(X, [0, 0, 1, 1, -1, -1])
+    path = tmp_path / "m.bnb"
+    with pytest.raises(ValueError, match=r"SemiSupervisedNB wrapping MultinomialNB with a hyperprior \(alpha"):
+        est.save(path)
+    assert not path.exists()
+    with pytest.raises(ValueError, match=r"^MultinomialNB with a hyperprior \(alpha"):
+        base.save(tmp_path / "b.bnb")
