@@ -15,6 +15,11 @@ process and shape):
   (tracing and compiling the log density, the first step of NUTS), and its ratio to
   ``first`` (``numpyro/first`` > 1: compiling is cheaper than starting NUTS).
 
+and, in other fresh processes that import :mod:`bayesnb.estimators` first (as a session
+that already holds a scikit-learn estimator has), the time of that import (scikit-learn,
+which imports pandas and ``scipy.stats``) and the first ``compile_model`` after it: the
+compiler's own share of ``first``.
+
 Medians over ``--repeat`` fresh processes, interleaved over sizes; the load average
 before and after each size is printed (on a shared machine the seconds stretch with the
 load: read the ratios).
@@ -23,6 +28,7 @@ Usage, from the repository root::
 
     python benchmarks/bench_compile.py                   # 16 and 30 columns, 1,000 rows, 5 repeats
     python benchmarks/bench_compile.py --columns 30 --repeat 3
+    python benchmarks/bench_compile.py --no-preimport    # without the processes that import the estimators first
 """
 
 from __future__ import annotations
@@ -69,22 +75,31 @@ def model(X, y):
         with numpyro.plate(f"dc{j}", X.shape[0]):
             numpyro.sample(f"xc{j}", dist.Categorical(p[yy]), obs=X[:, nb + ng + j].astype(int))
 
+preimport = sys.argv[3] == "1"
+if preimport:  # what compile_model imports first (scikit-learn, with pandas and scipy.stats)
+    t = time.perf_counter()
+    import bayesnb.estimators
+    estimators = time.perf_counter() - t
 t2 = time.perf_counter()
 est = bayesnb.compile_model(model, X, y)
 t3 = time.perf_counter()
 bayesnb.compile_model(model, X, y)
 t4 = time.perf_counter()
-from numpyro.infer.util import initialize_model
-initialize_model(jax.random.PRNGKey(0), model, model_args=(X, y))
-t5 = time.perf_counter()
+out = {"import": t1 - t0, "first": t3 - t2, "again": t4 - t3}
+if preimport:
+    out["estimators"] = estimators
+else:
+    from numpyro.infer.util import initialize_model
+    initialize_model(jax.random.PRNGKey(0), model, model_args=(X, y))
+    out["numpyro"] = time.perf_counter() - t4
 assert len(est.fit(X, y).predict_proba(X[:2])) == 2
-print(json.dumps({"import": t1 - t0, "first": t3 - t2, "again": t4 - t3, "numpyro": t5 - t4}))
+print(json.dumps(out))
 """
 
 
-def run_child(n_cols, n_rows):
-    out = subprocess.run([sys.executable, "-c", CHILD, str(n_cols), str(n_rows)], capture_output=True, text=True,
-                         check=True)
+def run_child(n_cols, n_rows, preimport=False):
+    out = subprocess.run([sys.executable, "-c", CHILD, str(n_cols), str(n_rows), str(int(preimport))],
+                         capture_output=True, text=True, check=True)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -93,24 +108,36 @@ def main(argv=None):
     parser.add_argument("--columns", default="16,30", help="comma-separated numbers of columns (default 16,30)")
     parser.add_argument("--rows", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--no-preimport", action="store_true",
+                        help="skip the processes that import bayesnb.estimators before the first compile")
     args = parser.parse_args(argv)
     sizes = [int(c) for c in args.columns.split(",")]
     runs = {n: [] for n in sizes}
+    pre = {n: [] for n in sizes}
     load = {n: [] for n in sizes}
     for _ in range(args.repeat):
         for n in sizes:
             before = os.getloadavg()[0]
             runs[n].append(run_child(n, args.rows))
+            if not args.no_preimport:
+                pre[n].append(run_child(n, args.rows, preimport=True))
             load[n].append((before, os.getloadavg()[0]))
     print(f"compile_model: {args.rows} rows, medians of {args.repeat} fresh processes (seconds)\n")
-    print("| columns | import | first compile | second compile | numpyro initialize_model | numpyro/first | load before-after |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    print("| columns | import | first compile | second compile | numpyro initialize_model | numpyro/first | "
+          "import of bayesnb.estimators | first compile, estimators imported | load before-after |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for n in sizes:
         med = {k: statistics.median(r[k] for r in runs[n]) for k in runs[n][0]}
         lo = min(b for b, _ in load[n])
         hi = max(a for _, a in load[n])
+        if pre[n]:
+            est = statistics.median(r["estimators"] for r in pre[n])
+            first = statistics.median(r["first"] for r in pre[n])
+            split = f"{est:.2f} | {first:.2f}"
+        else:
+            split = "- | -"
         print(f"| {n} | {med['import']:.2f} | {med['first']:.2f} | {med['again']:.2f} | {med['numpyro']:.2f} | "
-              f"{med['numpyro'] / med['first']:.2f} | {lo:.1f}-{hi:.1f} |")
+              f"{med['numpyro'] / med['first']:.2f} | {split} | {lo:.1f}-{hi:.1f} |")
 
 
 if __name__ == "__main__":

@@ -11,7 +11,8 @@ A user writes the generative story of a naive Bayes classifier in numpyro, a fun
 
 with one observed site per block of columns :math:`B` of ``X``. :func:`recognise_model`
 traces it with :mod:`numpyro.handlers` (``trace`` and ``seed``, the data plugged in) and
-:func:`numpyro.infer.inspect.get_model_relations` (who depends on whom), finds the label
+the sites' relations of :func:`numpyro.infer.inspect.get_model_relations` (who depends on
+whom; :func:`_sample_relations` reads them from the first run), finds the label
 site (the observed site holding ``y``), the class proportions, the observed feature
 sites and the latent parameter sites, and asks every registered family
 (:mod:`bayesnb.core.families`, its ``recognise`` member) whether the (prior, likelihood)
@@ -794,8 +795,8 @@ class _Compiler:
             # The same tracing that NUTS (jax.jit) needs: e.g. NumPy functions on sampled values fail it.
             raise ValueError(
                 "compile_model could not trace which sites depend on which "
-                f"(numpyro.infer.inspect.get_model_relations failed: {type(err).__name__}: {err}); write the "
-                "model with jax.numpy on sampled values, as NUTS needs too"
+                f"(numpyro's provenance tracking, as in get_model_relations, failed: {type(err).__name__}: {err}); "
+                "write the model with jax.numpy on sampled values, as NUTS needs too"
             ) from err
 
     def parents(self, name):
