@@ -53,6 +53,19 @@ for _folder in sorted(p for p in Path(__file__).resolve().parent.iterdir() if p.
 _MISSING = "../shared/data not found: the shared corpora live beside the repository"
 
 
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config, log):
+    """With ``--dist loadgroup`` (pyproject's addopts): files that share work between their
+    tests stay on one worker and go first, every other test is dealt on its own
+    (``tests/_scheduling.py`` says why and how it was measured)."""
+    if config.getoption("dist") != "loadgroup":
+        return None
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    from _scheduling import make_scheduler
+
+    return make_scheduler(config, log)
+
+
 def _persistent_compilation_cache():
     """Give this test process (one xdist worker) its own on-disk cache of XLA programs.
 

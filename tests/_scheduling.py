@@ -1,0 +1,115 @@
+"""How pytest-xdist deals the tests to its two workers (``--dist loadgroup``; see conftest.py).
+
+Two ways of dealing were measured on a clean clone, and each wastes something:
+
+* test by test (``--dist load``, 29-35 min): a file whose tests share one expensive
+  computation (a module-scoped NUTS fixture, 40-80 s) has it computed on both workers;
+* file by file (``--dist loadfile``, about 5 min more): xdist deals the files with the
+  most tests first, so the few-test NUTS files come last and one worker runs them while
+  the other idles.
+
+:class:`SharedWorkScheduling` keeps each file that shares work between its tests on one
+worker, deals those files first (most tests first), and then every other test on its own,
+so the end of the run is made of single tests that balance the two workers.
+
+A file "shares work" when a fixture in it has a scope wider than the test (``module``,
+``class``, ``package`` or ``session``), or a function in it is memoised
+(``functools.cache`` / ``lru_cache``): read from the file's syntax tree, so a new file of
+that kind is grouped without an edit here. pytest-xdist's own ``loadgroup`` would have
+grouped by the ``xdist_group`` mark, but under pytest 9.2 its rewrite of the node id
+(``_nodeid``) is lost (``Node.nodeid`` reads ``_id``), so the mark does nothing; this
+scheduler replaces it where the option is given.
+"""
+
+from __future__ import annotations
+
+import ast
+from functools import lru_cache
+from pathlib import Path
+
+_SHARED_SCOPES = frozenset({"module", "class", "package", "session"})
+_MEMOISERS = frozenset({"cache", "lru_cache"})
+
+
+def _name(node):
+    """The last name of a decorator expression (``pytest.fixture(...)`` -> ``fixture``)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Name):
+        return node.id
+    return None
+
+
+def _shared_fixture(decorator):
+    if not (isinstance(decorator, ast.Call) and _name(decorator) == "fixture"):
+        return False
+    for keyword in decorator.keywords:
+        if keyword.arg == "scope":
+            value = keyword.value
+            # A scope computed at run time may be wide: counted as shared.
+            return not isinstance(value, ast.Constant) or value.value in _SHARED_SCOPES
+    return False
+
+
+def source_shares_work(source):
+    """Whether Python ``source`` defines a fixture wider than a test or a memoised function.
+
+    Parameters
+    ----------
+    source : str
+
+    Returns
+    -------
+    bool
+    """
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            for decorator in node.decorator_list:
+                if _shared_fixture(decorator) or _name(decorator) in _MEMOISERS:
+                    return True
+    return False
+
+
+@lru_cache(maxsize=None)
+def file_shares_work(path):
+    """:func:`source_shares_work` of the file at ``path``; False for a file that is not Python or not readable."""
+    path = Path(path)
+    if path.suffix != ".py":
+        return False
+    try:
+        return source_shares_work(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return False
+
+
+def scope_of(nodeid, root):
+    """The unit of work of a test: its file where the file shares work, else the test itself.
+
+    Parameters
+    ----------
+    nodeid : str
+        pytest's node id, ``path/relative/to/root.py::test[params]``.
+    root : path-like
+        pytest's ``rootpath``.
+
+    Returns
+    -------
+    str
+    """
+    file = nodeid.split("::", 1)[0]
+    return file if file_shares_work(Path(root) / file) else nodeid
+
+
+def make_scheduler(config, log):
+    """An xdist scheduler dealing the units of :func:`scope_of` (see the module's docstring)."""
+    from xdist.scheduler import LoadScopeScheduling
+
+    class SharedWorkScheduling(LoadScopeScheduling):
+        # LoadScopeScheduling deals units of work, the largest first (``--loadscope-reorder``,
+        # xdist's default): the grouped files, then single tests in collection order.
+        def _split_scope(self, nodeid):
+            return scope_of(nodeid, config.rootpath)
+
+    return SharedWorkScheduling(config, log)
