@@ -300,7 +300,7 @@ def _in_support(constraint, shape, rng):
     return None
 
 
-def _probe_values(seed):
+def _probe_values(seed, as_numpy=False):
     """A numpyro ``substitute_fn`` giving each latent site a value in its support, drawn by NumPy.
 
     The probes need latent values that differ from run to run, not draws from the
@@ -310,6 +310,11 @@ def _probe_values(seed):
     are as good: by NumPy for the reals, bounded and interval supports and the simplex
     (:func:`_in_support`), through numpyro's ``biject_to`` for any other (a covariance
     matrix). A site without such a map (a discrete latent) is drawn by numpyro as before.
+
+    With ``as_numpy`` the NumPy values are given to the model as they are: its indexing
+    by the label (``theta[y]``, a JAX gather per site and run, the most expensive
+    operation of a run) is then NumPy's. Otherwise they are put on the device as JAX
+    arrays (for a model using JAX-only methods such as ``.at`` on sampled values).
     """
     from numpyro.distributions.transforms import biject_to
 
@@ -329,7 +334,7 @@ def _probe_values(seed):
             direct = None
         # jax.device_put, not jnp.asarray: the latter is a JAX operation compiled per shape.
         if direct is not None:
-            return jax.device_put(direct)
+            return direct if as_numpy else jax.device_put(direct)
         try:
             to_support = biject_to(support)
             shape = to_support.inverse_shape(shape)
@@ -351,14 +356,16 @@ def _seed_key(seed):
     return jax.random.PRNGKey(seed)
 
 
-def _run(model, X, y, kwargs, seed):
+def _run(model, X, y, kwargs, seed, as_numpy=False):
+    """One run of the model on ``X, y``, latent values from :func:`_probe_values` (``seed``, ``as_numpy``)."""
     import numpyro
     from numpyro import handlers
 
     with numpyro.validation_enabled(False):
         # seed outside substitute: a site the probe values substitute takes no key (a key
         # split per site was an eager JAX operation, and a compilation, in every run).
-        probe = handlers.seed(handlers.substitute(model, substitute_fn=_probe_values(seed)), rng_seed=_seed_key(seed))
+        probe = handlers.seed(handlers.substitute(model, substitute_fn=_probe_values(seed, as_numpy)),
+                              rng_seed=_seed_key(seed))
         trace = handlers.trace(probe).get_trace(X, y, **kwargs)
     return _Trace(trace, y)
 
@@ -733,6 +740,7 @@ def _rows_keeping_labels(y, n):
 class _Compiler:
     def __init__(self, model, X, y, kwargs):
         self.model, self.kwargs = model, kwargs
+        self._numpy_values = True  # latent values given to the model as NumPy arrays while it runs on them
         self.claimed = {}
         self._hyper = {}
         X = np.asarray(X)
@@ -776,6 +784,13 @@ class _Compiler:
         self.observed = [k for k, s in sites.items() if s["type"] == "sample" and s.get("is_observed", False)]
 
     def _safe_run(self, X, y, seed):
+        if self._numpy_values:
+            try:
+                return _run(self.model, X, y, self.kwargs, seed, as_numpy=True)
+            except ModelCompileError:
+                raise
+            except Exception:  # JAX-only operations on sampled values: JAX arrays from now on
+                self._numpy_values = False
         try:
             return _run(self.model, X, y, self.kwargs, seed)
         except ModelCompileError:

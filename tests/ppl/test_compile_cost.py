@@ -4,11 +4,14 @@ The compiler runs the model eagerly (its first run on the data, three probe runs
 tracks its sites' dependencies abstractly. Every JAX operation run eagerly is compiled
 once per shape, so the compiler itself must add none: no key split per site (the seed
 handler sits outside the probe values' substitution), no ``jnp.asarray`` of a probe value
-(``jax.device_put``), no ``PRNGKey`` computed by JAX (``_seed_key``), and the relations
-draw no value with numpyro's samplers (numpyro's ``get_model_relations`` traced a whole
-run of them only for the sites' shapes). The oracle of the compilation count is the
-model's own operations: after one run of the model with the same shapes and no key,
-``compile_model`` compiles nothing. Times are in ``benchmarks/bench_compile.py``.
+(NumPy values, else ``jax.device_put``), no ``PRNGKey`` computed by JAX (``_seed_key``),
+and the relations draw no value with numpyro's samplers (numpyro's
+``get_model_relations`` traced a whole run of them only for the sites' shapes). The
+oracle of the compilation count is the model's own operations: after one run of the
+model with the same shapes and no key, ``compile_model`` compiles nothing. The probe
+values reach the model as NumPy arrays (its ``theta[y]`` is then NumPy's indexing); a
+model using JAX-only methods on them is run on JAX arrays. Times are in
+``benchmarks/bench_compile.py``.
 """
 
 import sys
@@ -150,8 +153,34 @@ def test_the_relations_are_numpyros():
     # user's (read through its log density).
     X, y = _data()
     with enable_x64():
-        for m in (model, hyper_deterministic):
-            got = _sample_relations(m, (X, y), {}, _run(m, X, y, {}, 0))
-            want = get_model_relations(m, model_args=(X, y))["sample_sample"]
-            assert got == want
+        got = _sample_relations(hyper_deterministic, (X, y), {}, _run(hyper_deterministic, X, y, {}, 0))
+        assert got == get_model_relations(hyper_deterministic, model_args=(X, y))["sample_sample"]
         assert set(got["z"]) == {"s", "y", "loc"} and set(got["x"]) == {"y", "r"}
+
+
+def test_a_model_using_jax_only_methods_on_sampled_values_still_compiles():
+    # The probe runs give the model NumPy latent values (NumPy's indexing by the label
+    # compiles nothing); a model calling a JAX-only method on them (.at) is run on JAX
+    # arrays instead, with the same result.
+    def plain(X, y):
+        pi = numpyro.sample("pi", dist.Dirichlet(jnp.ones(C)))
+        with numpyro.plate("class", C, dim=-2), numpyro.plate("feature", 2, dim=-1):
+            theta = numpyro.sample("theta", dist.Beta(2.0, 3.0))
+        with numpyro.plate("data", X.shape[0]):
+            yy = numpyro.sample("y", dist.Categorical(pi), obs=y)
+            numpyro.sample("x", dist.Bernoulli(theta[yy]).to_event(1), obs=X)
+
+    def with_at(X, y):
+        pi = numpyro.sample("pi", dist.Dirichlet(jnp.ones(C)))
+        with numpyro.plate("class", C, dim=-2), numpyro.plate("feature", 2, dim=-1):
+            theta = numpyro.sample("theta", dist.Beta(2.0, 3.0))
+        with numpyro.plate("data", X.shape[0]):
+            yy = numpyro.sample("y", dist.Categorical(pi), obs=y)
+            numpyro.sample("x", dist.Bernoulli(theta.at[yy].get()).to_event(1), obs=X)
+
+    X, y = _data()
+    X = X[:, :2]
+    got, want = bayesnb.compile_model(with_at, X, y), bayesnb.compile_model(plain, X, y)
+    assert type(got).__name__ == type(want).__name__ == "BernoulliNB"
+    np.testing.assert_array_equal(np.asarray(got.alpha[0]), np.asarray(want.alpha[0]))
+    np.testing.assert_array_equal(got.fit(X, y).predict_proba(X), want.fit(X, y).predict_proba(X))
