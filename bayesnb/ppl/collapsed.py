@@ -36,6 +36,7 @@ the predictive averaged over the draws (see the theory page on hyperpriors).
 
 from __future__ import annotations
 
+import hashlib
 import sys
 from typing import Any, NamedTuple
 
@@ -345,28 +346,66 @@ def log_evidence_fn(family, stats, class_count, emb):
     Parameters
     ----------
     family : Family
-    stats : the family's statistics pytree (computed once; constants here)
+    stats : the family's statistics pytree (computed once)
     class_count : ndarray of shape (n_classes,)
     emb : Embedding
         Of the pytree ``(feature prior, class concentration or None)``.
 
     Returns
     -------
-    callable ``(values: dict) -> scalar``
+    jax.tree_util.Partial ``(values: dict) -> scalar``
         :math:`\log p(X \mid y, a) + \log p(y \mid \beta)` (the label part only where
-        the class proportions have a Dirichlet prior), traceable in float64.
+        the class proportions have a Dirichlet prior), traceable in float64. A pytree
+        whose leaves are the statistics (or the family's tied form of them) and the
+        class counts, and whose function (:class:`_Evidence`: the family and the
+        embedding) compares by value: :func:`run_nuts` passes the statistics to the
+        compiled sampler as arguments, so a refit on data of the same shapes reuses it.
     """
     counts = np.asarray(class_count, dtype=np.float64)
     tied = _tied_evidence(family, stats, emb)
+    evidence = stats if tied is None else tied
+    return jax.tree_util.Partial(_Evidence(family, emb, tied is not None), evidence, counts)
 
-    def log_evidence(values):
-        prior, class_concentration = embed(emb, values)
-        out = family.log_evidence(prior, stats) if tied is None else tied(prior)
+
+class _Evidence:
+    """The function of :func:`log_evidence_fn`'s Partial: ``(evidence, counts, values) -> scalar``.
+
+    Compares and hashes by value (the family, whether the evidence is the tied form, and
+    the embedding: its tree structure, the digests of its arrays and its targets), so that
+    two fits of the same estimator settings give equal Partials' structures and share one
+    compiled sampler (:func:`bayesnb.ppl.mcmc.sample_nuts` keys its cache by it).
+    """
+
+    def __init__(self, family, emb, tied):
+        self.family, self.emb, self.tied = family, emb, bool(tied)
+        digest = hashlib.sha256()
+        for leaf in emb.base:
+            _digest_array(digest, leaf)
+        for i, name, positions, source in emb.targets:
+            digest.update(repr((i, name, positions is None)).encode())
+            if positions is not None:
+                _digest_array(digest, positions)
+            _digest_array(digest, source)
+        self._key = (family, self.tied, emb.treedef, digest.hexdigest())
+
+    def __eq__(self, other):
+        return isinstance(other, _Evidence) and self._key == other._key
+
+    def __hash__(self):
+        return hash(self._key)
+
+    def __call__(self, evidence, counts, values):
+        prior, class_concentration = embed(self.emb, values)
+        out = evidence(prior) if self.tied else self.family.log_evidence(prior, evidence)
         if class_concentration is not None:
             out = out + _dirichlet.log_evidence(class_concentration, counts)
         return out
 
-    return log_evidence
+
+def _digest_array(digest, value):
+    arr = np.ascontiguousarray(np.asarray(value))
+    digest.update(f"{arr.dtype}{arr.shape}".encode())
+    digest.update(arr.tobytes())
 
 
 def _tied_evidence(family, stats, emb):
@@ -433,6 +472,14 @@ class HyperRun(NamedTuple):
     diverging: np.ndarray
 
 
+def _collapsed_model(hypers, log_evidence):
+    """The numpyro program of :func:`run_nuts`: the hyperpriors and the evidence as a factor."""
+    import numpyro
+
+    values = {h.name: numpyro.sample(h.name, h.distribution) for h in hypers}
+    numpyro.factor("log_evidence", log_evidence(values))
+
+
 def run_nuts(key, log_evidence, hypers, *, num_warmup=500, num_samples=500, num_chains=2, target_accept_prob=0.8,
              chain_method="vectorized", progress_bar=False):
     """Sample the hyperparameters' posterior with numpyro's NUTS.
@@ -445,7 +492,9 @@ def run_nuts(key, log_evidence, hypers, *, num_warmup=500, num_samples=500, num_
     ----------
     key : jax PRNG key
     log_evidence : callable ``(values: dict) -> scalar``
-        :func:`log_evidence_fn`.
+        :func:`log_evidence_fn` (whose statistics are passed to the compiled sampler as
+        arguments, so runs on data of the same shapes share one program), or any
+        traceable function (compiled in: one program per function object).
     hypers : list of Hyper
     num_warmup, num_samples, num_chains : int
         Warm-up iterations, draws kept per chain, chains (>= 2: r_hat compares chains).
@@ -457,29 +506,20 @@ def run_nuts(key, log_evidence, hypers, *, num_warmup=500, num_samples=500, num_
     -------
     HyperRun
     """
-    import numpyro
     from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
-    from numpyro.infer import MCMC, NUTS
+
+    from bayesnb.ppl.mcmc import sample_nuts
 
     if int(num_chains) < 2:
         raise ValueError(f"the number of chains must be >= 2 (r_hat compares chains), got {num_chains!r}")
-
-    def model():
-        values = {h.name: numpyro.sample(h.name, h.distribution) for h in hypers}
-        numpyro.factor("log_evidence", log_evidence(values))
-
-    with enable_x64():
-        mcmc = MCMC(
-            NUTS(model, target_accept_prob=target_accept_prob),
-            num_warmup=int(num_warmup),
-            num_samples=int(num_samples),
-            num_chains=int(num_chains),
-            chain_method=chain_method,
-            progress_bar=bool(progress_bar),
-        )
-        mcmc.run(key, extra_fields=("diverging",))
-        grouped = {k: np.asarray(v, dtype=np.float64) for k, v in mcmc.get_samples(group_by_chain=True).items()}
-        diverging = np.asarray(mcmc.get_extra_fields(group_by_chain=True)["diverging"], dtype=bool)
+    # The statistics are the sampler's arguments (data=): a refit on data of the same shapes,
+    # or another key, reuses the compiled program (bayesnb.ppl.mcmc.sample_nuts).
+    grouped, _, diverging = sample_nuts(
+        _collapsed_model, (), {"hypers": list(hypers), "log_evidence": log_evidence}, num_warmup=num_warmup,
+        num_samples=num_samples, num_chains=num_chains, random_state=key, chain_method=chain_method,
+        progress_bar=progress_bar, target_accept_prob=target_accept_prob, data=("log_evidence",),
+    )
+    grouped = {k: np.asarray(v, dtype=np.float64) for k, v in grouped.items()}
     draws = {h.name: grouped[h.name] for h in hypers}
     with np.errstate(divide="ignore", invalid="ignore"):
         r_hat = {k: np.asarray(split_gelman_rubin(v)) for k, v in draws.items()}
