@@ -373,7 +373,7 @@ class _Evidence:
     Compares and hashes by value (the family, whether the evidence is the tied form, and
     the embedding: its tree structure, the digests of its arrays and its targets), so that
     two fits of the same estimator settings give equal Partials' structures and share one
-    compiled sampler (:func:`bayesnb.ppl.mcmc.sample_nuts` keys its cache by it).
+    compiled sampler (:func:`bayesnb.ppl._nuts.sample_nuts` keys its cache by it).
     """
 
     def __init__(self, family, emb, tied):
@@ -508,12 +508,12 @@ def run_nuts(key, log_evidence, hypers, *, num_warmup=500, num_samples=500, num_
     """
     from numpyro.diagnostics import effective_sample_size, split_gelman_rubin
 
-    from bayesnb.ppl.mcmc import sample_nuts
+    from bayesnb.ppl._nuts import sample_nuts
 
     if int(num_chains) < 2:
         raise ValueError(f"the number of chains must be >= 2 (r_hat compares chains), got {num_chains!r}")
     # The statistics are the sampler's arguments (data=): a refit on data of the same shapes,
-    # or another key, reuses the compiled program (bayesnb.ppl.mcmc.sample_nuts).
+    # or another key, reuses the compiled program (bayesnb.ppl._nuts.sample_nuts).
     grouped, _, diverging = sample_nuts(
         _collapsed_model, (), {"hypers": list(hypers), "log_evidence": log_evidence}, num_warmup=num_warmup,
         num_samples=num_samples, num_chains=num_chains, random_state=key, chain_method=chain_method,
