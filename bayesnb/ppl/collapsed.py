@@ -373,7 +373,7 @@ class _Evidence:
     Compares and hashes by value (the family, whether the evidence is the tied form, and
     the embedding: its tree structure, the digests of its arrays and its targets), so that
     two fits of the same estimator settings give equal Partials' structures and share one
-    compiled sampler (:func:`bayesnb.ppl._nuts.sample_nuts` keys its cache by it).
+    compiled sampler (``bayesnb.ppl._nuts.sample_nuts`` keys its cache by it).
     """
 
     def __init__(self, family, emb, tied):

@@ -79,7 +79,7 @@ below it, so a failed check points at the math, not the arithmetic. On a CPU flo
 costs about the same as float32 here.
 
 Every NUTS run here (and the collapsed hyperparameter runs of
-:func:`bayesnb.ppl.collapsed.run_nuts`) goes through :func:`sample_nuts`, which compiles
+:func:`bayesnb.ppl.collapsed.run_nuts`) goes through ``bayesnb.ppl._nuts.sample_nuts``, which compiles
 the whole run once per model and data shapes and keeps the program in a small cache, the
 data being its arguments: another seed or other data of the same shapes compile nothing.
 
@@ -110,7 +110,7 @@ from bayesnb.ppl._nuts import (  # noqa: F401 - the sampler's names, as this mod
 
 __all__ = [
     "crosscheck", "closed_form", "ClosedForm", "run_nuts", "NUTSRun", "CrossCheck", "mixing", "rhat_critical",
-    "within_chain_ess", "clear_nuts_cache",
+    "within_chain_ess",
 ]
 
 
@@ -186,7 +186,7 @@ def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, 
 #: The arguments of :func:`bayesnb.ppl.models.model_from_estimator`'s models that hold the
 #: data (rows, labels, weights, masks of observed entries, sufficient statistics): passed
 #: to the compiled NUTS program as arguments, so that a run on other data of the same
-#: shapes reuses it (:func:`sample_nuts`); the priors are compiled in.
+#: shapes reuses it (``bayesnb.ppl._nuts.sample_nuts``); the priors are compiled in.
 MODEL_DATA = ("X", "y", "sample_weight", "observed", "stats")
 
 
@@ -784,7 +784,8 @@ def _with_estimate(estimator, estimate):
     return copy.copy(estimator).set_params(estimate=estimate)
 
 
-#: NUTS chains by default: :data:`bayesnb.ppl._nuts.NUM_CHAINS` (imported above), 4.
+# NUM_CHAINS (4 chains by default) comes from bayesnb.ppl._nuts, imported above.
+
 #: Default family-wise probability that a correct model is reported as disagreeing by chance
 #: (each of the z-score and the R-hat families of tests).
 FALSE_ALARM = 0.01
