@@ -13,23 +13,31 @@ fixes its class, not its component: its responsibilities run over its class's
 components only; an unlabelled row's over all :math:`M`.
 
 This module holds the pieces that do not iterate: checking and resolving
-``n_components``, the seeded initial split of each class's labelled rows, the component
+``n_components``, the seeded initial split of each class's distinct labelled rows, the component
 estimator, and the sum over a class's components. The EM and VB loops are
 :class:`~bayesnb.SemiSupervisedNB`'s.
 """
 
 from __future__ import annotations
 
+import heapq
+import pickle
+
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import clone
 
 from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families.product import BlockRows
+from bayesnb.core.missing import MaskedX
 
 __all__ = [
     "check_n_components",
     "resolve",
     "initial_components",
+    "row_groups",
+    "distinct_per_class",
     "component_estimator",
     "sum_components",
     "allowed_components",
@@ -102,15 +110,25 @@ def resolve(n_components, classes):
     return np.asarray([int(k) for k in n_components], dtype=np.int64)
 
 
-def initial_components(y_index, counts, random_state):
-    r"""The component of every labelled row at the start: a seeded random even split of each class's rows.
+def initial_components(y_index, counts, random_state, X, sample_weight=None):
+    r"""The component of every labelled row at the start: a seeded split of each class's distinct rows, balanced by weight.
 
+    The start depends on the rows' content and weights, not on their order or
+    multiplicity, so that ``m`` copies of a row start as one row of weight ``m`` does
+    (and EM and VB, whose every other step sums rows by weight, reach the same fixed
+    point). Within each class the labelled rows are grouped by content (equal rows, as
+    the estimator sees them: see :func:`row_groups`), a group weighing the sum of its
+    rows' ``sample_weight``; every group starts in one component.
     ``numpy.random.default_rng(random_state)`` draws one seed per class (always
     ``n_classes`` of them, so a class's start does not depend on the other classes'
-    numbers of components); each class's labelled rows are shuffled by a generator of
-    its seed and cut into :math:`K_c` parts of sizes differing by at most one
-    (``numpy.array_split``); part :math:`j` starts as component :math:`j` of the class.
-    A class of one component keeps all its rows in it.
+    numbers of components); a generator of its seed shuffles the class's groups (taken
+    in an order of their content), a stable sort puts the heaviest first, and each group
+    in turn joins the part of the least total weight so far (ties: the part of fewer
+    groups, then the first), part :math:`j` starting as component :math:`j` of the
+    class. Every part gets a group, and the parts' total weights differ by at most the
+    heaviest group's weight; with distinct rows of equal weight it is a random split
+    into parts of sizes differing by at most one. A class of one component keeps all
+    its rows in it.
 
     Parameters
     ----------
@@ -119,27 +137,142 @@ def initial_components(y_index, counts, random_state):
     counts : int ndarray of shape (n_classes,)
         Components per class.
     random_state : int, numpy Generator or None
+    X : ndarray, sparse matrix, MaskedX or BlockRows of shape (n_labelled, n_features)
+        The labelled rows, validated (``validate_input``).
+    sample_weight : float ndarray of shape (n_labelled,), optional
+        Row weights; None: 1 for every row.
 
     Returns
     -------
     int ndarray of shape (n_labelled,)
         Component index (``0 .. sum(counts) - 1``, grouped by class) of every row.
+
+    Raises
+    ------
+    ValueError
+        When a class has fewer distinct labelled rows than components.
     """
+    y_index = np.asarray(y_index)
+    w = np.ones(y_index.size) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     seeds = np.random.default_rng(random_state).integers(0, 2**63 - 1, size=len(counts))
     offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
     comp = offsets[y_index].astype(np.int64)
+    if not np.any(np.asarray(counts) > 1):
+        return comp
+    ids = row_groups(X)
     for c, k in enumerate(counts):
         if k == 1:
             continue
         rows = np.flatnonzero(y_index == c)
-        if rows.size < k:
+        group, of_row = np.unique(ids[rows], return_inverse=True)
+        of_row = of_row.reshape(-1)
+        if group.size < k:
             raise ValueError(
-                f"class index {c} has {rows.size} labelled row(s), fewer than its {k} components: "
-                "every component starts from at least one labelled row"
+                f"class index {c} has {group.size} distinct labelled row(s) ({rows.size} in all), fewer than its "
+                f"{k} components: every component starts from at least one distinct labelled row (copies of a "
+                "row start in the same component)"
             )
-        for j, part in enumerate(np.array_split(np.random.default_rng(seeds[c]).permutation(rows.size), k)):
-            comp[rows[part]] = offsets[c] + j
+        weight = np.bincount(of_row, weights=w[rows], minlength=group.size)
+        order = np.random.default_rng(seeds[c]).permutation(group.size)
+        order = order[np.argsort(-weight[order], kind="stable")]
+        # Least total weight first; (weight, groups, index) makes an empty part the least,
+        # so the first k groups open the k parts even when weights are zero.
+        heap = [(0.0, 0, j) for j in range(k)]
+        part = np.empty(group.size, dtype=np.int64)
+        for g in order:
+            load, n, j = heapq.heappop(heap)
+            part[g] = j
+            heapq.heappush(heap, (load + weight[g], n + 1, j))
+        comp[rows] = offsets[c] + part[of_row]
     return comp
+
+
+def _piece_ids(piece):
+    """Row ids of one validated piece: equal ids for equal rows, ordered by the rows' content.
+
+    A dense array's rows are compared as their bytes (after turning ``-0.0`` into
+    ``0.0``); a sparse matrix's as canonical CSR (duplicates summed, explicit zeros
+    dropped, indices sorted: the same row however it was stored); a
+    :class:`~bayesnb.core.missing.MaskedX` by its values and its mask; a
+    :class:`~bayesnb.core.families.product.BlockRows` by every block's piece.
+    Both comparisons are exact (``numpy.unique`` on the rows' bytes, a dict of the
+    sparse rows' bytes: a hash, then an equality check).
+
+    Returns
+    -------
+    int ndarray of shape (n_samples,)
+    """
+    if isinstance(piece, MaskedX):
+        return _combine([_piece_ids(piece.X), _piece_ids(piece.mask)])
+    if isinstance(piece, BlockRows):
+        return _combine([_piece_ids(p) for p in piece.parts])
+    if sp.issparse(piece):
+        m = sp.csr_matrix(piece, copy=True)
+        m.sum_duplicates()
+        m.eliminate_zeros()
+        m.sort_indices()
+        keys = [
+            m.indices[a:b].tobytes() + m.data[a:b].tobytes() for a, b in zip(m.indptr[:-1], m.indptr[1:])
+        ]
+        return _ids_of_keys(keys)
+    a = np.asarray(piece)
+    if a.ndim == 1:
+        a = a[:, None]
+    a = a.reshape(a.shape[0], -1)
+    if a.dtype.kind == "O":
+        return _ids_of_keys([pickle.dumps(tuple(row)) for row in a])
+    if a.shape[1] == 0 or a.dtype.itemsize == 0:
+        return np.zeros(a.shape[0], dtype=np.int64)
+    if a.dtype.kind in "fc":
+        a = a + 0  # -0.0 + 0 is 0.0: equal rows get equal bytes
+    a = np.ascontiguousarray(a)
+    rows = a.view(np.dtype((np.void, a.dtype.itemsize * a.shape[1]))).ravel()
+    return np.unique(rows, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def _ids_of_keys(keys):
+    """Ids of byte keys, numbered in the keys' sorted order (a content order, not the rows')."""
+    order = {key: i for i, key in enumerate(sorted(set(keys)))}
+    return np.fromiter((order[key] for key in keys), dtype=np.int64, count=len(keys))
+
+
+def _combine(ids):
+    """Row ids equal where every piece's id is equal, ordered lexicographically by the pieces' ids."""
+    if len(ids) == 1:
+        return ids[0]
+    return np.unique(np.column_stack(ids), axis=0, return_inverse=True)[1].reshape(-1).astype(np.int64)
+
+
+def row_groups(X):
+    """Which rows are equal: an id per row, the same for equal rows, ordered by the rows' content.
+
+    Parameters
+    ----------
+    X : ndarray, sparse matrix, MaskedX or BlockRows of shape (n_samples, n_features)
+        Validated input (``validate_input``: the rows as the estimator sees them).
+
+    Returns
+    -------
+    int ndarray of shape (n_samples,)
+        ``0 .. n_distinct - 1``; the numbering depends on the rows' content only (not on
+        their order or multiplicity).
+    """
+    return _piece_ids(X)
+
+
+def distinct_per_class(ids, y_index, n_classes):
+    """The number of distinct rows of each class: an int ndarray of shape (n_classes,).
+
+    Parameters
+    ----------
+    ids : int ndarray of shape (n_samples,)
+        Row ids (:func:`row_groups`).
+    y_index : int ndarray of shape (n_samples,)
+        Class index of each row.
+    n_classes : int
+    """
+    pairs = np.unique(np.column_stack([np.asarray(y_index), np.asarray(ids)]), axis=0)
+    return np.bincount(pairs[:, 0], minlength=n_classes).astype(np.int64)
 
 
 def allowed_components(y_index, component_class):

@@ -114,12 +114,19 @@ components, :math:`p(y = c \mid x) = \sum_{k \in c} p(z = k \mid x)`, under the
 estimate of each method (EM: the plug-in of the M-step's estimate; VB: the predictive
 under :math:`q`, exact for the mixture since the components are disjoint).
 
-*Start.* Each class's labelled rows are shuffled (by a generator seeded from
-``numpy.random.default_rng(random_state)``, one seed per class, so that a class's start
-does not depend on the other classes' numbers of components) and split into :math:`K_c`
-parts of sizes differing by at most one, part :math:`j` starting as component :math:`j` (one-hot
-responsibilities, ``initial_responsibilities_``); the unlabelled rows enter at the first
-E-step. A class needs at least :math:`K_c` labelled rows. Different seeds can reach
+*Start.* Each class's labelled rows are grouped by content (equal rows as the wrapped
+estimator sees them, after ``validate_input``; a sparse row compared in canonical CSR
+form), a group weighing its rows' summed ``sample_weight`` (1 per row by default). The
+groups are shuffled (by a generator seeded from ``numpy.random.default_rng(random_state)``,
+one seed per class, so that a class's start does not depend on the other classes'
+numbers of components), the heaviest taken first, and each joins the part of least total
+weight so far: :math:`K_c` parts whose weights differ by at most the heaviest group's,
+part :math:`j` starting as component :math:`j` (one-hot responsibilities,
+``initial_responsibilities_``); the unlabelled rows enter at the first E-step. Copies of
+a row thus start in one component, as one row of their summed weight does, and as every
+later step sums rows by weight, duplicating a labelled row fits as weighting it (up to
+the order of floating-point sums); the start does not depend on the rows' order either.
+A class needs at least :math:`K_c` distinct labelled rows. Different seeds can reach
 different local optima of a mixture's objective: compare them by ``log_posterior_[-1]``
 or ``elbo_[-1]``.
 
@@ -143,8 +150,8 @@ Fitted to labelled rows alone, a class's components, its share :math:`\pi_k/\pi_
 its start depend on its own rows only, so one fit per :math:`K` scores every class as if
 it were varied alone (exactly at a fixed point; to the convergence tolerance ``tol`` in
 practice, since the iterations stop on the summed objective), and each class takes the :math:`K` of the highest mean held-out
-score (ties: the smaller :math:`K`; a :math:`K` above a class's training rows in some
-fold is not a candidate for it). The curve is ``components_curve_``. The chosen numbers
+score (ties: the smaller :math:`K`; a :math:`K` above a class's distinct training rows in
+some fold is not a candidate for it). The curve is ``components_curve_``. The chosen numbers
 are then held fixed while ``unlabelled_weight="auto"`` chooses :math:`\lambda`.
 
 *Limits.* Several components need the Dirichlet on the proportions (not
@@ -429,10 +436,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         int per class in the order of ``classes_``, or ``"auto"`` (each class's number
         chosen from ``component_grid`` by cross-validated held-out labelled likelihood).
         1 for every class: the one-component model. A class needs at least as many
-        labelled rows as components.
+        distinct labelled rows as components.
     random_state : int, numpy Generator or None, default=0
-        Seeds the initial split of each class's labelled rows among its components
-        (used only with several components): the fit is deterministic given it.
+        Seeds the initial split of each class's distinct labelled rows among its
+        components (used only with several components): the fit is deterministic given it.
     component_grid : sequence of int, default=(1, 2, 3, 4)
         The numbers of components ``n_components="auto"`` compares for every class.
     component_cv : int, default=3
@@ -852,9 +859,12 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return [1] * n_classes, None
         w = np.ones(n) if w_lab is None else np.asarray(w_lab, dtype=np.float64)
         scores = np.full((grid.size, n), np.nan)
+        # A class starts at most as many components as it has distinct rows (copies of a
+        # row start in one): the labelled rows as the estimator sees them, validated once.
+        ids = _components.row_groups(self._base().fit(X_lab, y_lab, sample_weight=w_lab).validate_input(X_lab))
         folds = StratifiedKFold(n_splits, shuffle=True, random_state=0).split(np.zeros(n), y_idx)
         for train, test in folds:
-            n_train = np.bincount(y_idx[train], minlength=n_classes)
+            n_train = _components.distinct_per_class(ids[train], y_idx[train], n_classes)
             X_train, X_test = _safe_indexing(X_lab, train), _safe_indexing(X_lab, test)
             for g, k in enumerate(grid):
                 counts = np.minimum(k, n_train)
@@ -1023,7 +1033,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if reason is not None:
             raise ValueError(f"n_components={self.n_components!r} with {type(est).__name__}: {reason}")
         cc = np.repeat(np.arange(counts.size), counts)
-        comp = _components.initial_components(yL, counts, self.random_state)
+        comp = _components.initial_components(yL, counts, self.random_state, XL, wL)
         cest = _components.component_estimator(self._base(), est, X_lab, comp, w_given, cc, layout)
         if self.method == "em":
             cest.set_params(estimate=est.estimate)

@@ -39,8 +39,10 @@ X_TWO = np.array([[0, 0], [1, 1], [0, 2], [1, 1], [0, 0], [1, 2], [0, 1], [1, 0]
 CASES = {
     "one-feature": (X_ONE, Y, 1),
     "several-features": (X_SEVERAL, Y, 1),
+    # Two distinct labelled rows per class (rows 4 and 5), so that every class can start
+    # two components: copies of a row start in one component.
     "one-feature-two-components": (
-        np.array([[0], [1], [0], [1], [0], [1], [0], [1], [2], [2], [1]]), Y_TWO, 2),
+        np.array([[0], [1], [0], [1], [1], [0], [0], [1], [2], [2], [1]]), Y_TWO, 2),
     "several-features-two-components": (X_TWO, Y_TWO, 2),
 }
 
