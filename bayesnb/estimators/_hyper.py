@@ -156,11 +156,10 @@ class HyperpriorMixin:
             key, log_evidence, hypers, num_warmup=warmup, num_samples=draws, num_chains=chains
         )
         flat = {k: v.reshape((-1,) + v.shape[2:]) for k, v in run.draws.items()}
+        # The statistics are arguments of the densities' and the optimiser's programs, as of
+        # the sampler's: a refit on other data of the same shapes compiles none of them.
         log_density = _collapsed.log_density_fn(log_evidence, hypers)
-        from bayesnb.core._x64 import enable_x64
-
-        with enable_x64():
-            densities = np.asarray(jax.jit(jax.vmap(log_density))(flat))
+        densities = _collapsed.log_densities(log_density, flat)
         best = int(np.nanargmax(densities))
         mode = _collapsed.posterior_mode(log_density, hypers, {k: v[best] for k, v in flat.items()})
         total = chains * draws

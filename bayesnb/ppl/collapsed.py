@@ -27,7 +27,14 @@ This module is the pure machinery, with no knowledge of any estimator or family:
 * :func:`log_evidence_fn` is the collapsed log likelihood of the hyperparameters;
 * :func:`run_nuts` samples :math:`p(a \mid X, y)` with numpyro's NUTS (the hyperprior's
   support is mapped to the real line by numpyro) and returns the draws with their
-  diagnostics; :func:`posterior_mode` finds the mode of the same density.
+  diagnostics; :func:`posterior_mode` finds the mode of the same density and
+  :func:`log_densities` evaluates it at many points.
+
+The statistics reach every compiled program as arguments, never as constants: a
+hyperprior refit on other data of the same shapes (another fold, a bootstrap resample)
+reuses the NUTS program (``bayesnb.ppl._nuts``), the densities' and the optimiser's
+(a bounded cache, ``COLLAPSED_CACHE_SIZE``, :func:`clear_collapsed_cache`) and compiles
+nothing.
 
 The estimators (:class:`bayesnb.estimators._base.BaseNB`) build on it: a hyperparameter
 given as a distribution is integrated over at ``fit``, and ``estimate="predictive"`` is
@@ -38,6 +45,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from collections import OrderedDict
 from typing import Any, NamedTuple
 
 import jax
@@ -61,8 +69,11 @@ __all__ = [
     "embed",
     "log_evidence_fn",
     "log_density_fn",
+    "log_densities",
     "run_nuts",
     "posterior_mode",
+    "clear_collapsed_cache",
+    "COLLAPSED_CACHE_SIZE",
 ]
 
 
@@ -439,15 +450,156 @@ def _is_tied(a):
 
 
 def log_density_fn(log_evidence, hypers):
-    r"""The unnormalised log posterior :math:`\log p(X, y \mid a) + \log p(a)` in the hyperparameters' own coordinates."""
+    r"""The unnormalised log posterior :math:`\log p(X, y \mid a) + \log p(a)` in the hyperparameters' own coordinates.
 
-    def log_density(values):
+    Parameters
+    ----------
+    log_evidence : callable ``(values: dict) -> scalar``
+        :func:`log_evidence_fn`, or any traceable function.
+    hypers : list of Hyper
+
+    Returns
+    -------
+    jax.tree_util.Partial ``(values: dict) -> scalar``
+        Whose function (:class:`_LogDensity`) holds the hyperpriors and compares by
+        their values, and whose argument is ``log_evidence`` where that is a Partial
+        (its statistics are then arguments of the programs of :func:`log_densities`
+        and :func:`posterior_mode`, which a refit on data of the same shapes reuses);
+        any other ``log_evidence`` is compiled in (one program per function object).
+    """
+    if isinstance(log_evidence, jax.tree_util.Partial):
+        return jax.tree_util.Partial(_LogDensity(hypers), log_evidence)
+    return jax.tree_util.Partial(_LogDensity(hypers, log_evidence))
+
+
+def _hypers_key(hypers):
+    """The hyperpriors by value (names, paths, distributions' classes and parameters), or None.
+
+    A distribution is a pytree: its tree structure (class, shapes) and its leaves (the
+    parameters: arrays by a digest of their bytes, as ``bayesnb.ppl._nuts`` keys the
+    arguments it compiles in) determine its log density and support. None where a leaf
+    or the structure is unhashable: such hyperpriors then compare by identity.
+    """
+    from bayesnb.ppl._nuts import _static_leaf_key
+
+    try:
+        leaves, treedef = jax.tree.flatten([tuple(h) for h in hypers])
+        key = (treedef, tuple(_static_leaf_key(leaf) for leaf in leaves))
+        hash(key)
+        key == key  # noqa: B015 - a leaf whose == is elementwise fails here
+    except (TypeError, ValueError, NotImplementedError):
+        return None
+    return key
+
+
+class _LogDensity:
+    """The function of :func:`log_density_fn`'s Partial: ``([log_evidence,] values) -> scalar``.
+
+    Compares and hashes by the hyperpriors' values (:func:`_hypers_key`) and the
+    compiled-in ``log_evidence`` (None: it is the Partial's argument), so that two fits
+    with equal hyperpriors give equal Partials' structures and share the compiled
+    programs of :func:`log_densities` and :func:`posterior_mode`; hyperpriors without a
+    hashable value compare by identity (a new program per fit, as a closure would be).
+    """
+
+    def __init__(self, hypers, log_evidence=None):
+        self.hypers = list(hypers)
+        self.log_evidence = log_evidence
+        key = _hypers_key(self.hypers)
+        self._key = None if key is None else (key, log_evidence)
+        try:
+            hash(self._key)
+        except TypeError:  # a compiled-in log_evidence without a hash
+            self._key = None
+
+    def __eq__(self, other):
+        if not isinstance(other, _LogDensity):
+            return False
+        if self._key is None or other._key is None:
+            return self is other
+        return self._key == other._key
+
+    def __hash__(self):
+        return id(self) if self._key is None else hash(self._key)
+
+    def __call__(self, *args):
+        if self.log_evidence is None:
+            log_evidence, values = args
+        else:
+            (values,) = args
+            log_evidence = self.log_evidence
         out = log_evidence(values)
-        for h in hypers:
+        for h in self.hypers:
             out = out + jnp.sum(h.distribution.log_prob(values[h.name]))
         return out
 
-    return log_density
+
+#: Compiled programs of :func:`log_densities` and :func:`posterior_mode` (least recently
+#: used first out), one per hyperpriors' values, collapsed model (family and embedding)
+#: and shapes of the statistics and points: the statistics are their arguments, so a
+#: refit on other data of the same shapes compiles nothing. Each entry keeps one jitted
+#: function (its executables and the embedding's prior arrays); dropping it frees them.
+COLLAPSED_CACHE_SIZE = 16
+_PROGRAMS: OrderedDict = OrderedDict()
+
+
+def clear_collapsed_cache():
+    """Drop every compiled program kept by :func:`log_densities` and :func:`posterior_mode`."""
+    _PROGRAMS.clear()
+
+
+def _cached(kind, make, *args):
+    """The jitted function ``make()`` kept for ``kind`` and the structure and shapes of ``args``.
+
+    ``args`` are the program's pytree arguments: their tree structure (the Partials'
+    functions, compared by value) and their leaves' shapes and dtypes key the cache,
+    never the leaves' values. A structure that cannot be hashed is not cached.
+    """
+    leaves, treedef = jax.tree.flatten(args)
+    key = (kind, treedef, tuple((tuple(np.shape(leaf)), str(_dtype(leaf))) for leaf in leaves))
+    try:
+        hash(key)
+    except TypeError:
+        return make()
+    program = _PROGRAMS.get(key)
+    if program is None:
+        program = make()
+    _PROGRAMS[key] = program
+    _PROGRAMS.move_to_end(key)
+    while len(_PROGRAMS) > COLLAPSED_CACHE_SIZE:
+        _PROGRAMS.popitem(last=False)
+    return program
+
+
+def _dtype(leaf):
+    dtype = getattr(leaf, "dtype", None)
+    return np.result_type(leaf) if dtype is None else dtype
+
+
+def _vmapped(log_density, values):
+    return jax.vmap(log_density)(values)
+
+
+def log_densities(log_density, values):
+    """``log_density`` at many points, in one compiled program.
+
+    Parameters
+    ----------
+    log_density : callable ``(values: dict) -> scalar``
+        :func:`log_density_fn` (the program is kept, see ``COLLAPSED_CACHE_SIZE``), or
+        any traceable function (compiled for this call).
+    values : dict of str to ndarray of shape (n, ...)
+        The points, one per index of the leading axis.
+
+    Returns
+    -------
+    float64 ndarray of shape (n,)
+    """
+    with enable_x64():
+        if isinstance(log_density, jax.tree_util.Partial):
+            program = _cached("densities", lambda: jax.jit(_vmapped), log_density, values)
+            return np.asarray(program(log_density, values), dtype=np.float64)
+        return np.asarray(jax.jit(jax.vmap(log_density))(values), dtype=np.float64)
 
 
 class HyperRun(NamedTuple):
@@ -546,8 +698,34 @@ def posterior_mode(log_density, hypers, start):
     -------
     dict of str to float64 ndarray
     """
-    from numpyro.distributions import biject_to
     from scipy.optimize import minimize
+
+    with enable_x64():
+        u0, unpack = _unconstrained(hypers, start)
+        hypers_key = _hypers_key(hypers)
+        if isinstance(log_density, jax.tree_util.Partial) and hypers_key is not None:
+            # The statistics are an argument: one program per hyperpriors, model and shapes
+            # (the bijections of the supports are compiled in: the key holds their values).
+            program = _cached(("objective", hypers_key), lambda: jax.jit(_objective(unpack)), u0, log_density)
+
+            def objective(u):
+                return program(u, log_density)
+        else:
+            objective = jax.jit(lambda u: _objective(unpack)(u, log_density))
+
+        def fun(u):
+            value, grad = objective(jnp.asarray(u))
+            return float(value), np.asarray(grad, dtype=np.float64)
+
+        with one_blas_thread():  # a few parameters: BLAS threads only wait (core/_threads.py)
+            result = minimize(fun, np.asarray(u0), jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10})
+        best = unpack(jnp.asarray(result.x))
+        return {k: np.asarray(v, dtype=np.float64) for k, v in best.items()}
+
+
+def _unconstrained(hypers, start):
+    """``start`` in numpyro's unconstrained coordinates of the supports (flat), and the map back."""
+    from numpyro.distributions import biject_to
 
     sizes = [int(np.prod(h.shape)) for h in hypers]
     bijections = [biject_to(h.distribution.support) for h in hypers]
@@ -559,17 +737,10 @@ def posterior_mode(log_density, hypers, start):
             at += size
         return out
 
-    with enable_x64():
-        u0 = jnp.concatenate(
-            [jnp.ravel(f.inv(jnp.asarray(start[h.name], jnp.float64))) for h, f in zip(hypers, bijections)]
-        )
-        objective = jax.jit(jax.value_and_grad(lambda u: -log_density(unpack(u))))
+    u0 = jnp.concatenate([jnp.ravel(f.inv(jnp.asarray(start[h.name], jnp.float64))) for h, f in zip(hypers, bijections)])
+    return u0, unpack
 
-        def fun(u):
-            value, grad = objective(jnp.asarray(u))
-            return float(value), np.asarray(grad, dtype=np.float64)
 
-        with one_blas_thread():  # a few parameters: BLAS threads only wait (core/_threads.py)
-            result = minimize(fun, np.asarray(u0), jac=True, method="L-BFGS-B", options={"maxiter": 1000, "ftol": 1e-15, "gtol": 1e-10})
-        best = unpack(jnp.asarray(result.x))
-        return {k: np.asarray(v, dtype=np.float64) for k, v in best.items()}
+def _objective(unpack):
+    """``(u, log_density) -> (-log_density(unpack(u)), its gradient in u)``."""
+    return jax.value_and_grad(lambda u, log_density: -log_density(unpack(u)))
