@@ -116,10 +116,10 @@ def _fit_score(method, X_train, y_train, problem, alpha):
             y = np.concatenate([np.asarray(y_train, dtype=object), np.full(problem.n_unlabelled, -1, dtype=object)])
             k = problem.n_components
             if k != "auto":
-                # A component starts from a labelled document: at most as many as the class has
-                # (the learning curve's smallest points have 1 or 2 per class).
-                labels, counts = np.unique(np.asarray(y_train), return_counts=True)
-                k = {label: int(min(k, n)) for label, n in zip(labels.tolist(), counts)}
+                # A component starts from distinct labelled documents: at most as many as the
+                # class has (the learning curve's smallest points have 1 or 2 per class, and
+                # copies of a document start in one component).
+                k = {label: int(min(k, n)) for label, n in _distinct_documents(X_train, y_train).items()}
             clf = SemiSupervisedNB(MultinomialNB(alpha=alpha), method=method.lower(), n_components=k).fit(X, y)
         proba = clf.predict_proba(problem.X_test)
     record = {
@@ -142,6 +142,21 @@ def _fit_score(method, X_train, y_train, problem, alpha):
     return record
 
 
+def _distinct_documents(X, y):
+    """Distinct rows of the count matrix ``X`` (CSR) per label of ``y``: a dict label -> int."""
+    import numpy as np
+
+    X = X.tocsr(copy=True)
+    X.sum_duplicates()
+    X.eliminate_zeros()
+    X.sort_indices()
+    rows = [(X.indices[a:b].tobytes(), X.data[a:b].tobytes()) for a, b in zip(X.indptr[:-1], X.indptr[1:])]
+    out = {}
+    for label, row in zip(np.asarray(y).tolist(), rows):
+        out.setdefault(label, set()).add(row)
+    return {label: len(seen) for label, seen in sorted(out.items())}
+
+
 def _weight(rec):
     """The unlabelled weight cell of a record ("–" for the labelled-only model)."""
     return "–" if rec["weight"] is None else f"{rec['weight']:g}"
@@ -156,11 +171,13 @@ def curve_sentence(rec):
         return (f"unlabelled weight, {rec['method']}: {rec['weight']:g} (no cross-validation: a class has "
                 "fewer than 2 labelled training documents)")
     points = "; ".join(
-        f"{lam:g}: {m:.4f} ± {se:.4f}" for lam, m, se in zip(curve["grid"], curve["mean"], curve["se"])
+        f"{lam:g}: accuracy {a:.4f} ± {ase:.4f}, log p(y|x) {m:.4f} ± {se:.4f}"
+        for lam, a, ase, m, se in zip(curve["grid"], curve["accuracy"], curve["accuracy_se"], curve["mean"], curve["se"])
     )
-    return (f"unlabelled weight, {rec['method']}: {curve['chosen']:g}, chosen by {curve['n_splits']}-fold "
-            f"cross-validation of the labelled training documents' mean log p(y|x) (± standard error) per "
-            f"weight: {points}")
+    score = "accuracy" if curve["criterion"] == "accuracy" else "mean log p(y|x)"
+    return (f"unlabelled weight, {rec['method']}: {curve['chosen']:g}, chosen by the {score} of a "
+            f"{curve['n_splits']}-fold cross-validation of the labelled training documents; per weight, "
+            f"held-out accuracy and mean log p(y|x) (± standard error): {points}")
 
 
 def components_sentence(rec):

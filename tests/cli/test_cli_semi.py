@@ -142,8 +142,8 @@ def test_semi_section_matches_the_library(semi_run):
             assert f"unlabelled documents by class, {method}: {counts}" in " ".join(section.split())
             assert sum(assigned.values()) == n_unl == 160
             # the default unlabelled_weight="auto": the weight chosen, and the curve it was chosen from
-            assert f"unlabelled weight, {method}: {weight:g}, chosen by 3-fold cross-validation" in " ".join(
-                section.split()
+            assert f"unlabelled weight, {method}: {weight:g}, chosen by the accuracy of a 3-fold cross-validation" in (
+                " ".join(section.split())
             )
     flat = " ".join(section.split())
     assert f"{n_unl} unlabelled documents (an empty label field)" in flat
@@ -220,3 +220,16 @@ def test_unlabelled_needs_data_and_some_labelled_lines(tmp_path):
     none.write_text("\tfirst text\n\tsecond text\n", encoding="utf-8")
     code, _, err, _, _ = run_main(["demo", "--data", str(none), "--no-report"])
     assert code == 1 and "no labelled lines" in err and "Traceback" not in err
+
+
+def test_components_are_capped_by_distinct_documents():
+    """Copies of a labelled document start in one component, so they count once toward a class's cap."""
+    from bayesnb.cli.semi import _distinct_documents
+
+    rows = np.array([[1, 0, 2], [1, 0, 2], [0, 3, 0], [0, 1, 1], [0, 1, 1], [2, 2, 2]])
+    X = sp.csr_matrix(rows)
+    # the same first document written with an explicit zero and its entries out of order
+    X2 = sp.csr_matrix((np.array([2, 0, 1]), np.array([2, 1, 0]), np.array([0, 3])), shape=(1, 3))
+    X = sp.vstack([X, X2]).tocsr()
+    y = ["a", "a", "a", "b", "b", "b", "a"]
+    assert _distinct_documents(X, y) == {"a": 2, "b": 2}

@@ -150,12 +150,16 @@ def test_weight_one_is_plain_vb():
     np.testing.assert_allclose(np.asarray(clf.class_posterior_.concentration), b, rtol=1e-10)
 
 
-def brute_force_weight(make, X, yu, grid, n_splits, margin):
-    """The criterion and the rule, re-implemented: per-row held-out log p(y|x) for each weight, then the choice."""
+def brute_force_weight(make, X, yu, grid, n_splits, margin, criterion="accuracy"):
+    """The criterion and the rule, re-implemented: per-row held-out log p(y|x) and correctness for each weight, then the choice.
+
+    Returns the chosen weight, the mean log scores and the accuracies per weight.
+    """
     lab_rows = np.flatnonzero(yu != -1)
     unl_rows = np.flatnonzero(yu == -1)
     grid = sorted(grid)
     scores = np.zeros((len(grid), lab_rows.size))
+    right = np.zeros((len(grid), lab_rows.size))
     splitter = StratifiedKFold(n_splits=n_splits, shuffle=True, random_state=0)
     for train, test in splitter.split(lab_rows, yu[lab_rows]):
         rows = np.concatenate([lab_rows[train], unl_rows])
@@ -167,32 +171,44 @@ def brute_force_weight(make, X, yu, grid, n_splits, margin):
             proba = fold.predict_proba(X[lab_rows[test]])
             for t, i in enumerate(lab_rows[test]):
                 scores[g, test[t]] = np.log(proba[t, list(fold.classes_).index(yu[i])])
+                right[g, test[t]] = fold.predict(X[[i]])[0] == yu[i]
     n = lab_rows.size
-    means = scores.mean(axis=1)
-    best, best_mean = 0.0, means[grid.index(0.0)]
+    means, accuracy = scores.mean(axis=1), right.mean(axis=1)
+    decide, other = (right, scores) if criterion == "accuracy" else (scores, right)
+    zero = grid.index(0.0)
+    best = zero
     for g, lam in enumerate(grid):
-        diff = scores[g] - scores[grid.index(0.0)]
+        diff = decide[g] - decide[zero]
         se = np.std(diff, ddof=1) / np.sqrt(n)
-        if lam > 0 and diff.mean() > margin * se and means[g] > best_mean:
-            best, best_mean = lam, means[g]
-    return best, means
+        eligible = diff.mean() > margin * se
+        if criterion == "accuracy" and diff.mean() >= 0:  # no accuracy lost, the log score gains
+            log_diff = scores[g] - scores[zero]
+            eligible = eligible or log_diff.mean() > margin * np.std(log_diff, ddof=1) / np.sqrt(n)
+        if lam > 0 and eligible:
+            # better in the deciding score, or equal there and better in the other
+            if (decide[g].mean(), other[g].mean()) > (decide[best].mean(), other[best].mean()):
+                best = g
+    return grid[best], means, accuracy
 
 
+@pytest.mark.parametrize("criterion", ["accuracy", "log_score"])
 @pytest.mark.parametrize(("cls", "method"), CASES, ids=IDS)
-def test_the_chosen_weight_is_the_brute_force_search(cls, method):
+def test_the_chosen_weight_is_the_brute_force_search(cls, method, criterion):
     X, _, yu = _family_data(cls, 2)
     grid = (0.0, 0.1, 1.0)
     options = _options(cls, method)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        clf = SemiSupervisedNB(cls(), method=method, weight_grid=grid, **options).fit(X, yu)
+        clf = SemiSupervisedNB(cls(), method=method, weight_grid=grid, weight_criterion=criterion, **options).fit(X, yu)
 
     def make(lam):
         return SemiSupervisedNB(cls(), method=method, unlabelled_weight=lam, **options)
 
-    chosen, means = brute_force_weight(make, X, yu, grid, 3, 1.0)
+    chosen, means, accuracy = brute_force_weight(make, X, yu, grid, 3, 1.0, criterion)
     curve = clf.weight_curve_
     np.testing.assert_allclose(curve["mean"], means, rtol=1e-9, atol=1e-12)
+    np.testing.assert_array_equal(curve["accuracy"], accuracy)  # counts of 0/1 over the same rows
+    assert curve["criterion"] == criterion
     assert clf.unlabelled_weight_ == chosen == curve["chosen"]
     # The final model is the fit at the chosen weight.
     with warnings.catch_warnings():
@@ -201,17 +217,18 @@ def test_the_chosen_weight_is_the_brute_force_search(cls, method):
     np.testing.assert_allclose(clf.predict_proba(X), again.predict_proba(X), rtol=1e-12, atol=1e-14)
 
 
+@pytest.mark.parametrize("criterion", ["accuracy", "log_score"])
 @pytest.mark.parametrize("relevant", [True, False], ids=["unlabelled-rows-help", "unlabelled-rows-hurt"])
 @pytest.mark.parametrize("margin", [0.0, 1.0])
-def test_auto_takes_the_unlabelled_rows_only_when_they_help(relevant, margin):
+def test_auto_takes_the_unlabelled_rows_only_when_they_help(relevant, margin, criterion):
     X, y, yu = _clusters(5, relevant=relevant)
     grid = (0.0, 0.01, 0.1, 1.0)
-    clf = SemiSupervisedNB(MultinomialNB(), weight_grid=grid, weight_margin=margin).fit(X, yu)
+    clf = SemiSupervisedNB(MultinomialNB(), weight_grid=grid, weight_margin=margin, weight_criterion=criterion).fit(X, yu)
 
     def make(lam):
         return SemiSupervisedNB(MultinomialNB(), unlabelled_weight=lam)
 
-    chosen, means = brute_force_weight(make, X, yu, grid, 3, margin)
+    chosen, means, _ = brute_force_weight(make, X, yu, grid, 3, margin, criterion)
     assert clf.unlabelled_weight_ == chosen
     np.testing.assert_allclose(clf.weight_curve_["mean"], means, rtol=1e-9, atol=1e-12)
     np.testing.assert_array_equal(clf.weight_curve_["grid"], grid)
@@ -238,7 +255,70 @@ def test_the_curve_holds_the_scores_and_their_standard_errors():
     diff = scores - scores[0]
     np.testing.assert_allclose(curve["gain"], diff.mean(1), rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(curve["gain_se"], diff.std(1, ddof=1) / np.sqrt(n), rtol=1e-12, atol=1e-15)
-    assert curve["n_splits"] == 3
+    right = curve["correct"]
+    assert right.shape == (3, n) and set(np.unique(right)) <= {0.0, 1.0}
+    np.testing.assert_allclose(curve["accuracy"], right.mean(1), rtol=1e-12)
+    np.testing.assert_allclose(curve["accuracy_se"], right.std(1, ddof=1) / np.sqrt(n), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(curve["accuracy_gain"], (right - right[0]).mean(1), rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(
+        curve["accuracy_gain_se"], (right - right[0]).std(1, ddof=1) / np.sqrt(n), rtol=1e-12, atol=1e-15
+    )
+    assert curve["n_splits"] == 3 and curve["criterion"] == "accuracy"
+
+
+def _curves(acc, acc_gain, acc_se, log, log_gain, log_se):
+    a = lambda v: np.asarray(v, dtype=float)  # noqa: E731
+    return {"accuracy": (a(acc), a(acc_gain), a(acc_se)), "log_score": (a(log), a(log_gain), a(log_se))}
+
+
+@pytest.mark.parametrize(
+    ("criterion", "margin", "curves", "expected"),
+    [
+        # the log score declines EM (confident mistakes) while accuracy gains 2 standard errors
+        ("accuracy", 1.0, _curves([.2, .3, .4], [0, .1, .2], [0, .05, .1], [-90, -200, -210], [0, -110, -120], [0, 30, 30]), 2),
+        ("log_score", 1.0, _curves([.2, .3, .4], [0, .1, .2], [0, .05, .1], [-90, -200, -210], [0, -110, -120], [0, 30, 30]), 0),
+        # a gain within the margin is not eligible, however good its mean
+        ("accuracy", 2.5, _curves([.2, .3, .4], [0, .1, .2], [0, .05, .1], [-1, -1, -1], [0, 0, 0], [0, 0, 0]), 0),
+        # equal accuracy: the better log score decides, then the smaller weight
+        ("accuracy", 1.0, _curves([.5, .9, .9], [0, .4, .4], [0, .1, .1], [-1, -.5, -.4], [0, .5, .6], [0, .1, .1]), 2),
+        ("accuracy", 1.0, _curves([.5, .9, .9], [0, .4, .4], [0, .1, .1], [-1, -.4, -.4], [0, .6, .6], [0, .1, .1]), 1),
+        # the labelled-only fit stays when nothing beats it
+        ("accuracy", 0.0, _curves([.5, .5, .4], [0, 0, -.1], [0, 0, .1], [-1, -1, -.4], [0, 0, .6], [0, .1, .1]), 0),
+        # accuracy at its ceiling: no accuracy lost and a clear log-score gain is eligible...
+        ("accuracy", 1.0, _curves([1, 1, 1], [0, 0, 0], [0, 0, 0], [-.3, -.2, -.1], [0, .1, .2], [0, .02, .02]), 2),
+        # ...but not with accuracy lost, however good the log score
+        ("accuracy", 1.0, _curves([1, .99, .99], [0, -.01, -.01], [0, .01, .01], [-.3, -.2, -.1], [0, .1, .2], [0, .02, .02]), 0),
+        # the log-score rule: only the log-score gain makes a weight eligible
+        ("log_score", 1.0, _curves([.5, .9, .5], [0, .4, 0], [0, .01, 0], [-1, -1, -.5], [0, 0, .5], [0, .1, .1]), 2),
+    ],
+)
+def test_the_selection_rule(criterion, margin, curves, expected):
+    from bayesnb.estimators.semi_supervised import _choose_index
+
+    assert _choose_index(criterion, margin, 0, curves) == expected
+
+
+def test_a_restored_curve_must_choose_its_own_weight():
+    from bayesnb.estimators.semi_supervised import _check_restored
+
+    X, _, yu = _clusters(6)
+    clf = SemiSupervisedNB(MultinomialNB(), weight_grid=(0.0, 1.0)).fit(X, yu)
+    keys = ("classes_", "components_curve_", "converged_", "estimator_", "label_distributions_", "log_posterior_",
+            "n_components_", "n_iter_", "unlabelled_weight_", "weight_curve_")
+    state = {k: getattr(clf, k) for k in keys}
+    _check_restored(clf, state)  # as fitted: accepted
+    curve = dict(state["weight_curve_"])
+    # Make the other weight the clear winner in accuracy: the stored choice no longer follows.
+    other = 1 - int(np.flatnonzero(curve["grid"] == curve["chosen"])[0])
+    curve["accuracy"] = np.array([0.5, 0.5])
+    curve["accuracy_gain"] = np.array([0.0, 0.0])
+    curve["accuracy_gain_se"] = np.array([0.0, 0.0])
+    if other == 1:
+        curve["accuracy"][1], curve["accuracy_gain"][1], curve["accuracy_gain_se"][1] = 0.9, 0.4, 0.01
+    with pytest.raises(ValueError, match="is not the weight its own curve"):
+        _check_restored(clf, {**state, "weight_curve_": curve})
+    with pytest.raises(ValueError, match="criterion"):
+        _check_restored(clf, {**state, "weight_curve_": {**state["weight_curve_"], "criterion": "log_score"}})
 
 
 def test_sample_weights_weigh_the_scores():
@@ -286,6 +366,7 @@ def test_fewer_labelled_rows_than_folds_use_fewer_folds():
         ({"weight_grid": (0.0, "1")}, TypeError, "every weight_grid value must be a number"),
         ({"weight_cv": 1}, ValueError, "weight_cv must be an int >= 2"),
         ({"weight_margin": -1.0}, ValueError, "weight_margin must be finite and >= 0"),
+        ({"weight_criterion": "brier"}, ValueError, "weight_criterion must be one of 'accuracy', 'log_score'"),
     ],
 )
 def test_bad_weight_parameters_get_a_clear_error(params, error, match):
