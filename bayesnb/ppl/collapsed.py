@@ -706,6 +706,8 @@ def posterior_mode(log_density, hypers, start):
         if isinstance(log_density, jax.tree_util.Partial) and hypers_key is not None:
             # The statistics are an argument: one program per hyperpriors, model and shapes
             # (the bijections of the supports are compiled in: the key holds their values).
+            # On the device once, not copied there at every step of the optimiser.
+            log_density = jax.tree.map(jnp.asarray, log_density)
             program = _cached(("objective", hypers_key), lambda: jax.jit(_objective(unpack)), u0, log_density)
 
             def objective(u):
