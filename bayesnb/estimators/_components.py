@@ -22,15 +22,19 @@ from __future__ import annotations
 
 import heapq
 import pickle
+from typing import NamedTuple
 
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
 from sklearn.base import clone
 
+from bayesnb.core import class_prior as _class_prior
 from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families import _dirichlet
 from bayesnb.core.families.product import BlockRows
 from bayesnb.core.missing import MaskedX
+from bayesnb.core.priors import Dirichlet, dirichlet_from_alpha
 
 __all__ = [
     "check_n_components",
@@ -42,6 +46,9 @@ __all__ = [
     "sum_components",
     "allowed_components",
     "refusal",
+    "is_fixed",
+    "WithinClassShares",
+    "within_class_shares",
 ]
 
 
@@ -298,8 +305,8 @@ def component_estimator(base, fitted, X_lab, comp, w_lab, component_class, layou
     ------
     ValueError
         When the estimator cannot have one class per component (a prior given per
-        class, fixed class proportions, a calibration or temperature, which act on the
-        class scores and not on the components).
+        class). Fixed class proportions get a placeholder ``class_prior`` of one entry
+        per component, which the caller replaces; the temperature is set to 1.
     """
     params = base.get_params(deep=False)
     fixed = {}
@@ -313,6 +320,14 @@ def component_estimator(base, fitted, X_lab, comp, w_lab, component_class, layou
         ca = fixed.get("class_alpha", params["class_alpha"])
         if ca is not None and np.ndim(ca) == 1 and np.size(ca) == n_classes:
             fixed["class_alpha"] = np.asarray(ca, dtype=np.float64)[component_class]
+    if params.get("class_prior") is not None:
+        # One entry per component; the caller replaces it by the fixed class proportions
+        # times the shares the initial split gives (WithinClassShares.conditioned).
+        fixed["class_prior"] = np.full(component_class.size, 1.0 / component_class.size)
+    if "temperature" in params:
+        # A temperature tempers the class's mixture likelihood, which the wrapper forms
+        # from the components' untempered joints (SemiSupervisedNB.predict_joint_log_proba).
+        fixed["temperature"] = 1.0
     base.set_params(**fixed)
     try:
         if layout is None:
@@ -327,20 +342,167 @@ def component_estimator(base, fitted, X_lab, comp, w_lab, component_class, layou
     return base
 
 
-def refusal(estimator):
-    """Why ``estimator``'s settings cannot carry several components per class, or None."""
+def is_fixed(estimator):
+    """Whether ``estimator``'s class proportions are fixed (``class_prior`` given, or ``fit_prior=False``)."""
     params = estimator.get_params(deep=False)
-    if params.get("class_prior") is not None or params.get("fit_prior", True) is False:
-        return (
-            "several components per class need a Dirichlet on the (class, component) proportions; "
-            "fixed class proportions (class_prior, fit_prior=False) leave the components' shares undefined"
-        )
+    return params.get("class_prior") is not None or params.get("fit_prior", True) is False
+
+
+def refusal(estimator):
+    """Why ``estimator``'s settings cannot carry several components per class, or None.
+
+    Fixed class proportions and a numeric temperature are taken (see
+    :class:`WithinClassShares` and :class:`~bayesnb.SemiSupervisedNB`); what needs the
+    training rows' exact leave-one-out scores is not, since a mixture fitted by EM or VB
+    has none in closed form.
+    """
+    params = estimator.get_params(deep=False)
     if params.get("calibrate") is not None:
-        return "calibrate acts on the classes' scores; it is not defined over mixture components"
+        return (
+            "calibrate='loo' fits its map to the training rows' exact leave-one-out class scores, and a class-"
+            "conditional mixture fitted by EM or VB has none in closed form: leaving a row out moves every row's "
+            "responsibilities (the fixed point itself). Downdating the row with the responsibilities held would "
+            "be an approximate leave-one-out, which is not implemented for several components; use one "
+            "component per class, or calibrate=None"
+        )
     temperature = params.get("temperature", 1.0)
-    if isinstance(temperature, str) or temperature != 1.0:
-        return "a temperature divides each component's log-likelihood, not the class mixture's; use temperature=1"
+    if isinstance(temperature, str):
+        return (
+            "temperature='loo' is chosen by the training rows' exact leave-one-out log loss, and a class-"
+            "conditional mixture fitted by EM or VB has none in closed form: leaving a row out moves every row's "
+            "responsibilities (the fixed point itself). Give a number T >= 1 (the class's mixture likelihood "
+            "p(x | y = c) is raised to 1/T)"
+        )
+    if is_fixed(estimator) and is_evidence(params.get("class_alpha")):
+        return (
+            "class_alpha='evidence' with fixed class proportions (class_prior / fit_prior=False): with several "
+            "components class_alpha is the concentration of each class's Dirichlet on its components' shares, "
+            "and the labelled fit, whose proportions are fixed, learns none; give class_alpha a number"
+        )
     return None
+
+
+class WithinClassShares(NamedTuple):
+    r"""Fixed class proportions with learned component shares inside each class.
+
+    With the class proportions :math:`\pi_c` fixed (``class_prior``, or uniform under
+    ``fit_prior=False``), component :math:`k` of class :math:`c` has weight
+    :math:`\pi_k = \pi_c\,\omega_k`, the shares :math:`\omega_{\cdot \mid c}` of each
+    class under their own :math:`\mathrm{Dir}(\beta_{k \in c})` (``class_alpha`` per
+    component), independent across classes. By the Dirichlet's aggregation property
+    this is the free model's prior on :math:`\pi` with the class totals replaced by the
+    fixed :math:`\pi_c`: given component counts :math:`N_k` the posterior of each
+    class's shares is :math:`\mathrm{Dir}(\beta_{k \in c} + N_{k \in c})`, and the
+    label part of the evidence is
+
+    .. math::
+
+        \sum_c N_c \log\pi_c + \sum_c \log\frac{B(\beta_{k \in c} + N_{k \in c})}{B(\beta_{k \in c})},
+        \quad N_c = \textstyle\sum_{k \in c} N_k.
+
+    A class of one component has :math:`\omega = 1` (no term).
+
+    Attributes
+    ----------
+    class_log_pi : ndarray of shape (n_classes,)
+        :math:`\log\pi_c`, fixed.
+    alpha : ndarray of shape (n_components_total,)
+        :math:`\beta_k`, the concentration of each component's share.
+    component_class : int ndarray of shape (n_components_total,)
+    """
+
+    class_log_pi: np.ndarray
+    alpha: np.ndarray
+    component_class: np.ndarray
+
+    def _classes(self):
+        """(class index, its components) for every class of two or more components."""
+        for c in range(self.class_log_pi.size):
+            idx = np.flatnonzero(self.component_class == c)
+            if idx.size > 1:
+                yield c, idx
+
+    def _within(self, fn):
+        out = np.zeros(self.component_class.size)
+        for _, idx in self._classes():
+            out[idx] = fn(idx)
+        return out
+
+    def log_weights(self, counts, kind):
+        r""":math:`\log\pi_c + \log\hat\omega_k` for the estimate ``kind`` of each class's shares given ``counts``."""
+        counts = np.asarray(counts, dtype=np.float64)
+        log_omega = self._within(lambda idx: _class_prior.point_log(Dirichlet(self.alpha[idx]), counts[idx], kind))
+        return self.class_log_pi[self.component_class] + log_omega
+
+    def expected_log_weights(self, counts):
+        r""":math:`\log\pi_c + E[\log\omega_k]` under each class's :math:`\mathrm{Dir}(\beta + N)` (VB's E-step)."""
+        counts = np.asarray(counts, dtype=np.float64)
+        e_log = self._within(lambda idx: np.asarray(_dirichlet.expected_log(self.alpha[idx] + counts[idx])))
+        return self.class_log_pi[self.component_class] + e_log
+
+    def log_density(self, counts, kind, raise_by):
+        r""":math:`\sum_c \log\mathrm{Dir}(\hat\omega_{\cdot \mid c};\ \beta_{k \in c} + \text{raise\_by})` at the estimate ``kind``.
+
+        The log prior of the shares in EM's objective (Laplace smoothing raises every
+        concentration by one).
+        """
+        counts = np.asarray(counts, dtype=np.float64)
+        total = 0.0
+        for _, idx in self._classes():
+            log_omega = _class_prior.point_log(Dirichlet(self.alpha[idx]), counts[idx], kind)
+            total += _dirichlet.log_density(self.alpha[idx] + raise_by, log_omega)
+        return total
+
+    def log_evidence(self, counts):
+        """The label part of the log evidence of component counts ``counts`` (see the class)."""
+        counts = np.asarray(counts, dtype=np.float64)
+        lp = self.class_log_pi[self.component_class]
+        with np.errstate(invalid="ignore"):
+            total = float(np.sum(np.where(counts > 0, counts * lp, 0.0)))
+        for _, idx in self._classes():
+            total += float(_dirichlet.log_evidence(self.alpha[idx], counts[idx]))
+        return total
+
+    def conditioned(self, est, log_weights):
+        r"""A copy of the fitted component estimator ``est`` whose fixed proportions are ``exp(log_weights)``.
+
+        Its ``class_prior`` (parameter and fitted ``class_prior_``) is the vector of
+        :math:`\pi_c\,\hat\omega_k`, so that its predictions, draws and a model file
+        hold the fitted shares (the draws hold them at that estimate).
+        """
+        import copy
+
+        from bayesnb.core._validation import check_class_prior
+
+        work = copy.copy(est)
+        pi = np.exp(np.asarray(log_weights, dtype=np.float64))
+        work.class_prior = pi
+        work.class_prior_ = check_class_prior(pi, pi.size)
+        return work
+
+
+def within_class_shares(fitted, base, component_class):
+    r"""The :class:`WithinClassShares` of a labelled fit with fixed class proportions, or None when they are learned.
+
+    Parameters
+    ----------
+    fitted : fitted bayesnb estimator, one class per label
+        Its ``class_prior_`` are the fixed :math:`\pi_c`.
+    base : bayesnb estimator
+        Its ``class_alpha`` (a number, or one per class) gives every component's
+        :math:`\beta_k`.
+    component_class : int ndarray of shape (n_components_total,)
+    """
+    if fitted.class_posterior_ is not None:
+        return None
+    n_classes = fitted.classes_.size
+    ca = np.asarray(base.get_params(deep=False).get("class_alpha", 1.0), dtype=np.float64)
+    if ca.ndim == 1 and ca.size == n_classes:
+        ca = ca[component_class]
+    alpha = np.asarray(dirichlet_from_alpha(ca, (component_class.size,), "class_alpha").concentration, np.float64)
+    with np.errstate(divide="ignore"):
+        class_log_pi = np.log(np.asarray(fitted.class_prior_, dtype=np.float64))
+    return WithinClassShares(class_log_pi, alpha, np.asarray(component_class))
 
 
 def sum_components(joint, component_class, n_classes):

@@ -703,6 +703,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         self._check_params()
         for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
             delattr(self, name)
+        if self._may_have_components():
+            # Before any fit: a refusal should not wait for the cross-validations.
+            reason = _components.refusal(self._base())
+            if reason is not None:
+                raise ValueError(f"n_components={self.n_components!r} with {type(self._base()).__name__}: {reason}")
         y = column_or_1d(y if isinstance(y, np.ndarray) else np.asarray(y, dtype=object), warn=True)
         n = y.shape[0]
         unl = unlabelled_mask(y)
@@ -1103,6 +1108,12 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return probe, R, trace, converged
 
     # ------------------------------------------------------------------ mixture components
+    def _may_have_components(self):
+        """Whether ``n_components`` (or, with ``"auto"``, ``component_grid``) names more than one component anywhere."""
+        k = self.n_components
+        values = self.component_grid if isinstance(k, str) else (list(k.values()) if isinstance(k, dict) else k)
+        return bool(np.any(np.asarray(values) > 1))
+
     def _uses_components(self, counts):
         """Whether the fit runs over mixture components (some class has more than one)."""
         return bool(np.any(counts > 1))
@@ -1122,13 +1133,22 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         cest = _components.component_estimator(self._base(), est, X_lab, comp, w_given, cc, layout)
         if self.method == "em":
             cest.set_params(estimate=est.estimate)
+        # Fixed class proportions: each class's shares of its components are learned
+        # under their own Dirichlet, the class totals held (WithinClassShares).
+        shares = _components.within_class_shares(est, est, cc)
+        if shares is not None:
+            cest = shares.conditioned(cest, shares.log_weights(cest.stats_.class_count, self._shares_kind()))
         self.component_class_ = cc
         R0 = np.zeros((yL.size, cc.size))
         R0[np.arange(yL.size), comp] = 1.0
         self.initial_responsibilities_ = R0
         allowed = _components.allowed_components(yL, cc)
         run = self._em_components if self.method == "em" else self._vb_components
-        return run(cest, XL, allowed, wL, XU)
+        return run(cest, XL, allowed, wL, XU, shares)
+
+    def _shares_kind(self):
+        """The estimate of the components' shares: EM's M-step (``"mean"`` under Laplace smoothing, else ``"map"``), VB's mean of :math:`q`."""
+        return "map" if self.method == "em" and self.smoothing == "none" else "mean"
 
     def _labelled_step(self, joint, allowed, wL):
         r"""Responsibilities of the labelled rows over their class's components.
@@ -1141,7 +1161,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             f"labelled row(s) have zero likelihood under every component of their class (smoothing={self.smoothing!r})",
         )
 
-    def _em_components(self, cest, XL, allowed, wL, XU):
+    def _em_components(self, cest, XL, allowed, wL, XU, shares=None):
         fam = cest.family_
         kind = "mean" if self.smoothing == "laplace" else "map"
         raise_by = 1.0 if self.smoothing == "laplace" else 0.0
@@ -1153,7 +1173,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             theta = fam.point(prior, probe.stats_, kind)
             log_pi = probe.class_log_prior_
             objective = fam.log_density(prior, theta, raise_by)
-            objective += _dirichlet.log_density(np.asarray(probe.class_dirichlet_.concentration) + raise_by, log_pi)
+            if shares is None:
+                objective += _dirichlet.log_density(np.asarray(probe.class_dirichlet_.concentration) + raise_by, log_pi)
+            else:  # the class totals are fixed: only each class's shares have a prior
+                objective += shares.log_density(probe.stats_.class_count, kind, raise_by)
             R_L, total, _ = self._labelled_step(fam.log_likelihood(theta, XLd, prior, mask=mL) + log_pi, allowed, wL)
             objective += total
             S = self._soft_stats(cest, XL, R_L, wL)
@@ -1169,16 +1192,21 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 converged = True
                 break
             probe = _refit(cest, S)
+            if shares is not None:
+                probe = shares.conditioned(probe, shares.log_weights(S.class_count, kind))
         return probe, R, trace, converged, R_L
 
-    def _vb_components(self, cest, XL, allowed, wL, XU):
+    def _vb_components(self, cest, XL, allowed, wL, XU, shares=None):
         fam = cest.family_
         XLd, mL = _parts(XL)
         latent = XU is not None or bool(allowed.sum(axis=1).max() > 1)
         probe, trace, R, R_L, converged = cest, [], None, None, False
         for it in range(self.max_iter):
             post = probe.posterior_
-            e_log_pi = np.asarray(_dirichlet.expected_log(probe.class_posterior_.concentration))
+            if shares is None:
+                e_log_pi = np.asarray(_dirichlet.expected_log(probe.class_posterior_.concentration))
+            else:
+                e_log_pi = shares.expected_log_weights(probe.stats_.class_count)
             R_L, _, entropy = self._labelled_step(fam.expected_log_likelihood(post, XLd, mask=mL) + e_log_pi, allowed, wL)
             S = self._soft_stats(cest, XL, R_L, wL)
             if XU is not None:
@@ -1188,7 +1216,14 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 entropy += entropy_U
                 S = S if S_U is None else _merge(S, S_U)
             probe = _refit(cest, S)
-            trace.append(float(probe.log_evidence()) + entropy)
+            if shares is None:
+                evidence = float(probe.log_evidence())
+            else:
+                # q(theta) and each class's q(shares) given S; the predictions use the
+                # shares' mean (the predictive under q of the component of a new row).
+                probe = shares.conditioned(probe, shares.log_weights(S.class_count, "mean"))
+                evidence = float(probe._feature_log_evidence()) + shares.log_evidence(S.class_count)
+            trace.append(evidence + entropy)
             self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
             if self._converged(trace) or not latent:
                 converged = True
@@ -1280,13 +1315,43 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, n_classes)
             With mixture components: :math:`\log\sum_{k \in c} p(x, z = k)`, the sum of the
-            class's components' joints.
+            class's components' joints; with the wrapped estimator's ``temperature``
+            :math:`T \ne 1`, the tempered score :math:`\log\pi_c + \log p(x \mid y = c) / T`
+            of the class's mixture likelihood (see :meth:`_temper`).
         """
         if self._has_components():
-            return _components.sum_components(
+            joint = _components.sum_components(
                 self.estimator_.predict_joint_log_proba(X), self.component_class_, self.classes_.size
             )
+            return self._temper(joint, self._class_log_weights())
         return self._fitted().predict_joint_log_proba(X)
+
+    def _mixture_temperature(self):
+        """The temperature of a fit with several components: the wrapped estimator's ``temperature`` (a number)."""
+        from bayesnb.estimators._base import check_temperature
+
+        t = 1.0 if self.estimator is None else self.estimator.get_params(deep=False).get("temperature", 1.0)
+        if isinstance(t, str):
+            raise ValueError(f"n_components_={self.n_components_.tolist()}: {_components.refusal(self.estimator)}")
+        return check_temperature(t)
+
+    def _temper(self, joint, class_log_pi):
+        r"""Temper class joints of a mixture: :math:`\log\pi_c + (\log p(x, y = c) - \log\pi_c) / T`.
+
+        The single-component estimators' tempering (the tempering guide) applied to the
+        class-conditional likelihood of the mixture, :math:`p(x \mid y = c) =
+        \sum_{k \in c} (\pi_k / \pi_c)\, p(x \mid \theta_k)`: the whole mixture is raised
+        to :math:`1/T`, not each component (tempering the components would also reweigh
+        them within the class). ``joint`` has shape (..., n_classes); ``class_log_pi``
+        broadcasts against it. A class of proportion 0 keeps ``-inf``.
+        """
+        t = self._mixture_temperature()
+        if t == 1.0:
+            return joint
+        finite = np.isfinite(class_log_pi)
+        with np.errstate(invalid="ignore"):
+            tempered = class_log_pi + (joint - class_log_pi) / t
+        return np.where(finite, tempered, -np.inf)
 
     def predict_log_proba(self, X):
         """Log class probabilities.
@@ -1373,10 +1438,36 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             of its components' probabilities (under the same draw of every component's
             parameters and of the weights, from the EM or variational posterior).
         """
+        if self._has_components() and self._mixture_temperature() != 1.0:
+            return self._tempered_draws(X, n_draws, random_state, posterior)
         draws = self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
         if self._has_components():
             draws = np.asarray(draws) @ self._component_to_class()
         return draws
+
+    def _tempered_draws(self, X, n_draws, random_state, posterior):
+        r"""Draws of the tempered class probabilities of a mixture (temperature :math:`T \ne 1`).
+
+        In each draw of :math:`(\pi, \theta)` (the draws of ``estimator_``'s
+        ``sample_posterior`` with the same ``random_state``), the class's mixture
+        likelihood is tempered as in :meth:`predict_joint_log_proba`. All draws and rows
+        are held in memory at once (shape (n_draws, n_samples, n_components_total)).
+        """
+        from bayesnb.analysis.uncertainty import check_posterior, draw_source
+
+        if check_posterior(posterior) != "fitted":
+            raise ValueError(
+                "posterior='updated' needs temperature 1 (its mean is the exact predictive of the untempered "
+                "model); use posterior='fitted'"
+            )
+        source = draw_source(self._fitted(), X, n_draws, random_state)
+        params = source.sample(source.key, source.log_class.shape[0])
+        joint = np.asarray(source.log_likelihood(params, source.X), dtype=np.float64) + source.log_class[:, None, :]
+        cc, n_classes = self.component_class_, self.classes_.size
+        class_joint = np.stack([logsumexp(joint[..., cc == c], axis=-1) for c in range(n_classes)], axis=-1)
+        class_log_pi = np.stack([logsumexp(source.log_class[:, cc == c], axis=-1) for c in range(n_classes)], axis=-1)
+        tempered = self._temper(class_joint, class_log_pi[:, None, :])
+        return np.exp(tempered - logsumexp(tempered, axis=-1, keepdims=True))
 
     def _component_to_class(self):
         """The (n_components_total, n_classes) 0/1 matrix summing components into classes."""
@@ -1660,6 +1751,10 @@ def _check_restored(semi, state):
         reason = _components.refusal(est)
         if reason is not None:
             raise ValueError(f"estimator_ cannot carry several components per class: {reason}")
+        if est.get_params(deep=False).get("temperature", 1.0) != 1.0:
+            raise ValueError("estimator_ must have temperature=1 with several components (the wrapper tempers each "
+                             "class's mixture likelihood)")
+        _check_fixed_proportions(semi, est, np.repeat(np.arange(n_classes), counts))
     elif not np.array_equal(est.classes_, classes):
         raise ValueError("classes_ must equal estimator_.classes_ with one component per class")
     n_components = semi.n_components
@@ -1750,3 +1845,25 @@ def _check_restored(semi, state):
             raise ValueError("components_curve_['chosen'] must be n_components_, each a value of the grid")
     elif n_components == "auto" and mixture:
         raise ValueError("n_components='auto' without a components_curve_ gives every class 1 component")
+
+
+def _check_fixed_proportions(semi, est, component_class):
+    """With fixed class proportions, ``estimator_``'s component weights must add up to them in every class."""
+    base = semi._base()
+    if not _components.is_fixed(base):
+        if est.class_posterior_ is None:
+            raise ValueError("estimator_ has fixed component weights, but the wrapped estimator learns its class "
+                             "proportions")
+        return
+    if est.class_posterior_ is not None:
+        raise ValueError("estimator_ learns its component weights freely, but the wrapped estimator fixes the class "
+                         "proportions (class_prior / fit_prior=False)")
+    n_classes = int(component_class.max()) + 1
+    target = base.get_params(deep=False).get("class_prior")
+    from bayesnb.core._validation import check_class_prior
+
+    target = np.full(n_classes, 1.0 / n_classes) if target is None else check_class_prior(target, n_classes)
+    totals = np.bincount(component_class, weights=np.asarray(est.class_prior_, np.float64), minlength=n_classes)
+    if not np.allclose(totals, target, rtol=0, atol=1e-9):
+        raise ValueError(f"estimator_'s component weights add up to {totals.tolist()} per class, not the fixed class "
+                         f"proportions {target.tolist()}")
