@@ -155,11 +155,46 @@ score (ties: the smaller :math:`K`; a :math:`K` above a class's distinct trainin
 some fold is not a candidate for it). The curve is ``components_curve_``. The chosen numbers
 are then held fixed while ``unlabelled_weight="auto"`` chooses :math:`\lambda`.
 
-*Limits.* Several components need the Dirichlet on the proportions (not
-``class_prior`` / ``fit_prior=False``), a prior that is the same for every class (a
-prior given per class has no per-component value), ``temperature=1`` and no
-``calibrate`` (both act on class scores). One component for every class runs exactly
-today's one-component fit.
+*Fixed class proportions* (the wrapped estimator's ``class_prior``, or uniform under
+``fit_prior=False``). The class term is fixed and each class's shares of its components
+are learned: component :math:`k` of class :math:`c` weighs :math:`\pi_c\,\omega_k`, the
+shares :math:`\omega_{\cdot \mid c}` of each class under their own
+:math:`\mathrm{Dir}(\beta_{k \in c})` (``class_alpha`` for every component of the class).
+By the Dirichlet's aggregation property this is the model above with the class totals
+of :math:`\pi` held at the given values: EM's M-step for the shares is the MAP under
+:math:`\mathrm{Dir}(\beta + 1)` (Laplace smoothing; :math:`\mathrm{Dir}(\beta)` without),
+whose log density replaces the Dirichlet's in ``log_posterior_``; VB's
+:math:`q(\omega_c) = \mathrm{Dir}(\beta_c + N_c)`, :math:`E_q[\log\pi_k] = \log\pi_c +
+\psi(\beta_k + N_k) - \psi(\sum_{k' \in c} \beta_{k'} + N_{k'})`, and the label part of
+the ELBO's log evidence is :math:`\sum_c N_c \log\pi_c + \sum_c \log B(\beta_c + N_c) -
+\log B(\beta_c)`. Both still never decrease (:class:`~bayesnb.estimators._components.WithinClassShares`).
+``estimator_`` holds :math:`\pi_c\hat\omega_k` as its fixed ``class_prior`` (EM: the
+M-step's shares; VB: their mean under :math:`q`, the predictive of a new row's
+component), so its draws and intervals hold the shares at that estimate and draw the
+components' parameters only.
+
+*Temperature* (the wrapped estimator's ``temperature``, a number :math:`T \ge 1`). As for
+one component (the tempering guide), the class's likelihood is raised to :math:`1/T`;
+for a mixture that likelihood is :math:`p(x \mid y = c) = \sum_{k \in c} (\pi_k/\pi_c)\,
+p(x \mid \theta_k)`, so the tempered score is :math:`\log\pi_c + \log p(x \mid y = c)/T`:
+the whole mixture is tempered, not each component (tempering the components would also
+reweigh them within the class, which the model's meaning of :math:`T`, a count of
+repeated evidence about the class, does not ask). It acts on ``predict_joint_log_proba``
+(then the tempered, unnormalised score), ``predict_proba``, ``predict``, and each
+posterior draw of ``predict_proba_draws`` / ``predict_proba_interval``; not on the fit,
+the trace or the responsibilities. ``estimator_`` keeps ``temperature=1`` (its joints
+are the components' untempered ones). ``n_components="auto"`` then scores
+:math:`\log p(x_i \mid y_i)/T` (the same choice as at :math:`T = 1`).
+
+*Limits.* ``temperature="loo"`` and ``calibrate="loo"`` are refused with several
+components: both are fitted to the training rows' *exact* leave-one-out scores, and a
+mixture fitted by EM or VB has none in closed form (leaving a row out moves every row's
+responsibilities, the fixed point itself); downdating the row with the responsibilities
+held would be an approximate leave-one-out, not implemented for several components (one
+component per class takes both). ``class_alpha="evidence"`` with fixed proportions is
+refused (the labelled fit learns no concentration for the shares), and so is a prior
+given per class (it has no per-component value). One component for every class runs
+exactly today's one-component fit.
 
 References
 ----------
@@ -417,7 +452,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         :class:`~bayesnb.MixedNB` whose blocks all have them. An estimator with
         ``calibrate="loo"`` gets its map fitted to the labelled rows' leave-one-out
         scores under the final model (each labelled row downdated from the final
-        expected statistics, the unlabelled responsibilities held: approximate). :class:`~bayesnb.PolyaNB`
+        expected statistics, the unlabelled responsibilities held: approximate), with
+        one component per class only (see the module, *Limits*). :class:`~bayesnb.PolyaNB`
         is refused by both methods, with the reason: its :math:`\alpha` is a point
         hyperparameter with no prior (no :math:`q(\alpha)`, and the
         Dirichlet-multinomial has no conjugate prior in :math:`\alpha`, so no closed-form
@@ -496,7 +532,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         int per class in the order of ``classes_``, or ``"auto"`` (each class's number
         chosen from ``component_grid`` by cross-validated held-out labelled likelihood).
         1 for every class: the one-component model. A class needs at least as many
-        distinct labelled rows as components.
+        distinct labelled rows as components. Fixed class proportions and a numeric
+        ``temperature`` on the wrapped estimator are taken (shares learned within each
+        class; the class's mixture likelihood tempered); ``temperature="loo"`` and
+        ``calibrate="loo"`` are refused (see the module, *Limits*).
     random_state : int, numpy Generator or None, default=0
         Seeds the initial split of each class's distinct labelled rows among its
         components (used only with several components): the fit is deterministic given it.
@@ -547,7 +586,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     component_weights_ : ndarray of shape (n_components_total,)
         With several components: the proportions :math:`\pi_k` of the (class,
         component) pairs under the fit's estimate (EM: the M-step's; VB: the mean of
-        :math:`q(\pi)`), summing to 1.
+        :math:`q(\pi)`), summing to 1; with fixed class proportions, each class's add
+        up to its proportion.
     component_responsibilities_ : ndarray of shape (n_samples, n_components_total)
         With several components: every training row's responsibilities over the
         components (a labelled row's over its class's components only).
@@ -1525,7 +1565,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         arviz.InferenceData
             With several components per class, the export is ``estimator_``'s: its
             ``class`` coordinate indexes the components (``component_class_`` maps them to
-            classes), its class proportions are the component weights.
+            classes), its class proportions are the component weights, and its
+            ``predictions`` group (with ``X_new``) holds the components' probabilities,
+            untempered (the wrapped estimator's temperature acts on each class's
+            mixture, which the export does not form).
         """
         return self._fitted().to_inference_data(n_draws, random_state, X_new, **kwargs)
 
