@@ -28,6 +28,7 @@ from bayesnb.core import missing as _missing
 from bayesnb.core._normalize import log_normalize, normalize_proba
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._validation import (
+    ESTIMATES as _POINT_KINDS,
     check_class_prior,
     check_class_targets,
     check_classes,
@@ -619,10 +620,21 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         return _class_prior.point_log(self.class_dirichlet_, self.stats_.class_count, kind)
 
     def _point(self, kind):
-        if kind not in self._cache:
+        # "predictive" plugs in the posterior mean (where that is the exact predictive):
+        # the very arrays of "mean", not a second copy of them.
+        key = "mean" if kind == "predictive" else kind
+        params = self._cache.get(key)
+        if params is None:
+            # One point estimate at a time: switching ``estimate`` (compare scores all four
+            # in turn) would otherwise keep a parameter copy per estimate alive for the
+            # estimator's life, four (C, F[, K]) arrays where one serves its predictions
+            # (issue 38: the demo's peak memory). Recomputing one on a switch back is a
+            # pass over the statistics, cheaper than the prediction that needs it.
+            for other in _POINT_KINDS:
+                self._cache.pop(other, None)
             # Read-only: kept and reused by every prediction (see kernels.frozen).
-            self._cache[kind] = frozen(self._family.point(self.prior_, self.stats_, "mean" if kind == "predictive" else kind))
-        return self._cache[kind]
+            params = self._cache[key] = frozen(self._family.point(self.prior_, self.stats_, key))
+        return params
 
     @property
     def class_log_prior_(self):
