@@ -324,6 +324,10 @@ def component_estimator(base, fitted, X_lab, comp, w_lab, component_class, layou
         # One entry per component; the caller replaces it by the fixed class proportions
         # times the shares the initial split gives (WithinClassShares.conditioned).
         fixed["class_prior"] = np.full(component_class.size, 1.0 / component_class.size)
+    if "calibrate" in params:
+        # A calibration maps the classes' probabilities, which the wrapper forms from the
+        # components (SemiSupervisedNB._fit_mixture_calibration); the copy has none.
+        fixed["calibrate"] = None
     if "temperature" in params:
         # A temperature tempers the class's mixture likelihood, which the wrapper forms
         # from the components' untempered joints (SemiSupervisedNB.predict_joint_log_proba).
@@ -351,20 +355,13 @@ def is_fixed(estimator):
 def refusal(estimator):
     """Why ``estimator``'s settings cannot carry several components per class, or None.
 
-    Fixed class proportions and a numeric temperature are taken (see
-    :class:`WithinClassShares` and :class:`~bayesnb.SemiSupervisedNB`); what needs the
-    training rows' exact leave-one-out scores is not, since a mixture fitted by EM or VB
-    has none in closed form.
+    Fixed class proportions, a numeric temperature and ``calibrate="loo"`` (fitted to an
+    approximate leave-one-out that says so) are taken (see :class:`WithinClassShares` and
+    :class:`~bayesnb.SemiSupervisedNB`); ``temperature="loo"``, which is defined as the
+    minimiser of the *exact* leave-one-out log loss, is not, since a mixture fitted by EM
+    or VB has none in closed form.
     """
     params = estimator.get_params(deep=False)
-    if params.get("calibrate") is not None:
-        return (
-            "calibrate='loo' fits its map to the training rows' exact leave-one-out class scores, and a class-"
-            "conditional mixture fitted by EM or VB has none in closed form: leaving a row out moves every row's "
-            "responsibilities (the fixed point itself). Downdating the row with the responsibilities held would "
-            "be an approximate leave-one-out, which is not implemented for several components; use one "
-            "component per class, or calibrate=None"
-        )
     temperature = params.get("temperature", 1.0)
     if isinstance(temperature, str):
         return (

@@ -186,12 +186,23 @@ the trace or the responsibilities. ``estimator_`` keeps ``temperature=1`` (its j
 are the components' untempered ones). ``n_components="auto"`` then scores
 :math:`\log p(x_i \mid y_i)/T` (the same choice as at :math:`T = 1`).
 
-*Limits.* ``temperature="loo"`` and ``calibrate="loo"`` are refused with several
-components: both are fitted to the training rows' *exact* leave-one-out scores, and a
-mixture fitted by EM or VB has none in closed form (leaving a row out moves every row's
-responsibilities, the fixed point itself); downdating the row with the responsibilities
-held would be an approximate leave-one-out, not implemented for several components (one
-component per class takes both). ``class_alpha="evidence"`` with fixed proportions is
+*Calibration* (the wrapped estimator's ``calibrate="loo"``). The map
+(:mod:`bayesnb.analysis.calibration`) is fitted to the labelled rows' leave-one-out class
+probabilities under the fitted mixture, and these are **approximate**, as
+``calibration_approximations_`` says: a mixture fitted by EM or VB has no closed-form
+exact leave-one-out (leaving a row out moves every row's responsibilities, the fixed
+point itself), so each labelled row is downdated from the statistics of the fitted
+responsibilities (``min(w_i, 1)`` copies, spread over its class's components as its
+responsibilities; each component's predictive by the family's closed form, the
+components' weights from the downdated counts) while every other responsibility is
+held, under the fit's estimate and temperature. The map is ``calibration_`` and is
+applied by ``predict_proba``, ``predict_log_proba``, ``predict`` and to every draw; a
+model file holds it. (The one-component fit's map is the wrapped estimator's, fitted to
+the same kind of approximate leave-one-out when unlabelled rows enter.)
+
+*Limits.* ``temperature="loo"`` is refused with several components: it is defined as
+the minimiser of the training rows' *exact* leave-one-out log loss, which a mixture
+fitted by EM or VB does not have in closed form (see *Calibration*). ``class_alpha="evidence"`` with fixed proportions is
 refused (the labelled fit learns no concentration for the shares), and so is a prior
 given per class (it has no per-component value). One component for every class runs
 exactly today's one-component fit.
@@ -215,6 +226,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import check_is_fitted, column_or_1d
 
+from bayesnb.analysis import calibration as _calibration
+from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import check_sample_weight
 from bayesnb.core.empirical_bayes import is_evidence
@@ -452,8 +465,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         :class:`~bayesnb.MixedNB` whose blocks all have them. An estimator with
         ``calibrate="loo"`` gets its map fitted to the labelled rows' leave-one-out
         scores under the final model (each labelled row downdated from the final
-        expected statistics, the unlabelled responsibilities held: approximate), with
-        one component per class only (see the module, *Limits*). :class:`~bayesnb.PolyaNB`
+        expected statistics, the unlabelled responsibilities held: approximate); with
+        several components the map is this estimator's ``calibration_``, fitted alike
+        (see the module, *Calibration*). :class:`~bayesnb.PolyaNB`
         is refused by both methods, with the reason: its :math:`\alpha` is a point
         hyperparameter with no prior (no :math:`q(\alpha)`, and the
         Dirichlet-multinomial has no conjugate prior in :math:`\alpha`, so no closed-form
@@ -534,8 +548,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         1 for every class: the one-component model. A class needs at least as many
         distinct labelled rows as components. Fixed class proportions and a numeric
         ``temperature`` on the wrapped estimator are taken (shares learned within each
-        class; the class's mixture likelihood tempered); ``temperature="loo"`` and
-        ``calibrate="loo"`` are refused (see the module, *Limits*).
+        class; the class's mixture likelihood tempered), and so is ``calibrate="loo"``
+        (an approximate leave-one-out, see the module, *Calibration*);
+        ``temperature="loo"`` is refused (see the module, *Limits*).
     random_state : int, numpy Generator or None, default=0
         Seeds the initial split of each class's distinct labelled rows among its
         components (used only with several components): the fit is deterministic given it.
@@ -593,6 +608,12 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         components (a labelled row's over its class's components only).
     initial_responsibilities_ : ndarray of shape (n_labelled, n_components_total)
         With several components: the labelled rows' one-hot start (see ``random_state``).
+    calibration_ : CalibrationMap or None
+        With several components: the map of the wrapped estimator's ``calibrate="loo"``
+        over the classes' probabilities (None without); with one component the map is
+        ``estimator_.calibration_``.
+    calibration_approximations_ : tuple of str
+        Why the leave-one-out scores the map was fitted to are not exact (empty: no map).
 
     With several components, ``estimator_`` is the wrapped estimator with one *class*
     per component (``classes_ = arange(n_components_total)``): its ``posterior_``,
@@ -829,10 +850,24 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         counts = _components.resolve(fixed_components, classes)
         mixture = self._uses_components(counts)
         if mixture:
-            est, R, trace, converged, R_L = self._fit_components(
+            labelled_fit = est
+            est, R, trace, converged, R_L, S_R = self._fit_components(
                 est, X_lab, XL, labelled_index, None if sample_weight is None else w[lab_idx], w[lab_idx], XU,
                 counts, _layout(X, dask_rows),
             )
+            self.calibration_ = None
+            if labelled_fit.get_params(deep=False).get("calibrate") == "loo":
+                shares = _components.within_class_shares(labelled_fit, labelled_fit, self.component_class_)
+                # Downdated from the statistics of the fitted responsibilities (EM: one
+                # M-step beyond estimator_, equal to it to the convergence tolerance).
+                base = est if S_R is None else _refit(est, S_R)
+                if shares is not None:
+                    base = shares.conditioned(base, shares.log_weights(base.stats_.class_count, self._shares_kind()))
+                log_proba = self._mixture_loo_log_proba(base, X_lab, XL, R_L, w[lab_idx], shares)
+                self.calibration_ = _calibration.choose(
+                    log_proba, labelled_index, weight=w[lab_idx], estimate=est.estimate,
+                    temperature=self._mixture_temperature(),
+                )
         else:
             run = self._em if self.method == "em" else self._vb
             est, R, trace, converged = run(est, XL, labelled_index, w[lab_idx], XU)
@@ -1162,8 +1197,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         r"""EM or VB with ``counts[c]`` components for class ``c`` (see :mod:`bayesnb.estimators._components`).
 
         Returns the fitted component estimator, the unlabelled rows' responsibilities
-        over the components, the trace, whether it converged, and the labelled rows'
-        responsibilities over the components.
+        over the components, the trace, whether it converged, the labelled rows'
+        responsibilities over the components, and the statistics of those
+        responsibilities (VB: the fitted estimator's; EM: those of its next M-step).
         """
         reason = _components.refusal(est)
         if reason is not None:
@@ -1189,6 +1225,58 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _shares_kind(self):
         """The estimate of the components' shares: EM's M-step (``"mean"`` under Laplace smoothing, else ``"map"``), VB's mean of :math:`q`."""
         return "map" if self.method == "em" and self.smoothing == "none" else "mean"
+
+    def _mixture_loo_log_proba(self, cest, X_lab, XL, R_L, w_lab, shares):
+        r"""The labelled rows' leave-one-out class log-probabilities under a mixture, *responsibilities held*.
+
+        An approximate leave-one-out: row :math:`i` is downdated from the statistics of
+        the fitted responsibilities (``component_responsibilities_``; ``cest`` is
+        conditioned on them: for VB that is ``estimator_``, for EM one M-step beyond it,
+        the same to the convergence tolerance), ``min(w_i, 1)`` copies of it as the
+        single-component estimators leave one out, spread as its responsibilities
+        :math:`r_{ik}` over its class's components, while every other row's
+        responsibilities, which row :math:`i` helped to set, are held; an exact one would
+        rerun EM / VB without the row. Then, under
+        the fit's estimate and temperature,
+
+        .. math::
+
+            \log p(y = c \mid x_i, D_{-i}) \propto \log\pi^{-i}_c + \frac1T
+            \log \sum_{k \in c} \frac{\pi^{-i}_k}{\pi^{-i}_c}\, p(x_i \mid \theta_k, D_{-i}),
+
+        each component's predictive downdated by the family's closed form (the
+        ``_loo_feature`` of the component estimator), the weights
+        :math:`\pi^{-i}` those of the counts :math:`N - \min(w_i, 1)\, r_i`.
+
+        Returns
+        -------
+        ndarray of shape (n_labelled, n_classes)
+        """
+        cc = self.component_class_
+        n_classes = int(cc.max()) + 1
+        kind = cest.estimate
+        v = np.minimum(np.asarray(w_lab, dtype=np.float64), 1.0)[:, None] * R_L
+        take = v > 0
+        empty = ~take.any(axis=1)  # a row of weight 0: downdated by nothing
+        take[empty, np.argmax(R_L[empty], axis=1)] = True
+        rows, comps = np.nonzero(take)
+        F = np.asarray(cest._loo_feature(_take_rows(XL, rows), comps, v[rows, comps], kind), dtype=np.float64)
+        ll = np.empty((R_L.shape[0], cc.size))
+        ll[rows] = F  # the columns that are not row i's own component are not downdated
+        ll[rows, comps] = F[np.arange(rows.size), comps]
+        counts = np.asarray(cest.stats_.class_count, dtype=np.float64)
+        log_w = np.empty_like(ll)
+        for i in range(ll.shape[0]):
+            left = counts - v[i]
+            if shares is None:
+                log_w[i] = _class_prior.point_log(cest.class_dirichlet_, left, kind)
+            else:
+                log_w[i] = shares.log_weights(left, kind)
+        with np.errstate(invalid="ignore"):
+            joint = _components.sum_components(log_w + ll, cc, n_classes)
+            class_log_pi = _components.sum_components(log_w, cc, n_classes)
+            joint = self._temper(joint, class_log_pi)
+            return joint - logsumexp(joint, axis=1, keepdims=True)
 
     def _labelled_step(self, joint, allowed, wL):
         r"""Responsibilities of the labelled rows over their class's components.
@@ -1234,7 +1322,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             probe = _refit(cest, S)
             if shares is not None:
                 probe = shares.conditioned(probe, shares.log_weights(S.class_count, kind))
-        return probe, R, trace, converged, R_L
+        return probe, R, trace, converged, R_L, S
 
     def _vb_components(self, cest, XL, allowed, wL, XU, shares=None):
         fam = cest.family_
@@ -1268,7 +1356,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if self._converged(trace) or not latent:
                 converged = True
                 break
-        return probe, R, trace, converged, R_L
+        return probe, R, trace, converged, R_L, S
 
     # ------------------------------------------------------------------ the fitted model
     def _fitted(self):
@@ -1366,13 +1454,42 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             return self._temper(joint, self._class_log_weights())
         return self._fitted().predict_joint_log_proba(X)
 
+    @property
+    def calibration_approximations_(self):
+        """tuple of str: why the leave-one-out scores the calibration map was fitted to are not exact (empty: no map).
+
+        A wrapped estimator's ``calibrate="loo"`` fits its map to the labelled rows'
+        leave-one-out class probabilities. Under EM or VB those are approximate: each
+        labelled row is downdated from the final expected statistics while the
+        responsibilities it helped to set are held (an exact leave-one-out would rerun
+        the whole fit without the row). With one component per class and no unlabelled
+        row of positive weight the fit is the plain estimator's and its leave-one-out is
+        exact.
+        """
+        check_is_fitted(self, "estimator_")
+        if self._has_components():
+            if self.calibration_ is None:
+                return ()
+            return (
+                "responsibilities held: each labelled row is downdated from the final expected statistics of the "
+                "mixture (spread over its class's components as its responsibilities), while every row's "
+                "responsibilities keep the fitted values it helped to set; EM / VB is not rerun without it",
+            )
+        if self.estimator_.get_params(deep=False).get("calibrate") != "loo":
+            return ()
+        return (
+            "responsibilities held (where unlabelled rows enter with a positive weight): each labelled row is "
+            "downdated from the final expected statistics, while the unlabelled rows' responsibilities keep the "
+            "fitted values it helped to set; EM / VB is not rerun without it",
+        )
+
     def _mixture_temperature(self):
         """The temperature of a fit with several components: the wrapped estimator's ``temperature`` (a number)."""
         from bayesnb.estimators._base import check_temperature
 
         t = 1.0 if self.estimator is None else self.estimator.get_params(deep=False).get("temperature", 1.0)
         if isinstance(t, str):
-            raise ValueError(f"n_components_={self.n_components_.tolist()}: {_components.refusal(self.estimator)}")
+            raise ValueError(f"several components per class: {_components.refusal(self.estimator)}")
         return check_temperature(t)
 
     def _temper(self, joint, class_log_pi):
@@ -1407,8 +1524,20 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if self._has_components():
             joint = self.predict_joint_log_proba(X)
             with np.errstate(invalid="ignore"):
-                return joint - logsumexp(joint, axis=1, keepdims=True)
+                return self._calibrated(joint - logsumexp(joint, axis=1, keepdims=True))
         return self._fitted().predict_log_proba(X)
+
+    def _calibrated(self, log_proba):
+        """Class log-probabilities of a mixture mapped by ``calibration_`` (unchanged without one)."""
+        cmap = getattr(self, "calibration_", None)
+        if cmap is None:
+            return log_proba
+        if cmap.temperature != self._mixture_temperature():
+            raise ValueError(
+                f"the calibration map was fitted to the leave-one-out scores of temperature={cmap.temperature:g}, not "
+                f"the wrapped estimator's temperature={self._mixture_temperature():g}: call fit again"
+            )
+        return _calibration.apply(cmap, log_proba)
 
     def predict_proba(self, X):
         """Class probabilities: the MAP classifier (EM) or the predictive under :math:`q` (VB).
@@ -1438,7 +1567,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             Labels from ``classes_``.
         """
         if self._has_components():
-            return self.classes_[np.argmax(self.predict_joint_log_proba(X), axis=1)]
+            # The calibrated probabilities decide where there is a map, as for one component.
+            scores = self.predict_joint_log_proba(X) if self.calibration_ is None else self.predict_log_proba(X)
+            return self.classes_[np.argmax(scores, axis=1)]
         return self._fitted().predict(X)
 
     def sample_posterior(self, n=1000, random_state=None):
@@ -1478,11 +1609,19 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             of its components' probabilities (under the same draw of every component's
             parameters and of the weights, from the EM or variational posterior).
         """
-        if self._has_components() and self._mixture_temperature() != 1.0:
-            return self._tempered_draws(X, n_draws, random_state, posterior)
-        draws = self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
-        if self._has_components():
-            draws = np.asarray(draws) @ self._component_to_class()
+        if not self._has_components():
+            return self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
+        if self._mixture_temperature() != 1.0:
+            draws = self._tempered_draws(X, n_draws, random_state, posterior)
+        else:
+            draws = np.asarray(self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior))
+            draws = draws @ self._component_to_class()
+        if self.calibration_ is not None:
+            if posterior != "fitted":
+                raise ValueError("posterior='updated' needs calibrate=None (a calibrated model's probabilities are "
+                                 "not the mean of a posterior); use posterior='fitted'")
+            with np.errstate(divide="ignore"):
+                draws = np.exp(self._calibrated(np.log(draws)))
         return draws
 
     def _tempered_draws(self, X, n_draws, random_state, posterior):
@@ -1640,6 +1779,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             state["component_responsibilities_"] = self.component_responsibilities_
             # The one-hot start as each labelled row's component (M times smaller).
             state["initial_components_"] = np.argmax(self.initial_responsibilities_, axis=1).astype(np.int64)
+            if self.calibration_ is not None:
+                state["calibration_"] = self.calibration_
         else:
             state["label_distributions_"] = self.label_distributions_
         return state
@@ -1672,6 +1813,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             R0 = np.zeros((start.size, cc.size))
             R0[np.arange(start.size), start] = 1.0
             self.initial_responsibilities_ = R0
+            self.calibration_ = state.get("calibration_")
             dist = np.zeros((resp.shape[0], self.classes_.size))
             np.add.at(dist.T, cc, resp.T)
         else:
@@ -1763,6 +1905,8 @@ def _check_restored(semi, state):
     counts = state.get("n_components_")
     mixture = isinstance(counts, np.ndarray) and counts.dtype.kind in "iu" and counts.ndim == 1 and bool(np.any(counts > 1))
     keys |= {"component_responsibilities_", "initial_components_"} if mixture else {"label_distributions_"}
+    if mixture and semi._base().get_params(deep=False).get("calibrate") == "loo":
+        keys.add("calibration_")
     if set(state) != keys:
         raise ValueError(f"the fitted attributes are {sorted(state)}, expected {sorted(keys)}")
     if not (hasattr(est, "posterior_from_stats") and "stats_" in vars(est)):
@@ -1794,6 +1938,18 @@ def _check_restored(semi, state):
         reason = _components.refusal(est)
         if reason is not None:
             raise ValueError(f"estimator_ cannot carry several components per class: {reason}")
+        if "calibration_" in keys:
+            cmap = state["calibration_"]
+            if not isinstance(cmap, _calibration.CalibrationMap):
+                raise ValueError(f"calibration_ must be a CalibrationMap, got {type(cmap).__name__}")
+            if cmap.estimate != est.estimate or cmap.temperature != semi._mixture_temperature():
+                raise ValueError(
+                    f"calibration_ was fitted to estimate={cmap.estimate!r}, temperature={cmap.temperature:g}, not "
+                    f"estimator_'s estimate={est.estimate!r} and the temperature {semi._mixture_temperature():g}"
+                )
+        if est.get_params(deep=False).get("calibrate") is not None:
+            raise ValueError("estimator_ must have calibrate=None with several components (the wrapper calibrates "
+                             "the classes' probabilities)")
         if est.get_params(deep=False).get("temperature", 1.0) != 1.0:
             raise ValueError("estimator_ must have temperature=1 with several components (the wrapper tempers each "
                              "class's mixture likelihood)")

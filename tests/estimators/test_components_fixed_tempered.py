@@ -282,7 +282,6 @@ def test_tempered_draws_temper_each_draw_of_the_mixture(method):
     "kwargs, match",
     [
         ({"temperature": "loo"}, "temperature='loo' is chosen by the training rows' exact leave-one-out"),
-        ({"calibrate": "loo"}, "calibrate='loo' fits its map to the training rows' exact leave-one-out"),
         ({"fit_prior": False, "class_alpha": "evidence"}, "class_alpha='evidence' with fixed class proportions"),
     ],
 )
@@ -299,7 +298,7 @@ def test_what_has_no_closed_form_is_refused_with_the_reason_before_any_fit(kwarg
         with pytest.raises(ValueError, match=match):
             SemiSupervisedNB(MultinomialNB(**kwargs), n_components=n_components).fit(X, y)
     # One component per class: the one-component fit takes them (its own rules).
-    if "temperature" in kwargs or "calibrate" in kwargs:
+    if "temperature" in kwargs:
         SemiSupervisedNB(MultinomialNB(**kwargs), unlabelled_weight=1.0).fit(X, y)
 
 

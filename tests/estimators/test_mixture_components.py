@@ -247,7 +247,7 @@ def test_bad_n_components_get_clear_errors():
     with pytest.raises(ValueError, match="not a class"):
         SemiSupervisedNB(n_components={7: 2}).fit(X, y)
     with pytest.raises(ValueError, match="leave-one-out"):
-        SemiSupervisedNB(MultinomialNB(calibrate="loo"), n_components=2).fit(X, y)
+        SemiSupervisedNB(MultinomialNB(temperature="loo"), n_components=2).fit(X, y)
     clf = SemiSupervisedNB(n_components={1: 3}, unlabelled_weight=0.0).fit(X, y)
     assert clf.n_components_.tolist() == [1, 3]
 
