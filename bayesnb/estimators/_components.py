@@ -460,12 +460,30 @@ class WithinClassShares(NamedTuple):
             total += float(_dirichlet.log_evidence(self.alpha[idx], counts[idx]))
         return total
 
+    def sample_log_weights(self, key, counts, n):
+        r"""``n`` posterior draws of :math:`\log\pi_c + \log\omega_k`, shape (n, n_components_total).
+
+        Each class's shares from :math:`\mathrm{Dir}(\beta_{k \in c} + N_{k \in c})`
+        (independent across classes, one key each, split from ``key``); the class
+        totals are :math:`\pi_c` in every draw.
+        """
+        from bayesnb.core import _sampling
+
+        counts = np.asarray(counts, dtype=np.float64)
+        keys = _sampling.split(key, self.class_log_pi.size) if self.class_log_pi.size > 1 else (key,)
+        out = np.tile(self.class_log_pi[self.component_class], (n, 1))
+        for c, idx in self._classes():
+            post = _class_prior.posterior(Dirichlet(self.alpha[idx]), counts[idx])
+            out[:, idx] += np.asarray(_class_prior.sample_log(keys[c], post, n), dtype=np.float64)
+        return out
+
     def conditioned(self, est, log_weights):
         r"""A copy of the fitted component estimator ``est`` whose fixed proportions are ``exp(log_weights)``.
 
         Its ``class_prior`` (parameter and fitted ``class_prior_``) is the vector of
         :math:`\pi_c\,\hat\omega_k`, so that its predictions, draws and a model file
-        hold the fitted shares (the draws hold them at that estimate).
+        hold the fitted shares (its own draws hold them at that estimate; the wrapper's
+        draw them, :meth:`sample_log_weights`).
         """
         import copy
 
@@ -478,28 +496,33 @@ class WithinClassShares(NamedTuple):
         return work
 
 
-def within_class_shares(fitted, base, component_class):
-    r"""The :class:`WithinClassShares` of a labelled fit with fixed class proportions, or None when they are learned.
+def within_class_shares(base, component_class):
+    r"""The :class:`WithinClassShares` of an estimator with fixed class proportions, or None when they are learned.
 
     Parameters
     ----------
-    fitted : fitted bayesnb estimator, one class per label
-        Its ``class_prior_`` are the fixed :math:`\pi_c`.
-    base : bayesnb estimator
-        Its ``class_alpha`` (a number, or one per class) gives every component's
-        :math:`\beta_k`.
+    base : bayesnb estimator (fitted or not)
+        Its ``class_prior`` (or, under ``fit_prior=False``, uniform proportions) gives the
+        fixed :math:`\pi_c`, its ``class_alpha`` (a number, or one per class) every
+        component's :math:`\beta_k`. Everything is read from its parameters, so a
+        loaded estimator rebuilds the same object.
     component_class : int ndarray of shape (n_components_total,)
     """
-    if fitted.class_posterior_ is not None:
+    if not is_fixed(base):
         return None
-    n_classes = fitted.classes_.size
-    ca = np.asarray(base.get_params(deep=False).get("class_alpha", 1.0), dtype=np.float64)
+    from bayesnb.core._validation import check_class_prior
+
+    component_class = np.asarray(component_class)
+    n_classes = int(component_class.max()) + 1
+    params = base.get_params(deep=False)
+    given = params.get("class_prior")
+    pi = np.full(n_classes, 1.0 / n_classes) if given is None else check_class_prior(given, n_classes)
+    ca = np.asarray(params.get("class_alpha", 1.0), dtype=np.float64)
     if ca.ndim == 1 and ca.size == n_classes:
         ca = ca[component_class]
     alpha = np.asarray(dirichlet_from_alpha(ca, (component_class.size,), "class_alpha").concentration, np.float64)
     with np.errstate(divide="ignore"):
-        class_log_pi = np.log(np.asarray(fitted.class_prior_, dtype=np.float64))
-    return WithinClassShares(class_log_pi, alpha, np.asarray(component_class))
+        return WithinClassShares(np.log(pi), alpha, component_class)
 
 
 def sum_components(joint, component_class, n_classes):

@@ -170,8 +170,11 @@ the ELBO's log evidence is :math:`\sum_c N_c \log\pi_c + \sum_c \log B(\beta_c +
 \log B(\beta_c)`. Both still never decrease (:class:`~bayesnb.estimators._components.WithinClassShares`).
 ``estimator_`` holds :math:`\pi_c\hat\omega_k` as its fixed ``class_prior`` (EM: the
 M-step's shares; VB: their mean under :math:`q`, the predictive of a new row's
-component), so its draws and intervals hold the shares at that estimate and draw the
-components' parameters only.
+component), so that its predictions are the mixture's; its own draws would hold the
+shares at that estimate, while this estimator's ``predict_proba_draws`` and
+``predict_proba_interval`` draw each class's shares from their posterior
+:math:`\mathrm{Dir}(\beta_c + N_c)` (for VB, :math:`q`) with the class totals fixed.
+``sample_posterior`` and ``to_inference_data`` are ``estimator_``'s (shares held).
 
 *Temperature* (the wrapped estimator's ``temperature``, a number :math:`T \ge 1`). As for
 one component (the tempering guide), the class's likelihood is raised to :math:`1/T`;
@@ -857,7 +860,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             )
             self.calibration_ = None
             if labelled_fit.get_params(deep=False).get("calibrate") == "loo":
-                shares = _components.within_class_shares(labelled_fit, labelled_fit, self.component_class_)
+                shares = _components.within_class_shares(labelled_fit, self.component_class_)
                 # Downdated from the statistics of the fitted responsibilities (EM: one
                 # M-step beyond estimator_, equal to it to the convergence tolerance).
                 base = est if S_R is None else _refit(est, S_R)
@@ -1211,7 +1214,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             cest.set_params(estimate=est.estimate)
         # Fixed class proportions: each class's shares of its components are learned
         # under their own Dirichlet, the class totals held (WithinClassShares).
-        shares = _components.within_class_shares(est, est, cc)
+        shares = _components.within_class_shares(est, cc)
         if shares is not None:
             cest = shares.conditioned(cest, shares.log_weights(cest.stats_.class_count, self._shares_kind()))
         self.component_class_ = cc
@@ -1611,8 +1614,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         """
         if not self._has_components():
             return self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior)
-        if self._mixture_temperature() != 1.0:
-            draws = self._tempered_draws(X, n_draws, random_state, posterior)
+        shares = _components.within_class_shares(self._base(), self.component_class_)
+        if self._mixture_temperature() != 1.0 or shares is not None:
+            draws = self._mixture_draws(X, n_draws, random_state, posterior, shares)
         else:
             draws = np.asarray(self._fitted().predict_proba_draws(X, n_draws, random_state, posterior=posterior))
             draws = draws @ self._component_to_class()
@@ -1624,27 +1628,41 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 draws = np.exp(self._calibrated(np.log(draws)))
         return draws
 
-    def _tempered_draws(self, X, n_draws, random_state, posterior):
-        r"""Draws of the tempered class probabilities of a mixture (temperature :math:`T \ne 1`).
+    def _mixture_draws(self, X, n_draws, random_state, posterior, shares):
+        r"""Draws of the class probabilities of a mixture with a temperature or fixed class proportions.
 
-        In each draw of :math:`(\pi, \theta)` (the draws of ``estimator_``'s
-        ``sample_posterior`` with the same ``random_state``), the class's mixture
-        likelihood is tempered as in :meth:`predict_joint_log_proba`. All draws and rows
-        are held in memory at once (shape (n_draws, n_samples, n_components_total)).
+        In each draw of :math:`(\pi, \theta)` the class's mixture likelihood is tempered
+        as in :meth:`predict_joint_log_proba`. The components' parameters are
+        ``estimator_``'s posterior draws (those of its ``sample_posterior`` with the same
+        ``random_state``); the weights too, unless the class proportions are fixed: then
+        each class's shares are drawn from their posterior
+        :math:`\mathrm{Dir}(\beta_c + N_c)` (EM's conjugate posterior given the expected
+        counts; VB's :math:`q`) and the class totals are the fixed :math:`\pi_c`
+        (:meth:`~bayesnb.estimators._components.WithinClassShares.sample_log_weights`,
+        with the key of the class proportions' draws). All draws and rows are held in
+        memory at once (shape (n_draws, n_samples, n_components_total)).
         """
         from bayesnb.analysis.uncertainty import check_posterior, draw_source
+        from bayesnb.core import _sampling
+        from bayesnb.core._random import key_from_random_state
 
         if check_posterior(posterior) != "fitted":
             raise ValueError(
-                "posterior='updated' needs temperature 1 (its mean is the exact predictive of the untempered "
-                "model); use posterior='fitted'"
+                "posterior='updated' needs temperature 1 and learned class proportions (its mean is the exact "
+                "predictive of the untempered model with the Dirichlet on every weight); use posterior='fitted'"
             )
-        source = draw_source(self._fitted(), X, n_draws, random_state)
-        params = source.sample(source.key, source.log_class.shape[0])
-        joint = np.asarray(source.log_likelihood(params, source.X), dtype=np.float64) + source.log_class[:, None, :]
+        key = key_from_random_state(random_state)
+        source = draw_source(self._fitted(), X, n_draws, key)
+        n = source.log_class.shape[0]
+        params = source.sample(source.key, n)
+        log_class = source.log_class
+        if shares is not None:
+            key_class, _ = _sampling.split(key)  # draw_source's split: the key its fixed proportions leave unused
+            log_class = shares.sample_log_weights(key_class, self._fitted().stats_.class_count, n)
+        joint = np.asarray(source.log_likelihood(params, source.X), dtype=np.float64) + log_class[:, None, :]
         cc, n_classes = self.component_class_, self.classes_.size
         class_joint = np.stack([logsumexp(joint[..., cc == c], axis=-1) for c in range(n_classes)], axis=-1)
-        class_log_pi = np.stack([logsumexp(source.log_class[:, cc == c], axis=-1) for c in range(n_classes)], axis=-1)
+        class_log_pi = np.stack([logsumexp(log_class[:, cc == c], axis=-1) for c in range(n_classes)], axis=-1)
         tempered = self._temper(class_joint, class_log_pi[:, None, :])
         return np.exp(tempered - logsumexp(tempered, axis=-1, keepdims=True))
 

@@ -277,6 +277,35 @@ def test_tempered_draws_temper_each_draw_of_the_mixture(method):
         clf.predict_proba_draws(X[:2], 3, random_state=0, posterior="updated")
 
 
+@pytest.mark.parametrize("method", ["em", "vb"])
+@pytest.mark.parametrize("T", [1.0, 2.0])
+def test_fixed_proportions_draws_draw_each_class_shares_from_their_posterior(method, T):
+    from bayesnb.core import _sampling
+    from bayesnb.core._random import key_from_random_state
+
+    clf, X, _ = _fit(_multinomial, MultinomialNB, method, 0, {"class_prior": [0.3, 0.7], "temperature": T}, tol=1e-8)
+    cc = clf.component_class_
+    draws = clf.predict_proba_draws(X[:7], n_draws=40, random_state=5)
+    # The components' parameters: estimator_'s draws with the same random_state; the
+    # shares: each class's Dirichlet posterior, drawn with the key of the class proportions.
+    post = clf.estimator_.sample_posterior(40, random_state=5)
+    ll = np.einsum("rf,dkf->drk", X[:7].astype(float), np.log(post["feature_probs"]))
+    shares = _components.within_class_shares(clf.estimator, cc)
+    key_class, _ = _sampling.split(key_from_random_state(5))
+    counts = clf.estimator_.class_count_
+    log_w = shares.sample_log_weights(key_class, counts, 40)
+    np.testing.assert_allclose(draws, _tempered_classes(ll, log_w[:, None, :], cc, T), rtol=1e-9, atol=1e-12)
+    # The shares' draws: the class totals are fixed in every draw, the shares vary, and
+    # their mean is the posterior mean (beta + N) / (B_c + N_c) (Monte Carlo, 5 standard errors).
+    many = np.exp(shares.sample_log_weights(key_class, counts, 4000))
+    np.testing.assert_allclose(np.stack([many[:, cc == c].sum(1) for c in range(2)], 1),
+                               np.broadcast_to(PI["given"] * 0 + [0.3, 0.7], (4000, 2)), rtol=1e-12)
+    omega = many / np.array([0.3, 0.7])[cc]
+    mean = np.concatenate([(1 + counts[cc == c]) / (1 + counts[cc == c]).sum() for c in range(2)])
+    assert np.all(omega.std(0) > 1e-3)
+    assert np.all(np.abs(omega.mean(0) - mean) < 5 * omega.std(0) / np.sqrt(4000))
+
+
 # ------------------------------------------------------------------ what stays refused
 @pytest.mark.parametrize(
     "kwargs, match",
@@ -359,7 +388,7 @@ def _plant(monkeypatch, which):
                             lambda self, counts: _components.WithinClassShares.log_weights(self, counts, "mean"))
     elif which == "class proportion learned":
         # The free Dirichlet over all components: the class totals move with the data.
-        monkeypatch.setattr(_components, "within_class_shares", lambda fitted, base, cc: None)
+        monkeypatch.setattr(_components, "within_class_shares", lambda base, cc: None)
         original = _components.component_estimator
 
         def free(base, fitted, *args, **kwargs):
