@@ -14,7 +14,10 @@ components only; an unlabelled row's over all :math:`M`.
 
 This module holds the pieces that do not iterate: checking and resolving
 ``n_components``, the seeded initial split of each class's distinct labelled rows, the component
-estimator, and the sum over a class's components. The EM and VB loops are
+estimator, the sum over a class's components, what the wrapped estimator's settings
+refuse (:func:`refusal`), and the component shares within each class when the class
+proportions are fixed (:class:`WithinClassShares`). The EM and VB loops, the tempering
+of a class's mixture and the approximate leave-one-out of ``calibrate="loo"`` are
 :class:`~bayesnb.SemiSupervisedNB`'s.
 """
 
