@@ -205,9 +205,10 @@ the same kind of approximate leave-one-out when unlabelled rows enter.)
 
 *Limits.* ``temperature="loo"`` is refused with several components: it is defined as
 the minimiser of the training rows' *exact* leave-one-out log loss, which a mixture
-fitted by EM or VB does not have in closed form (see *Calibration*). ``class_alpha="evidence"`` with fixed proportions is
-refused (the labelled fit learns no concentration for the shares), and so is a prior
-given per class (it has no per-component value). One component for every class runs
+fitted by EM or VB does not have in closed form (see *Calibration*).
+``class_alpha="evidence"`` with fixed proportions is refused (the labelled fit learns no
+concentration for the shares), and so is a prior given per class (it has no
+per-component value). One component for every class runs
 exactly today's one-component fit.
 
 References
@@ -1226,7 +1227,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         return run(cest, XL, allowed, wL, XU, shares)
 
     def _shares_kind(self):
-        """The estimate of the components' shares: EM's M-step (``"mean"`` under Laplace smoothing, else ``"map"``), VB's mean of :math:`q`."""
+        r"""The estimate of the components' shares: EM's M-step (Laplace: ``"mean"``, else ``"map"``); VB's mean of :math:`q`."""
         return "map" if self.method == "em" and self.smoothing == "none" else "mean"
 
     def _mixture_loo_log_proba(self, cest, X_lab, XL, R_L, w_lab, shares):
