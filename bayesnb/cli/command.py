@@ -630,13 +630,20 @@ def _run_demo(args):
         raise DataError("--out and --no-report contradict each other")
     out_dir = None if args.no_report else _report.report_dir(args.out, force=args.force)
     y_train, y_test = problem.y_train, problem.y_test
-    results, evidences, tables, fitted = {}, {}, {}, {}
-    for name, clf, X_train, X_test in problem.families:
+    results, evidences, tables, reliability = {}, {}, {}, {}
+    first = None
+    # Taken off the problem one at a time: after its scores and its reliability diagram a
+    # family's fitted model is let go, except the first one's (the learning curve, the
+    # posterior uncertainty and the top features read it), rather than every family's
+    # parameters staying alive to the end (issue 38: the demo's peak memory).
+    while problem.families:
+        name, clf, X_train, X_test = problem.families.pop(0)
         with progress.step(
             f"fitting {name} on {len(y_train)} rows: 4 estimates, calibrate='loo' and scikit-learn's baselines"
         ):
             clf.fit(X_train, y_train)
-            fitted[name] = (clf, X_train, X_test)
+            if first is None:
+                first = (name, clf, X_train, X_test)
             evidences[name] = float(clf.log_evidence())
             # The estimates of the model as written, its calibrated form and what a user
             # would do instead (scikit-learn's naive Bayes, calibrated by 5-fold CV), on
@@ -647,6 +654,10 @@ def _run_demo(args):
             )
         tables[name] = table
         results[name] = table.records
+        if out_dir is not None:
+            with progress.step(f"drawing the reliability diagram of {name}"):
+                reliability[name] = _report_files(out_dir, _report.reliability_image, out_dir, name, clf, X_test, y_test)
+        del clf, table
 
     semi_lines = semi_records = semi_curve = None
     if problem.semi is not None:
@@ -662,7 +673,7 @@ def _run_demo(args):
         return 0
     if problem.semi is not None:
         semi_curve = _semi.curve(problem.semi, args.alpha, args.seed, progress.bar("semi-supervised learning curve"))
-    first, (clf, X_train, X_test) = next(iter(fitted.items()))
+    first, clf, X_train, X_test = first
     sizes = _report.curve_sizes(len(y_train), len(np.unique(y_train)))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ZeroLikelihoodWarning)
@@ -679,13 +690,21 @@ def _run_demo(args):
             as_frame=False,
             progress=progress.bar(f"learning curve ({first})"),
         )
-    try:
-        semi_md = None if problem.semi is None else _semi.report_lines(problem.semi, semi_records, semi_curve, args.alpha, args.seed)
-        report = _report.write_report(args, problem, out_dir, fitted, tables, evidences, curve, progress, semi_md)
-    except OSError as exc:
-        raise DataError(f"cannot write the report in {out_dir}: {exc.strerror or exc}") from None
+    semi_md = None if problem.semi is None else _semi.report_lines(problem.semi, semi_records, semi_curve, args.alpha, args.seed)
+    report = _report_files(
+        out_dir, _report.write_report, args, problem, out_dir, (first, clf, X_train, X_test), reliability, tables,
+        evidences, curve, progress, semi_md,
+    )
     print(_report.demo_summary(args, problem, results, evidences, len(y_train), len(y_test), report, semi_lines))
     return 0
+
+
+def _report_files(out_dir, write, *args):
+    """``write(*args)``, a step that writes files of the report in ``out_dir``; an OSError is the user's DataError."""
+    try:
+        return write(*args)
+    except OSError as exc:
+        raise DataError(f"cannot write the report in {out_dir}: {exc.strerror or exc}") from None
 
 
 # ------------------------------------------------------------- user data: fit / predict
