@@ -533,16 +533,17 @@ def sum_components(joint, component_class, n_classes):
 
     Parameters
     ----------
-    joint : ndarray of shape (n_samples, n_components)
+    joint : ndarray of shape (..., n_components)
+        Leading axes (rows, draws) are kept.
     component_class : int ndarray of shape (n_components,)
     n_classes : int
 
     Returns
     -------
-    ndarray of shape (n_samples, n_classes)
+    ndarray of shape (..., n_classes)
     """
     joint = np.asarray(joint, dtype=np.float64)
-    out = np.empty((joint.shape[0], n_classes))
+    out = np.empty(joint.shape[:-1] + (n_classes,))
     for c in range(n_classes):
-        out[:, c] = logsumexp(joint[:, component_class == c], axis=1)
+        out[..., c] = logsumexp(joint[..., component_class == c], axis=-1)
     return out

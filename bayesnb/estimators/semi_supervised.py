@@ -1662,8 +1662,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             log_class = shares.sample_log_weights(key_class, self._fitted().stats_.class_count, n)
         joint = np.asarray(source.log_likelihood(params, source.X), dtype=np.float64) + log_class[:, None, :]
         cc, n_classes = self.component_class_, self.classes_.size
-        class_joint = np.stack([logsumexp(joint[..., cc == c], axis=-1) for c in range(n_classes)], axis=-1)
-        class_log_pi = np.stack([logsumexp(log_class[:, cc == c], axis=-1) for c in range(n_classes)], axis=-1)
+        class_joint = _components.sum_components(joint, cc, n_classes)
+        class_log_pi = _components.sum_components(log_class, cc, n_classes)
         tempered = self._temper(class_joint, class_log_pi[:, None, :])
         return np.exp(tempered - logsumexp(tempered, axis=-1, keepdims=True))
 
