@@ -678,7 +678,15 @@ def learn_prior(family, prior, stats, fields, scope="shared", *, transforms=None
         and all(t == "log" for _, t in spec)
         and all(_is_tied(v) for f, v in zip(prior._fields, prior) if f not in learned and np.ndim(v) >= 2)
     )
-    data = (prior, family.tied_log_evidence(stats) if tied else stats)
+    if tied:
+        # A tied prior is constant along every axis but the first, so its first entry
+        # along the others says all of it: handed over cut to length 1 there, the
+        # objective's shapes are the classes and the padded distinct counts, and one
+        # compiled program serves every number of features.
+        cut = {f: v[:, :1] for f, v in zip(prior._fields, prior) if np.ndim(v) >= 2}
+        data = (prior._replace(**{f: np.asarray(v) for f, v in cut.items()}), family.tied_log_evidence(stats))
+    else:
+        data = (prior, stats)
     structure = "simplex" if scope == "feature" and len(spec) == 1 and F > 1 else "blocks"
     names = tuple(names) if names is not None else tuple("=".join(e) for e in entries)
     if len(names) != len(entries):

@@ -146,8 +146,10 @@ tied_log_evidence : callable ``(stats) -> callable (prior) -> scalar`` or None
     :math:`\alpha` filling the prior), prepared once from the statistics so that one
     evaluation costs the number of distinct counts rather than classes x features
     (:func:`bayesnb.core.families._dirichlet.tied_log_evidence`). The returned function
-    equals ``log_evidence(prior, stats)`` for every tied prior and is traceable; the
-    caller guarantees the tie (:func:`bayesnb.ppl.collapsed.log_evidence_fn` checks it on
+    equals ``log_evidence(prior, stats)`` for every tied prior and is traceable; it reads
+    each field only at index 0 of every axis but the first, so it may be handed the prior
+    cut to length 1 along those axes (as :func:`bayesnb.core.empirical_bayes.learn_prior`
+    does, to compile one program for every number of features); the caller guarantees the tie (:func:`bayesnb.ppl.collapsed.log_evidence_fn` checks it on
     the embedding of the hyperparameters). None: no such form.
 
 Tracing with JAX
