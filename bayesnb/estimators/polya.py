@@ -33,8 +33,14 @@ def _objective_data(mean, stats):
     """
     n_pairs = 1 << max(4, int(np.size(stats.pair_weight) - 1).bit_length())
     n_lengths = 1 << max(4, int(np.size(stats.length_weight) - 1).bit_length())
+    mean = np.asarray(mean, dtype=np.float64)
+    pair_class, pair_feature = np.asarray(stats.pair_class, np.intp), np.asarray(stats.pair_feature, np.intp)
+    # The mean enters only at the stored (class, word) pairs and through each class's
+    # total, so it is handed over as those (padded like the pairs): no argument has the
+    # vocabulary's shape, and one compiled objective serves every number of words.
     return (
-        np.asarray(mean, dtype=np.float64),
+        _padded(mean[pair_class, pair_feature], n_pairs, 1.0),
+        mean.sum(axis=1),
         _padded(np.asarray(stats.pair_class), n_pairs, 0),
         _padded(np.asarray(stats.pair_feature), n_pairs, 0),
         _padded(np.asarray(stats.pair_value), n_pairs, 1),

@@ -233,8 +233,13 @@ def _dirichlet_of(post):
 def _evidence_terms(alpha, stats):
     r"""Log evidence of :math:`\alpha` (JAX): the sum of every document's Dirichlet-multinomial."""
     a_pair = alpha[jnp.asarray(stats.pair_class), jnp.asarray(stats.pair_feature)]
+    return _evidence_of(a_pair, jnp.sum(alpha, axis=1), stats)
+
+
+def _evidence_of(a_pair, class_total, stats):
+    r"""The log evidence from :math:`\alpha` at the stored (class, word) pairs and :math:`A_c = \sum_j \alpha_{cj}`."""
     words = jnp.sum(jnp.asarray(stats.pair_weight) * log_rising_factorial(a_pair, jnp.asarray(stats.pair_value)))
-    total = jnp.sum(alpha, axis=1)[jnp.asarray(stats.length_class)]
+    total = class_total[jnp.asarray(stats.length_class)]
     docs = jnp.sum(jnp.asarray(stats.length_weight) * log_rising_factorial(total, jnp.asarray(stats.length_value)))
     return words - docs
 
@@ -715,12 +720,17 @@ def precision_objective(u, data, layout):
     r"""Log evidence of :math:`\alpha_c = e^{u_c} m_c` (for :func:`bayesnb.core.empirical_bayes.maximize`).
 
     ``u`` has shape (n_classes, 1): one block per class (the evidence is a sum over
-    classes); ``data`` = (mean, pair_class, pair_feature, pair_value, pair_weight,
-    length_class, length_value, length_weight), as float64 arrays.
+    classes); ``data`` = (mean_pair, mean_total, pair_class, pair_feature, pair_value,
+    pair_weight, length_class, length_value, length_weight), as float64 arrays:
+    ``mean_pair`` the mean :math:`m_{cj}` at each stored (class, word) pair and
+    ``mean_total`` its sum over the words per class, :math:`\sum_j m_{cj}` (so that no
+    argument has the vocabulary's shape: one compiled program serves every number of
+    words).
     """
-    mean, pc, pf, pv, pw, lc, lv, lw = data
+    mean_pair, mean_total, pc, pf, pv, pw, lc, lv, lw = data
     stats = PolyaStats(None, None, pc.astype(jnp.int32), pf.astype(jnp.int32), pv, pw, lc.astype(jnp.int32), lv, lw)
-    return _evidence_terms(jnp.exp(u[:, :1]) * mean, stats)
+    scale = jnp.exp(u[:, 0])
+    return _evidence_of(scale[stats.pair_class] * mean_pair, scale * mean_total, stats)
 
 
 def sample(key, dist, n):
