@@ -14,7 +14,11 @@ later line also gives its peak beyond the imports *and* that fixed overhead, per
 the matrix (issue 38's target restated where the fixed part alone exceeds 5x a small
 matrix).
 
-    python benchmarks/demo_memory.py [--groups 6,20] [--no-sms] [--tiny 300]
+``--baselines`` also fits each of the demo's scikit-learn baselines alone on each
+newsgroups file and prints its own peak against the matrix: rows the demo must show,
+hence a floor under its peak.
+
+    python benchmarks/demo_memory.py [--groups 6,20] [--no-sms] [--tiny 300] [--baselines [--no-demo]]
 """
 
 from __future__ import annotations
@@ -79,6 +83,34 @@ def measure(path, imports_mib, fixed_mib=None):
     return beyond
 
 
+# One of the demo's scikit-learn baselines (bayesnb.cli.report.baselines of the
+# multinomial model, as the demo builds them) fitted alone on the demo's training split:
+# the peak of what its fit allocates (tracemalloc, which NumPy and SciPy's arrays report
+# to; resident memory would hide the part that reuses the vectoriser's freed pages),
+# printed with the matrix's size. These rows are required in the demo (issue 36, and the
+# developers' guide: "always"), so their peak is a floor under the demo's own.
+BASELINE = (
+    "import sys, gc, tracemalloc, numpy as np; from sklearn.feature_extraction.text import CountVectorizer; "
+    "from bayesnb.cli.userdata import labelled_texts, split; from bayesnb.cli.report import baselines; "
+    "from bayesnb import MultinomialNB; t, y = labelled_texts(sys.argv[1]); "
+    "d, _, yt, _ = split(np.asarray(t, dtype=object), y, 0.25, 0); X = CountVectorizer().fit_transform(d); del t, d; "
+    "m = baselines(MultinomialNB())[sys.argv[2]]; gc.collect(); tracemalloc.start(); m.fit(X, yt); "
+    "print(tracemalloc.get_traced_memory()[1] / 2**20)"
+)
+
+
+def measure_baselines(path):
+    """Print each required baseline's own peak beyond the matrix, fitted alone on ``path``'s training split."""
+    from bayesnb import MultinomialNB
+    from bayesnb.cli.report import baselines
+
+    matrix = _child(MATRIX, str(path))
+    for name in baselines(MultinomialNB()):
+        peak = _child(BASELINE, str(path), name)
+        print(f"{path.name}: baseline {name!r} alone: its fit allocates {peak:.0f} MiB at its peak "
+              f"= {peak / matrix:.1f}x the matrix ({matrix:.2f} MiB)", flush=True)
+
+
 def tiny_file(lines, directory):
     """The first ``lines`` lines of the SMS file, in ``directory``."""
     path = Path(directory) / f"sms_first_{lines}.tsv"
@@ -93,6 +125,9 @@ def main():
     parser.add_argument("--groups", default="6,20", help="20 Newsgroups files to build: 6 and/or 20 groups")
     parser.add_argument("--no-sms", action="store_true")
     parser.add_argument("--tiny", type=int, default=300, help="lines of the SMS file for the fixed overhead (0: skip)")
+    parser.add_argument("--baselines", action="store_true",
+                        help="also fit each of the demo's scikit-learn baselines alone and print its peak")
+    parser.add_argument("--no-demo", action="store_true", help="with --baselines: the baselines only")
     args = parser.parse_args()
     imports_mib = _child(IMPORTS + "; " + HWM)
     print(f"imports alone: {imports_mib:.0f} MiB")
@@ -111,7 +146,11 @@ def main():
             print(f"skipped 20 Newsgroups: {NG} is absent")
             return
         for g in [int(s) for s in args.groups.split(",") if s]:
-            measure(newsgroups_file(SIX if g == 6 else None, tmp), imports_mib, fixed)
+            path = newsgroups_file(SIX if g == 6 else None, tmp)
+            if not args.no_demo:
+                measure(path, imports_mib, fixed)
+            if args.baselines:
+                measure_baselines(path)
 
 
 if __name__ == "__main__":
