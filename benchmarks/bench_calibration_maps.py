@@ -28,22 +28,24 @@ import warnings
 
 import numpy as np
 
+# The data, the folds and the clip of bench_calibration.py, so that its verdicts and
+# these figures are on the same footing by construction.
+from bench_calibration import EPS, FOLDS, SEED, load_digits, load_sklearn
+
 
 def _data(name):
-    from sklearn import datasets
-
     import bayesnb
-    from bayesnb.io.datasets import load_digits_counts
 
     if name == "digits":
-        X, y = load_digits_counts()
+        X, y = load_digits()
         return X, y, bayesnb.MultinomialNB, "MultinomialNB"
-    X, y = getattr(datasets, f"load_{name}")(return_X_y=True)
+    X, y = load_sklearn(f"load_{name}")
     return X, y, bayesnb.GaussianNB, "GaussianNB"
 
 
 def _row_loss(log_proba, y_index):
-    return -np.maximum(log_proba[np.arange(y_index.size), y_index], np.log(1e-15))
+    """Each row's log loss, clipped like ``bench_calibration.log_loss`` (which gives their mean)."""
+    return -np.maximum(log_proba[np.arange(y_index.size), y_index], np.log(EPS))
 
 
 def _floor(loo_log_proba, y_index):
@@ -86,7 +88,7 @@ def run(name):
 
     X, y, Est, sk_name = _data(name)
     losses = {}
-    for train, test in StratifiedKFold(5, shuffle=True, random_state=0).split(X, y):
+    for train, test in StratifiedKFold(FOLDS, shuffle=True, random_state=SEED).split(X, y):
         est = Est().fit(X[train], y[train])
         y_train = np.searchsorted(est.classes_, y[train])
         y_test = np.searchsorted(est.classes_, y[test])
