@@ -5,13 +5,15 @@
   and a strided view is copied a block at a time, not whole;
 * the log-factorials of dense Poisson counts, by row blocks, equal scipy's ``gammaln``;
 * a NumPy array handed to a compiled JAX call (``gaussian_stats``) is not kept alive by
-  the runtime after the statistics are read back (``release_host_arguments``);
+  the runtime after the statistics are read back (``release_host_arguments``), and a
+  reference queued for the next collection, as JAX's runtime queues its own, is drained;
 * the class totals of a small sparse corpus equal the one-hot product with a scratch of
   at most an eighth of the data.
 """
 
 from __future__ import annotations
 
+import gc
 import tracemalloc
 import weakref
 
@@ -94,19 +96,49 @@ def test_gaussian_stats_lets_go_of_its_input(monkeypatch):
     monkeypatch.setenv("BAYESNB_NUM_THREADS", "2")
     rng = np.random.default_rng(2)
     n = 1 << 16  # several compiled chunks of 8 features
+    assert not _alive_after_stats(lambda: (rng.normal(size=(n, 8)), rng.integers(0, 3, n)))
+
+
+def test_gaussian_stats_drains_what_the_runtime_still_holds(monkeypatch):
+    # Whether JAX's runtime still holds the last argument when the statistics come back
+    # depends on thread timing, so the real runtime cannot plant the error at will. Its
+    # mechanism is planted here instead, deterministically: every chunk handed to the
+    # compiled kernel is kept (a view of the input, so the input stays alive) in a queue
+    # that only a garbage collection drains, as JAX's collection callback drains its own;
+    # automatic collections are off meanwhile, so only an explicit one can drain it.
+    monkeypatch.setenv("BAYESNB_NUM_THREADS", "2")
+    rng = np.random.default_rng(2)
+    n = 1 << 16
+    queued = []
+    real = stats._gaussian_kernels
+
+    def keeping_kernels():
+        chunk_stats, merge = real()
+        return (lambda X, *rest: (queued.append(X), chunk_stats(X, *rest))[1]), merge
+
+    def drain(phase, info):
+        if phase == "start":
+            queued.clear()
 
     def data():
         return rng.normal(size=(n, 8)), rng.integers(0, 3, n)
 
-    assert not _alive_after_stats(data)
-    # Planted: without the release, the runtime keeps the last argument alive until the
-    # next dispatch or garbage collection. Whether the reference is still queued when
-    # the statistics come back depends on thread timing, so a few tries; if none keeps
-    # it (a JAX that copies its arguments, or a timing that never does), there is
-    # nothing here for the release to do and the check says so.
-    monkeypatch.setattr(kernels, "release_host_arguments", lambda: None)
-    if not any(_alive_after_stats(data) for _ in range(10)):
-        pytest.skip("no NumPy argument was kept alive in 10 tries: nothing to release")
+    monkeypatch.setattr(stats, "_gaussian_kernels", keeping_kernels)
+    was_enabled = gc.isenabled()
+    gc.disable()
+    gc.callbacks.append(drain)
+    try:
+        assert not _alive_after_stats(data)  # release_host_arguments' collection drains the queue
+        assert not queued
+        # Planted: without the release, the queued view keeps the input alive.
+        monkeypatch.setattr(kernels, "release_host_arguments", lambda: None)
+        assert _alive_after_stats(data)
+        assert queued
+    finally:
+        gc.callbacks.remove(drain)
+        queued.clear()
+        if was_enabled:
+            gc.enable()
 
 
 def test_sparse_class_totals_of_small_data_keep_a_small_scratch():
