@@ -208,13 +208,14 @@ def clear_nuts_cache():
 
 def sample_nuts(
     model, args, kwargs, *, num_warmup=1000, num_samples=1000, num_chains=None, random_state=None,
-    chain_method="vectorized", progress_bar=None, target_accept_prob=0.8, data=(),
+    chain_method="vectorized", progress_bar=None, target_accept_prob=0.8, data=(), parameters=(),
 ):
     """NUTS on ``model(*args, **kwargs)`` in float64.
 
     With ``chain_method="vectorized"`` and no progress bar (the default under tests and
     CI), the run is one compiled program whose arguments are the key and the data: the
-    array leaves of ``args`` and of the ``kwargs`` named in ``data``; every other leaf
+    array leaves of ``args`` and of the ``kwargs`` named in ``data`` (and in
+    ``parameters``, where the model allows); every other leaf
     (prior arrays, None, numbers, strings, families ...) is compiled in. The program is
     kept in a bounded cache (``NUTS_CACHE_SIZE`` entries, least recently used dropped;
     :func:`clear_nuts_cache`) keyed by the model, the values of the compiled-in leaves,
@@ -239,6 +240,11 @@ def sample_nuts(
     data : tuple of str
         The ``kwargs`` whose arrays are data (arguments of the compiled program, not
         compiled in); the model must not need their values in Python.
+    parameters : tuple of str
+        The ``kwargs`` whose arrays are tried as arguments too (a prior's values): where
+        the model can be traced with them as arguments, one program serves every value
+        of them (a data-scaled prior differs with every data set); where it cannot (it
+        reads them in Python), they are compiled in as the other leaves are.
 
     Returns
     -------
@@ -257,8 +263,12 @@ def sample_nuts(
     with enable_x64():
         cached = None
         if chain_method == "vectorized" and not progress_bar:
-            cached = _run_cached(model, args, kwargs, data, key, num_warmup, num_samples, num_chains,
-                                 target_accept_prob)
+            # The widest split first: the parameters as arguments, else compiled in.
+            for split in ((tuple(data) + tuple(parameters), tuple(data)) if parameters else (tuple(data),)):
+                cached = _run_cached(model, args, kwargs, split, key, num_warmup, num_samples, num_chains,
+                                     target_accept_prob)
+                if cached is not None:
+                    break
         if cached is not None:
             samples, diverging = cached
             # (draw, chain, ...) -> (chain, draw, ...), as numpyro's get_samples(group_by_chain=True)

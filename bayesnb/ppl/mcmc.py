@@ -188,6 +188,11 @@ def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, 
 #: to the compiled NUTS program as arguments, so that a run on other data of the same
 #: shapes reuses it (``bayesnb.ppl._nuts.sample_nuts``); the priors are compiled in.
 MODEL_DATA = ("X", "y", "sample_weight", "observed", "stats")
+#: The arguments of those models that hold the prior's values (a MixedNB's ``blocks`` hold
+#: each block's prior), tried as arguments of the compiled NUTS program too: a data-scaled
+#: default prior (GaussianNB's) differs with every data set, and compiled in it would
+#: cost every cross-check on new data a compile of its own.
+MODEL_PARAMETERS = ("prior", "blocks", "class_prior")
 
 
 def run_nuts(
@@ -241,7 +246,7 @@ def run_nuts(
     grouped, latent, diverging = sample_nuts(
         model, (), kwargs, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         random_state=random_state, chain_method=chain_method, progress_bar=progress_bar,
-        target_accept_prob=target_accept_prob, data=MODEL_DATA,
+        target_accept_prob=target_accept_prob, data=MODEL_DATA, parameters=MODEL_PARAMETERS,
     )
     samples = {}
     if "class_probs" in grouped:

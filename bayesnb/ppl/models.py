@@ -147,7 +147,8 @@ def _observed_mask(block, observed):
         return None
     if not block.spec.per_feature:
         raise ValueError(_no_masked_rows(block.family, block.spec))
-    return jnp.asarray(np.asarray(mask, dtype=bool))
+    # jnp, not np: the mask is an argument of the compiled NUTS program (a tracer there).
+    return jnp.asarray(mask, dtype=bool)
 
 
 def _no_masked_rows(family, spec):

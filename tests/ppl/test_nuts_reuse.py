@@ -19,6 +19,7 @@ whatever the model); the tests share its programs through the module-level cache
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import numpyro
 import numpyro.distributions as dist
@@ -29,7 +30,7 @@ from numpy.testing import assert_allclose
 from bayesnb import MultinomialNB
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._x64 import enable_x64
-from bayesnb.ppl import collapsed, mcmc
+from bayesnb.ppl import _nuts, collapsed, mcmc
 
 RUN = {"num_warmup": 150, "num_samples": 200, "num_chains": 2}
 N = 20
@@ -157,3 +158,133 @@ def test_the_collapsed_sampler_takes_the_statistics_as_arguments():
     assert not np.allclose(out["run2"].draws["alpha"], run1.draws["alpha"])
     # The first statistics again: the same executable on the same inputs, the same bits.
     np.testing.assert_array_equal(collapsed.run_nuts(key, ev1, hypers, **options).draws["alpha"], run1.draws["alpha"])
+
+
+def prior_model(X=None, prior=None):
+    loc, scale = prior[0], prior[1]
+    mu = numpyro.sample("mu", dist.Normal(loc, scale))
+    numpyro.sample("x", dist.Normal(mu, 1.0), obs=X)
+
+
+def host_prior_model(X=None, prior=None):
+    loc, scale = (float(v) for v in np.asarray(prior))  # reads the prior's values in Python
+    mu = numpyro.sample("mu", dist.Normal(loc, scale))
+    numpyro.sample("x", dist.Normal(mu, 1.0), obs=X)
+
+
+def _prior_run(model, X, prior, seed=0):
+    grouped, _, _ = mcmc.sample_nuts(model, (), {"X": X, "prior": np.asarray(prior)}, random_state=seed, data=("X",),
+                                     parameters=("prior",), progress_bar=False, **RUN)
+    return grouped["mu"]
+
+
+def _check_prior_posterior(draws, X, loc, scale):
+    # N(loc, scale^2) prior, rows N(mu, 1): the conjugate normal posterior.
+    precision = X.size + 1.0 / scale**2
+    mean, sd = (X.sum() + loc / scale**2) / precision, 1.0 / np.sqrt(precision)
+    assert abs(draws.mean() - mean) < 0.5 * sd  # 5 MCSE at ESS >= 100, as above
+    assert 0.7 * sd < draws.std() < 1.3 * sd
+
+
+def test_a_prior_passed_as_a_parameter_is_an_argument_of_the_program():
+    # A data-scaled default prior differs with every data set; as an argument, one
+    # program serves them all. The two tight priors put the posteriors 20 sd apart, so a
+    # program that kept the first prior compiled in would fail the second's oracle.
+    X = _data(3)
+    first = _prior_run(prior_model, X, [0.0, 0.3])
+    _check_prior_posterior(first, X, 0.0, 0.3)
+    out = {}
+    assert count_compiles(lambda: out.update(second=_prior_run(prior_model, X, [10.0, 0.3]))) == 0
+    _check_prior_posterior(out["second"], X, 10.0, 0.3)
+
+
+def test_a_model_that_reads_its_prior_in_python_has_it_compiled_in():
+    # It cannot be traced with the prior as an argument: the wider split is marked
+    # untraceable and the prior is compiled in, keyed by its values, as before.
+    X = _data(4)
+    draws = _prior_run(host_prior_model, X, [10.0, 0.3])
+    _check_prior_posterior(draws, X, 10.0, 0.3)
+    kept = [v for k, v in _nuts._NUTS_PROGRAMS.items() if k[0] is host_prior_model]
+    assert len(kept) == 2 and sum(v is _nuts._UNTRACEABLE for v in kept) == 1
+
+
+def test_masked_entries_and_a_data_scaled_prior_reuse_the_cross_check_program():
+    # GaussianNB's default prior is scaled to the data and missing="ignore" hands NUTS a
+    # mask of the observed entries; both are arguments of one program (the mask was
+    # converted in NumPy and every masked cross-check compiled afresh). Another data set
+    # of the same shape, shifted by 4 and with other missing entries, compiles nothing
+    # and gets its own posterior: the closed form's mean of each class mean, to 5 MCSE.
+    from bayesnb import GaussianNB
+
+    def data(seed, shift):
+        rng = np.random.default_rng(seed)
+        y = np.arange(30) % 2
+        X = rng.normal(y[:, None] + shift, 1.0, (30, 2))
+        X[rng.random(X.shape) < 0.15] = np.nan
+        return X, y
+
+    def check(X, y):
+        est = GaussianNB(missing="ignore").fit(X, y)
+        run = mcmc.run_nuts(est, X, y, random_state=1, **RUN)
+        post = est.posterior_
+        a, b, k = (np.asarray(getattr(post, f)) for f in ("concentration", "rate", "kappa"))
+        sd = np.sqrt(b / ((a - 1) * k))  # the closed form's sd of each class mean (Student-t)
+        draws = run.samples["loc"].reshape(-1, *sd.shape)
+        assert np.all(np.abs(draws.mean(axis=0) - np.asarray(post.loc)) < 0.5 * sd)
+
+    check(*data(0, 0.0))
+    assert count_compiles(lambda: check(*data(1, 4.0))) == 0
+
+
+def _registry_cases():
+    from _registered import family_estimators
+
+    return [(name, support, est) for name, support, est in family_estimators()]
+
+
+@pytest.mark.parametrize("form", ["rows", "stats"])
+@pytest.mark.parametrize("case", _registry_cases(), ids=lambda c: c[0])
+def test_every_family_model_traces_with_its_prior_and_mask_as_arguments(case, form):
+    # Each registered family's numpyro model (per row and on statistics, with a missing
+    # entry where the family allows one) must trace with every array of its data and of
+    # its prior abstract: else run_nuts silently compiles one NUTS program per prior
+    # value (categorical, full-covariance Gaussian) or per mask (every masked model did).
+    # Tracing the log joint is what the compiled program does first, without compiling.
+    import sys
+    from pathlib import Path
+
+    from numpyro import handlers
+    from sklearn.base import clone
+
+    from bayesnb.ppl.models import model_from_estimator
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
+    from test_fitted_model_pytree import _data
+
+    name, support, unfitted = case
+    est = clone(unfitted)
+    est.set_params(**{k: 1.0 for k, v in est.get_params(deep=False).items() if isinstance(v, str) and v == "evidence"})
+    X, y = _data(support, np.random.default_rng(7), 16)
+    try:
+        masked = np.asarray(X, dtype=float).copy()
+        masked[1, 1] = np.nan
+        est_m = clone(est).set_params(missing="ignore").fit(masked, y)
+        est, X = est_m, masked
+    except ValueError:  # the family refuses missing entries at fit: fully observed
+        est.fit(X, y)
+    model, kwargs = model_from_estimator(est, X, y, form=form)
+    split = mcmc.MODEL_DATA + mcmc.MODEL_PARAMETERS
+    _, static, data_at = _nuts._program_key(model, (), kwargs, split, 1, 1, 2, 0.8)
+    leaves, treedef = jax.tree.flatten(((), dict(kwargs)))
+    assert any(np.ndim(leaves[i]) and leaves[i].dtype.kind == "f" for i in data_at)  # the prior or data is in
+
+    def log_joint(data):
+        values = list(static)
+        for i, v in zip(data_at, data):
+            values[i] = v
+        _, kw = jax.tree.unflatten(treedef, values)
+        trace = handlers.trace(handlers.seed(model, 0)).get_trace(**kw)
+        return sum(jnp.sum(site["fn"].log_prob(site["value"])) for site in trace.values() if site["type"] == "sample")
+
+    with enable_x64():
+        jax.make_jaxpr(log_joint)([jnp.asarray(leaves[i]) for i in data_at])

@@ -419,14 +419,16 @@ class CategoricalModel(_models.ModelSpec):
 
     def __init__(self, prior):
         super().__init__(prior)
-        conc = np.asarray(prior.concentration, dtype=np.float64)
+        # In jax.numpy where the prior is traced (an argument of the compiled NUTS
+        # program, bayesnb.ppl._nuts), else in NumPy as the host-side readers expect.
+        xp = namespace(prior.concentration, prior.n_categories)
+        conc = xp.asarray(prior.concentration, dtype=xp.float64) if xp is np else prior.concentration
         self.k_max = conc.shape[-1]
         # At least two coordinates, so that every cell is a proper simplex for numpyro.
         k = max(self.k_max, 2)
-        self.mask = np.arange(k)[None, :] < np.asarray(prior.n_categories)[:, None]
-        padded = np.ones(conc.shape[:-1] + (k,))
-        padded[..., : self.k_max] = conc
-        self.padded = np.where(self.mask, padded, 1.0)
+        self.mask = xp.arange(k)[None, :] < xp.asarray(prior.n_categories)[:, None]
+        padded = xp.concatenate([conc, xp.ones(conc.shape[:-1] + (k - self.k_max,), dtype=conc.dtype)], axis=-1)
+        self.padded = xp.where(self.mask, padded, 1.0)
 
     def check_rows(self, X):
         X = np.asarray(X)
@@ -460,12 +462,13 @@ class CategoricalModel(_models.ModelSpec):
             _models.numpyro.sample("x", _models.dist.Categorical(logits=values["log_probs"][y]), obs=X)
 
     def log_likelihood_stats(self, values, stats):
-        counts = np.asarray(stats.category_count, dtype=np.float64)
+        # In jax.numpy: the statistics may be arguments of the compiled NUTS program.
+        counts = _models.real(stats.category_count)
         k = self.mask.shape[-1]
         if counts.shape[-1] < k:
-            counts = np.concatenate([counts, np.zeros(counts.shape[:-1] + (k - counts.shape[-1],))], axis=-1)
+            counts = jnp.concatenate([counts, jnp.zeros(counts.shape[:-1] + (k - counts.shape[-1],), counts.dtype)], axis=-1)
         log_theta = jnp.where(jnp.asarray(self.mask), values["log_probs"], 0.0)
-        return jnp.sum(_models.real(counts[..., :k]) * log_theta)
+        return jnp.sum(counts[..., :k] * log_theta)
 
     def values(self, params):
         probs = np.exp(np.asarray(params.log_probs))

@@ -1206,10 +1206,11 @@ class GaussianModel(_models.ModelSpec):
     def log_likelihood_stats(self, values, stats):
         real = _models.real
         n = _models.cell_count(stats)
-        mean = np.asarray(stats.mean, dtype=np.float64)
-        resid = np.broadcast_to(np.asarray(getattr(stats, "mean_residual", 0.0), dtype=np.float64), mean.shape)
+        # In jax.numpy: the statistics may be arguments of the compiled NUTS program.
+        mean = real(stats.mean)
+        resid = jnp.broadcast_to(real(getattr(stats, "mean_residual", 0.0)), mean.shape)
         # (mean - loc) with the mean's low-order part, so that data far from 0 keep their digits.
-        d = (real(mean) - values["loc"]) + real(resid)
+        d = (mean - values["loc"]) + resid
         var = values["var"]
         return jnp.sum(-0.5 * n * jnp.log(2 * jnp.pi * var) - (real(stats.m2) + n * d * d) / (2 * var))
 

@@ -1460,7 +1460,9 @@ class GaussianMVModel(_models.ModelSpec):
         # map, Jacobian included): Sigma = L L^T is exactly W^-1(Psi, nu). Sampling L
         # (unconstrained by a log-diagonal) rather than Sigma spares the model a Cholesky
         # factorisation and NUTS the positive-definite bijection, which costs compile time.
-        scale_tril = real(np.linalg.cholesky(np.asarray(p.scale, dtype=np.float64)))
+        # The prior may be traced (an argument of the compiled NUTS program, bayesnb.ppl._nuts).
+        cholesky = jnp.linalg.cholesky if is_traced(p.scale) else lambda s: np.linalg.cholesky(np.asarray(s, np.float64))
+        scale_tril = real(cholesky(p.scale))
         law = dist.InverseWishartCholesky(real(p.df), scale_tril=scale_tril)
         loc0 = real(p.loc)[:, None, :]
         kappa = kappa[:, None]
