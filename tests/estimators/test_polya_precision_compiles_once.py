@@ -65,3 +65,19 @@ def test_the_precision_is_the_evidence_maximum_of_the_full_concentration(n_featu
         best = optimize.minimize_scalar(negative, bounds=(np.log(eb.LOWER), np.log(eb.UPPER)), method="bounded",
                                         options={"xatol": 1e-10})
         assert_allclose(np.log(clf.precision_[c]), best.x, atol=1e-5)
+
+
+def test_small_data_of_any_size_share_one_program_per_number_of_classes():
+    # The smallest buckets are wide (1,024 pairs, 512 lengths): 12 documents of 3 words
+    # and 300 documents of 40 words (tens and hundreds of stored triples and lengths,
+    # buckets 16 and 1,024 before) compile one program between them. scikit-learn's estimator checks fit
+    # PolyaNB on 18 such sizes (31 s of compiling in check_estimator, 10 s now).
+    rng = np.random.default_rng(5)
+    small = _documents(rng, 3, n_docs=12)
+    large = (np.stack([rng.multinomial(rng.integers(5, 80), rng.dirichlet(np.full(40, 0.3))) for _ in range(300)]),
+             np.arange(300) % 2)
+    sizes = [(np.size(s.pair_weight), np.size(s.length_weight))
+             for s in (PolyaNB(precision=1.0).fit(*d).stats_ for d in (small, large))]
+    assert sizes[0][0] < 64 and sizes[1][0] > 512 and sizes[1][1] > 64, sizes  # 4 buckets apart before
+    PolyaNB(precision="evidence").fit(*small)
+    assert count_compiles(lambda: PolyaNB(precision="evidence").fit(*large)) == 0
