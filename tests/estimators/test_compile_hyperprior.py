@@ -56,7 +56,10 @@ def compiled_run():
     hyper = est.get_params()["alpha"]  # the model's Gamma(2, 1), passed on as a distribution
     assert type(hyper).__name__ == "Gamma"
     np.testing.assert_allclose([float(hyper.concentration), float(hyper.rate)], [2.0, 1.0])
-    est.fit(X, y)
+    # Seeded: the hyperparameter's draws come from NUTS on the collapsed model, and an
+    # unseeded fit made every verdict below a random variable (a full-suite run failed
+    # the agreement with |z| 3.81 against the rule's 3.74; alone it passed).
+    est.set_params(random_state=0).fit(X, y)
     report = crosscheck_model(model, est, X, y, random_state=0, nuts_options=NUTS)
     return X, y, est, report
 
