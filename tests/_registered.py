@@ -13,18 +13,45 @@ its class.
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 from _sklearn_expected import ALWAYS_FRACTIONAL, FAIL_ON_FRACTIONAL_X, FRACTIONAL
 from sklearn.base import clone
 
 from bayesnb.core import families
 from bayesnb.estimators import estimator_for
 
-__all__ = ["expected_failed_checks", "family_estimators", "refuses_fractions"]
+__all__ = ["expected_failed_checks", "family_estimators", "refuses_fractions", "rows_in_support"]
 
 
 def family_estimators():
     """``[(family name, support, unfitted estimator)]`` of every registered family, in registration order."""
     return [(name, families.get(name).support, estimator_for(name)) for name in families.names()]
+
+
+def rows_in_support(support, rng, n):
+    """``(X, y)``: ``n`` rows in a family's ``support`` (3 features, classes "a" and "b" told
+    apart by their scale), or a :class:`~bayesnb.MixedNB`'s three columns for ``"mixed"``."""
+    y = np.repeat(["a", "b"], n // 2)
+    shift = (y == "b")[:, None]
+    if support == "binary":
+        X = (rng.random((n, 3)) < np.where(shift, 0.7, 0.3)).astype(np.int64)
+    elif support == "codes":
+        X = rng.integers(0, 3, (n, 3))
+    elif support == "positive":
+        X = rng.exponential(np.where(shift, 2.0, 1.0), (n, 3))
+    elif support == "real":
+        X = rng.normal(np.where(shift, 1.0, 0.0), 1.0, (n, 3))
+    elif support == "counts":
+        X = rng.poisson(np.where(shift, 4.0, 2.0), (n, 3))
+    else:  # a MixedNB: one Gaussian, one Bernoulli and one categorical column
+        X = pd.DataFrame(
+            {
+                "length": rng.normal(size=n) + shift[:, 0],
+                "has_link": rng.random(n) < np.where(shift[:, 0], 0.8, 0.2),
+                "sender": pd.Categorical(np.where(rng.random(n) < 0.5, "unknown", "contact")),
+            }
+        )
+    return X, y
 
 
 def refuses_fractions(estimator):

@@ -22,7 +22,7 @@ import jax
 import numpy as np
 import pandas as pd
 import pytest
-from _registered import family_estimators
+from _registered import family_estimators, rows_in_support
 from sklearn.base import clone
 
 from bayesnb import MixedNB
@@ -41,31 +41,6 @@ from bayesnb.ppl.export import to_inference_data
 from bayesnb.ppl.models import model_from_estimator
 
 CASES = [(name, support, est) for name, support, est in family_estimators()] + [("mixed", "mixed", MixedNB())]
-
-
-def _data(support, rng, n):
-    """Rows in the family's support: 3 features, the classes told apart by their scale."""
-    y = np.repeat(["a", "b"], n // 2)
-    shift = (y == "b")[:, None]
-    if support == "binary":
-        X = (rng.random((n, 3)) < np.where(shift, 0.7, 0.3)).astype(np.int64)
-    elif support == "codes":
-        X = rng.integers(0, 3, (n, 3))
-    elif support == "positive":
-        X = rng.exponential(np.where(shift, 2.0, 1.0), (n, 3))
-    elif support == "real":
-        X = rng.normal(np.where(shift, 1.0, 0.0), 1.0, (n, 3))
-    elif support == "counts":
-        X = rng.poisson(np.where(shift, 4.0, 2.0), (n, 3))
-    else:  # a MixedNB: one Gaussian, one Bernoulli and one categorical column
-        X = pd.DataFrame(
-            {
-                "length": rng.normal(size=n) + shift[:, 0],
-                "has_link": rng.random(n) < np.where(shift[:, 0], 0.8, 0.2),
-                "sender": pd.Categorical(np.where(rng.random(n) < 0.5, "unknown", "contact")),
-            }
-        )
-    return X, y
 
 
 def _rows(X, idx):
@@ -149,7 +124,7 @@ def _assert_same(actual, expected, where):
 def case(request):
     """(pytree, weak reference to the deleted estimator, X, y, X_new, the estimator's results)."""
     name, support, unfitted = request.param
-    X, y = _data(support, np.random.default_rng(7), 16)
+    X, y = rows_in_support(support, np.random.default_rng(7), 16)
     X_new = _rows(X, [0, 5, 9, 14])
     # Hyperparameters learned from the evidence by default (Polya's precision) are fixed:
     # what is checked here is the reading of a fitted model, not the learning, and the
@@ -192,7 +167,7 @@ def test_every_entry_point_gives_the_estimators_results_from_the_pytree(case):
 
 
 def test_the_updated_posterior_asks_for_the_estimator():
-    X, y = _data("counts", np.random.default_rng(1), 8)
+    X, y = rows_in_support("counts", np.random.default_rng(1), 8)
     fitted = clone(CASES[[n for n, _, _ in CASES].index("multinomial")][2]).fit(X, y).fitted_model()
     with pytest.raises(TypeError, match="pass the fitted estimator, not its FittedModel"):
         predict_proba_draws(fitted, X, 4, random_state=0, posterior="updated")
@@ -201,7 +176,7 @@ def test_the_updated_posterior_asks_for_the_estimator():
 def test_the_scikit_learn_namespace_builds_its_pytree_through_the_base():
     import bayesnb.sklearn as sk
 
-    X, y = _data("counts", np.random.default_rng(2), 8)
+    X, y = rows_in_support("counts", np.random.default_rng(2), 8)
     est = sk.MultinomialNB().fit(X, y)
     fitted = est.fitted_model()
     assert isinstance(fitted, FittedModel) and fitted.name == "MultinomialNB"

@@ -250,21 +250,16 @@ def test_every_family_model_traces_with_its_prior_and_mask_as_arguments(case, fo
     # its prior abstract: else run_nuts silently compiles one NUTS program per prior
     # value (categorical, full-covariance Gaussian) or per mask (every masked model did).
     # Tracing the log joint is what the compiled program does first, without compiling.
-    import sys
-    from pathlib import Path
-
+    from _registered import rows_in_support
     from numpyro import handlers
     from sklearn.base import clone
 
     from bayesnb.ppl.models import model_from_estimator
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "core"))
-    from test_fitted_model_pytree import _data
-
     name, support, unfitted = case
     est = clone(unfitted)
     est.set_params(**{k: 1.0 for k, v in est.get_params(deep=False).items() if isinstance(v, str) and v == "evidence"})
-    X, y = _data(support, np.random.default_rng(7), 16)
+    X, y = rows_in_support(support, np.random.default_rng(7), 16)
     try:
         masked = np.asarray(X, dtype=float).copy()
         masked[1, 1] = np.nan
