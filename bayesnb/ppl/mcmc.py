@@ -186,7 +186,8 @@ def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, 
 #: The arguments of :func:`bayesnb.ppl.models.model_from_estimator`'s models that hold the
 #: data (rows, labels, weights, masks of observed entries, sufficient statistics): passed
 #: to the compiled NUTS program as arguments, so that a run on other data of the same
-#: shapes reuses it (``bayesnb.ppl._nuts.sample_nuts``); the priors are compiled in.
+#: shapes reuses it (``bayesnb.ppl._nuts.sample_nuts``); the priors are tried as arguments
+#: too (``MODEL_PARAMETERS``).
 MODEL_DATA = ("X", "y", "sample_weight", "observed", "stats")
 #: The arguments of those models that hold the prior's values (a MixedNB's ``blocks`` hold
 #: each block's prior), tried as arguments of the compiled NUTS program too: a data-scaled
