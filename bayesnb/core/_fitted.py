@@ -87,8 +87,8 @@ class Unavailable(NamedTuple):
         "temperature", "calibration", "hyper_posterior",
     ],
     meta_fields=[
-        "family", "n_features_in", "feature_names_in", "categories", "name", "validate", "validated_stats", "hyper_conditional",
-        "hyper_prior_draws", "hyper_embedding",
+        "family", "n_features_in", "feature_names_in", "categories", "name", "validate", "validated_stats", "condition",
+        "log_evidence", "hyper_conditional", "hyper_prior_draws", "hyper_embedding",
     ],
 )
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -143,6 +143,13 @@ class FittedModel:
     validated_stats : callable ``(rows, y_index, sample_weight=None) -> stats``
         The estimator's ``validated_stats`` as it was when the pytree was built: the
         sufficient statistics of validated rows as ``fit`` computes them.
+    condition : callable ``stats -> FittedModel``
+        The estimator's own conjugate update as it was when the pytree was built
+        (``with_stats(stats).fitted_model()``): the model conditioned on other statistics
+        under the same prior, with no hyperparameter draws. What simulation-based
+        calibration checks is this computation, the estimator's, not a second one here.
+    log_evidence : callable ``() -> float``
+        The estimator's ``log_evidence()`` of the statistics the pytree holds.
     hyper_conditional : callable ``m -> FittedModel``, or None
         The plain model at the hyperparameters' draw ``m`` (None without hyperpriors).
     hyper_prior_draws : callable ``(n, key) -> (log_class, params)``, or None
@@ -168,6 +175,8 @@ class FittedModel:
     name: str
     validate: Callable
     validated_stats: Callable
+    condition: Callable
+    log_evidence: Callable
     hyper_conditional: Optional[Callable] = None
     hyper_prior_draws: Optional[Callable] = None
     hyper_embedding: Optional[Callable] = None

@@ -1227,7 +1227,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
               without hyperpriors, with ``hyper_conditional``, ``hyper_prior_draws``
               and ``hyper_embedding``;
             - ``validate`` and ``validated_stats``: :meth:`validate_input` and
-              :meth:`validated_stats` as they are now.
+              :meth:`validated_stats` as they are now;
+            - ``condition`` and ``log_evidence``: ``with_stats(stats).fitted_model()``
+              and :meth:`log_evidence`, as they are now.
 
         Raises
         ------
@@ -1281,6 +1283,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             name=type(self).__name__,
             validate=frozen_est.validate_input,
             validated_stats=frozen_est.validated_stats,
+            condition=lambda stats: frozen_est.with_stats(stats).fitted_model(),
+            log_evidence=frozen_est.log_evidence,
             hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
             hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,
             hyper_embedding=None if hyper is None else frozen_est.hyper_embedding,

@@ -50,7 +50,6 @@ from __future__ import annotations
 import jax
 import numpy as np
 from scipy.special import erfc, logsumexp
-from sklearn.utils.validation import check_is_fitted
 
 from bayesnb.core import _fitted
 from bayesnb.core import class_prior as _class_prior
@@ -481,23 +480,22 @@ def _sharpness_test(values, variances):
     return z, float(erfc(abs(z) / np.sqrt(2.0)))
 
 
-def _chain_rule(estimator, parts, y_index):
+def _chain_rule(fitted, parts, y_index):
     r"""(:math:`\log p(D)` in closed form, :math:`\sum_i \log p(x_i, y_i \mid D_{<i})`) of simulated rows.
 
-    Both through the estimator conditioned on statistics (:meth:`with_stats`): its
-    ``log_evidence()`` of all rows, and each row's untempered exact predictive given the
-    rows before it (the class part :math:`\log p(y_i \mid y_{<i})`, the feature part
-    :math:`\log p(x_i \mid y_i, D_{<i})`).
+    Both through the model conditioned on statistics by the estimator's own update
+    (``fitted.condition``): its ``log_evidence()`` of all rows, and each row's untempered
+    exact predictive given the rows before it (the class part
+    :math:`\log p(y_i \mid y_{<i})`, the feature part :math:`\log p(x_i \mid y_i, D_{<i})`).
     """
     n = int(np.shape(y_index)[0])
-    fitted = estimator.fitted_model()
-    closed = float(estimator.with_stats(_stats(fitted, [X[:n] for X in parts], y_index)).log_evidence())
+    closed = float(fitted.condition(_stats(fitted, [X[:n] for X in parts], y_index)).log_evidence())
     total = 0.0
     for i in range(n):
-        est_i = estimator.with_stats(_stats(fitted, [X[:i] for X in parts], y_index[:i])).fitted_model()
+        before = fitted.condition(_stats(fitted, [X[:i] for X in parts], y_index[:i]))
         c = int(y_index[i])
         row = _rows(fitted, parts, i, i + 1)
-        total += _class_log_predictive(est_i)[c] + _feature_log_predictive(est_i, row)[0, c]
+        total += _class_log_predictive(before)[c] + _feature_log_predictive(before, row)[0, c]
     return closed, float(total)
 
 
@@ -550,7 +548,10 @@ def simulation_based_calibration(
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator or its FittedModel
+        The pytree (``estimator.fitted_model()``) carries the estimator's own
+        statistics, conjugate update and evidence (``validated_stats``, ``condition``,
+        ``log_evidence``), so the result is the same from either.
     n_samples : int
         Rows per simulated data set (small data are the demanding case: the prior and
         every pseudo-count matter).
@@ -589,7 +590,6 @@ def simulation_based_calibration(
     """
     from bayesnb.ppl import export, models
 
-    check_is_fitted(estimator, "stats_")
     n_samples = check_n_draws(n_samples, "n_samples")
     n_simulations = check_n_draws(n_simulations, "n_simulations")
     n_draws = check_n_draws(n_draws, "n_draws")
@@ -600,8 +600,9 @@ def simulation_based_calibration(
         raise ValueError(f"level must be in (0, 1), got {level!r}")
     if int(n_bins) < 2 or (n_draws + 1) % int(n_bins):
         raise ValueError(f"n_draws + 1 = {n_draws + 1} must be a multiple of n_bins = {n_bins} (>= 2)")
-    # The estimator is read once here; only its conjugate update (with_stats) is asked again.
-    fitted = estimator.fitted_model()
+    # The estimator is read once here (its FittedModel); below, its own conjugate update
+    # and evidence are asked through the pytree (fitted.condition, .log_evidence).
+    fitted = _fitted.as_fitted(estimator)
     blocks = _fitted.blocks(fitted)
     mixed = _fitted.is_mixed(fitted)
     dims = models.variable_dims(fitted)
@@ -623,7 +624,7 @@ def simulation_based_calibration(
         # What SBC calibrates is the estimator's own computation from data: its statistics
         # of the simulated rows (its own tables, e.g. category counts), then its conjugate
         # update of the prior they were drawn from, features and class proportions alike.
-        conditioned = estimator.with_stats(_stats(fitted, [X[:n_samples] for X in parts], y_index)).fitted_model()
+        conditioned = fitted.condition(_stats(fitted, [X[:n_samples] for X in parts], y_index))
         key_class, key_feat = jax.random.split(key_post)
         log_class = _fitted.class_log_draws(key_class, conditioned, n_draws)
         posterior_params = jax.tree.map(
@@ -646,7 +647,7 @@ def simulation_based_calibration(
             predictive.append(_predictive_ranks(generator(key_pred), log_p, y_all[n_samples:], n_draws).ravel())
             sharpness.append(_label_sharpness(log_p, y_all[n_samples:]))
         if check_evidence:
-            closed, chained = _chain_rule(estimator, parts, y_index)
+            closed, chained = _chain_rule(fitted, parts, y_index)
             deviation.append(abs(closed - chained))
             scale.append(1.0 + abs(closed))
     predictive_names = [

@@ -39,6 +39,7 @@ from bayesnb.analysis.uncertainty import (
 from bayesnb.core._fitted import FittedModel
 from bayesnb.ppl.export import to_inference_data
 from bayesnb.ppl.models import model_from_estimator
+from bayesnb.ppl.sbc import simulation_based_calibration
 
 CASES = [(name, support, est) for name, support, est in family_estimators()] + [("mixed", "mixed", MixedNB())]
 
@@ -93,7 +94,14 @@ def _results(model, X, y, X_new):
         "model_from_estimator": _outcome(lambda: _model(*model_from_estimator(model, X, y))),
         "model_from_estimator_stats": _outcome(lambda: _model(*model_from_estimator(model, X, y, form="stats"))),
         "ppc": _outcome(lambda: (lambda r: (r.observed, r.p_value))(ppc(model, X, y, n_draws=8, random_state=6))),
+        "simulation_based_calibration": _outcome(lambda: _sbc(model)),
     }
+
+
+def _sbc(model):
+    """What simulation-based calibration computes (two small simulations: the arithmetic, not a verdict)."""
+    r = simulation_based_calibration(model, 3, n_simulations=2, n_draws=9, n_bins=2, random_state=7)
+    return r.names, r.ranks, r.predictive_ranks, np.asarray(r.evidence_deviation), np.asarray(r.sharpness)
 
 
 def _assert_same(actual, expected, where):
@@ -161,7 +169,7 @@ def test_every_entry_point_gives_the_estimators_results_from_the_pytree(case):
     # are the same from the pytree.
     applied = [k for k, v in expected.items() if not isinstance(v, Raised)]
     assert {"predict_proba_draws", "predict_proba_interval", "decompose_uncertainty", "rank_by_epistemic",
-            "to_inference_data", "model_from_estimator"} <= set(applied)
+            "to_inference_data", "model_from_estimator", "simulation_based_calibration"} <= set(applied)
     for key in expected:
         _assert_same(actual[key], expected[key], key)
 
