@@ -51,6 +51,7 @@ __all__ = [
     "class_log_draws",
     "draws",
     "feature_draws",
+    "hyper_conditional_draws",
     "hyper_posterior",
     "is_mixed",
     "mixture_draws",
@@ -88,7 +89,8 @@ class Unavailable(NamedTuple):
     ],
     meta_fields=[
         "family", "n_features_in", "feature_names_in", "categories", "name", "validate", "validated_stats", "condition",
-        "log_evidence", "hyper_conditional", "hyper_prior_draws", "hyper_embedding",
+        "log_evidence", "predictive_proba", "hyper_conditional", "hyper_prior_draws", "hyper_embedding",
+        "hyper_joint_draws", "hyper_chains",
     ],
 )
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -150,12 +152,23 @@ class FittedModel:
         calibration checks is this computation, the estimator's, not a second one here.
     log_evidence : callable ``() -> float``
         The estimator's ``log_evidence()`` of the statistics the pytree holds.
+    predictive_proba : callable ``X -> ndarray of shape (n_samples, n_classes)``
+        The estimator's ``predict_proba`` with ``estimate="predictive"`` (tempered and
+        calibrated as it predicts; the mixture over the hyperparameters' draws where
+        they are integrated): the closed form that :func:`bayesnb.ppl.mcmc.crosscheck`
+        compares with NUTS is the estimator's own.
     hyper_conditional : callable ``m -> FittedModel``, or None
         The plain model at the hyperparameters' draw ``m`` (None without hyperpriors).
     hyper_prior_draws : callable ``(n, key) -> (log_class, params)``, or None
         Draws from the prior, hyperpriors included (None without hyperpriors).
     hyper_embedding : callable ``() -> (hypers, embedding)``, or None
         Where the hyperparameters enter the prior (None without hyperpriors).
+    hyper_joint_draws : callable ``X -> ndarray of shape (n_predict_draws, n_samples, n_classes)``, or None
+        The per-draw joint log predictives that the integrated predictive averages
+        (``hyper_joint_log_proba_draws``; None without hyperpriors).
+    hyper_chains : int or None
+        Number of chains of ``hyper_posterior`` (its draws are the chains one after the
+        other); None without hyperpriors.
     """
 
     family: Any
@@ -177,9 +190,12 @@ class FittedModel:
     validated_stats: Callable
     condition: Callable
     log_evidence: Callable
+    predictive_proba: Callable
     hyper_conditional: Optional[Callable] = None
     hyper_prior_draws: Optional[Callable] = None
     hyper_embedding: Optional[Callable] = None
+    hyper_joint_draws: Optional[Callable] = None
+    hyper_chains: Optional[int] = None
 
     @property
     def n_classes(self):
@@ -275,6 +291,31 @@ def blocks(fitted):
 # Entries of one block of draws (2^16 float64: 512 KiB), and the most draws in a block.
 _BLOCK_ENTRIES = 1 << 16
 _MAX_BLOCK = 64
+
+
+def hyper_conditional_draws(fitted, n_per_draw, key):
+    r"""``n_per_draw`` exact draws of :math:`(\log\pi, \theta)` given each hyperparameter draw, in their order.
+
+    Draw ``m * n_per_draw + k`` is the ``k``-th draw from the conditional posterior
+    :math:`p(\theta, \pi \mid D, a_m)` (``fitted.hyper_conditional(m)``), from the key
+    ``fold_in(key, m)``: together, draws of the mixture the model integrates, stratified
+    over its hyperparameters' draws.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+        With integrated hyperparameters.
+    n_per_draw : int
+    key : jax PRNG key
+
+    Returns
+    -------
+    log_class : ndarray of shape (n_hyper * n_per_draw, n_classes)
+    params : the family's parameter pytree with leading axis ``n_hyper * n_per_draw``
+    """
+    total = next(iter(fitted.hyper_posterior.values())).shape[0]
+    parts = [draws(fitted.hyper_conditional(m), n_per_draw, _sampling.fold_in(key, m)) for m in range(total)]
+    return jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
 
 
 def hyper_posterior(fitted):

@@ -1229,7 +1229,11 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             - ``validate`` and ``validated_stats``: :meth:`validate_input` and
               :meth:`validated_stats` as they are now;
             - ``condition`` and ``log_evidence``: ``with_stats(stats).fitted_model()``
-              and :meth:`log_evidence`, as they are now.
+              and :meth:`log_evidence`, as they are now; ``predictive_proba``:
+              :meth:`predict_proba` with ``estimate="predictive"``;
+            - with hyperpriors, ``hyper_joint_draws``
+              (:meth:`hyper_joint_log_proba_draws`) and ``hyper_chains`` (the number of
+              chains of ``hyper_posterior_``).
 
         Raises
         ------
@@ -1285,9 +1289,14 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             validated_stats=frozen_est.validated_stats,
             condition=lambda stats: frozen_est.with_stats(stats).fitted_model(),
             log_evidence=frozen_est.log_evidence,
+            # A shallow copy at the exact predictive: the fitted pytrees are shared (the
+            # memo of point estimates is keyed by the estimate).
+            predictive_proba=lambda X: copy.copy(frozen_est).set_params(estimate="predictive").predict_proba(X),
             hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
             hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,
             hyper_embedding=None if hyper is None else frozen_est.hyper_embedding,
+            hyper_joint_draws=None if hyper is None else frozen_est.hyper_joint_log_proba_draws,
+            hyper_chains=None if hyper is None else int(self.hyper_diagnostics_["num_chains"]),
         )
 
     def _class_draws(self, key, n, *, prior=False):

@@ -60,7 +60,7 @@ import jax
 import numpy as np
 from sklearn.utils.validation import check_is_fitted
 
-from bayesnb.core import _fitted, _sampling
+from bayesnb.core import _fitted
 from bayesnb.core._random import key_from_random_state
 from bayesnb.ppl import collapsed as _collapsed
 
@@ -247,10 +247,7 @@ class HyperpriorMixin:
         """
         check_is_fitted(self, "hyper_posterior_")
         n_per_draw = _check_count(n_per_draw, "n_per_draw", 1)
-        key = key_from_random_state(random_state)
-        total = next(iter(self.hyper_posterior_.values())).shape[0]
-        parts = [self.hyper_conditional(m)._draw(n_per_draw, _sampling.fold_in(key, m)) for m in range(total)]
-        return jax.tree.map(lambda *leaves: np.concatenate([np.asarray(v) for v in leaves], axis=0), *parts)
+        return _fitted.hyper_conditional_draws(self.fitted_model(), n_per_draw, key_from_random_state(random_state))
 
     def hyper_embedding(self):
         """Where the integrated hyperparameters enter the prior: the hyperpriors and their embedding.

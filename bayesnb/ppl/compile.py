@@ -1010,9 +1010,9 @@ def recognise_model(model, X, y, **model_kwargs):
 # ----------------------------------------------------------------------------- NUTS on the model as written
 
 
-def _block_names(estimator, compiled):
-    """The estimator's block name of each site (``""`` for a one-family estimator)."""
-    blocks = estimator.family_.blocks
+def _block_names(fitted, compiled):
+    """The fitted model's block name of each site (``""`` for a one-family model)."""
+    blocks = fitted.family.blocks
     if blocks is None:
         return {compiled.sites[0].site: ""}
     return {site.site: block.name for site, block in zip(compiled.sites, blocks)}
@@ -1029,7 +1029,7 @@ def _same_distribution(a, b):
     )
 
 
-def _hyper_sites(estimator, compiled):
+def _hyper_sites(fitted, compiled):
     """``[(Hyper, Hyperprior site)]``: a compiled estimator's integrated hyperparameters and their sites.
 
     An estimator hyperparameter (``hyper_posterior_``'s names) is paired with the model's
@@ -1037,11 +1037,9 @@ def _hyper_sites(estimator, compiled):
     hyperparameter whose distribution several sites share (``Beta(a, b)`` with ``a`` and
     ``b`` both ``Gamma(2, 1)``) cannot be told apart from the others and is left out.
     """
-    from bayesnb.ppl import collapsed
-
-    if _fitted.hyper_posterior(_fitted.as_fitted(estimator)) is None:
+    if _fitted.hyper_posterior(fitted) is None:
         return []
-    hypers = collapsed.find_hyperpriors(estimator.get_params(deep=False))
+    hypers, _ = fitted.hyper_embedding()  # the hyperpriors the estimator integrated at its fit
     sites = list(compiled.hyperpriors.values())
     out = []
     for h in hypers:
@@ -1068,7 +1066,7 @@ def run_nuts_model(
     ----------
     model : callable
         The numpyro model ``model(X, y, **model_kwargs)``.
-    estimator : fitted estimator
+    estimator : fitted estimator, or its FittedModel
         What :func:`bayesnb.compile_model` returned, fitted on ``X, y``.
     X : array-like of shape (n_rows, n_features)
     y : array-like of shape (n_rows,)
@@ -1085,8 +1083,9 @@ def run_nuts_model(
 
     from bayesnb.ppl import mcmc, models
 
+    fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
     X = np.asarray(X)
-    y_index = models._labels_index(_fitted.as_fitted(estimator), y)
+    y_index = models._labels_index(fitted, y)
     compiled = recognise_model(model, X, y_index, **model_kwargs)
     grouped, latent, diverging = mcmc.sample_nuts(
         model, (X, y_index), model_kwargs, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
@@ -1098,17 +1097,17 @@ def run_nuts_model(
     if compiled.labels.proportions_site is not None:
         draws = grouped[compiled.labels.proportions_site]
         samples["class_probs"] = draws.reshape(draws.shape[:2] + (C,))
-    names = _block_names(estimator, compiled)
+    names = _block_names(fitted, compiled)
     for site in compiled.sites:
         for var, role in site.roles.items():
             samples[models._prefixed(names[site.site], var)] = role.canonical(grouped[role.site], C, lead=2)
-    for h, site in _hyper_sites(estimator, compiled):
+    for h, site in _hyper_sites(fitted, compiled):
         value = grouped[site.site]
         if value.size == np.prod(value.shape[:2]) * int(np.prod(h.shape)):
             samples[h.name] = value.reshape(value.shape[:2] + tuple(h.shape))
-    wanted = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
+    wanted = {**models.variable_dims(fitted), **models.hyper_dims(fitted)}
     samples = {k: v for k, v in samples.items() if k in wanted}
-    classes = estimator.classes_
+    classes = fitted.classes
 
     def log_joint(X_rep, y_rep):
         # log p(x_r, y_r | draw) of every (row, label) pair, from the model's own densities.
@@ -1122,7 +1121,7 @@ def run_nuts_model(
         return np.asarray(total)
 
     return mcmc.nuts_run(
-        estimator, samples, diverging, model, model_kwargs, latent, mcmc.data_fingerprint(X, y), "rows",
+        fitted, samples, diverging, model, model_kwargs, latent, mcmc.data_fingerprint(X, y), "rows",
         log_joint=log_joint,
     )
 
@@ -1136,7 +1135,7 @@ def crosscheck_model(model, estimator, X, y, *, random_state=None, nuts_options=
     Parameters
     ----------
     model : callable
-    estimator : fitted estimator returned by :func:`bayesnb.compile_model`
+    estimator : fitted estimator returned by :func:`bayesnb.compile_model`, or its FittedModel
     X, y : the data it was fitted on
     random_state : int, optional
     nuts_options : dict, optional
@@ -1153,5 +1152,6 @@ def crosscheck_model(model, estimator, X, y, *, random_state=None, nuts_options=
     options = dict(nuts_options or {})
     run_keys = ("num_warmup", "num_samples", "num_chains", "chain_method", "progress_bar", "target_accept_prob")
     run_options = {k: options.pop(k) for k in run_keys if k in options}
-    nuts = run_nuts_model(model, estimator, X, y, random_state=random_state, **run_options, **model_kwargs)
-    return mcmc.crosscheck(estimator, X, y, random_state=random_state, nuts=nuts, **options)
+    fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
+    nuts = run_nuts_model(model, fitted, X, y, random_state=random_state, **run_options, **model_kwargs)
+    return mcmc.crosscheck(fitted, X, y, random_state=random_state, nuts=nuts, **options)

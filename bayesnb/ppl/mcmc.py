@@ -93,7 +93,6 @@ from typing import NamedTuple
 
 import jax
 import numpy as np
-from sklearn.utils.validation import check_is_fitted
 
 from bayesnb.core import _fitted
 from bayesnb.core._random import key_from_random_state
@@ -171,13 +170,14 @@ def nuts_run(estimator, samples, diverging, model, kwargs, latent, fingerprint, 
     """
     from bayesnb.ppl import export, models
 
-    all_dims = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
+    fitted = _fitted.as_fitted(estimator)
+    all_dims = {**models.variable_dims(fitted), **models.hyper_dims(fitted)}
     dims = {k: v for k, v in all_dims.items() if k in samples}
     idata = export.from_canonical(
-        estimator,
+        fitted,
         {"posterior": samples, "sample_stats": {"diverging": diverging}},
         dims=dims,
-        coords=export.coords_of(estimator),
+        coords=export.coords_of(fitted),
         attrs={"inference_library": "numpyro", "sampler": "NUTS", "form": form},
     )
     return NUTSRun(samples, diverging, model, kwargs, latent, idata, fingerprint, form, log_joint)
@@ -215,7 +215,7 @@ def run_nuts(
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``estimator.fitted_model()``)
         Supplies the prior hyperparameters and class-proportion settings (not the data).
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
@@ -242,8 +242,8 @@ def run_nuts(
     """
     from bayesnb.ppl import models
 
-    check_is_fitted(estimator, "stats_")
-    model, kwargs = models.model_from_estimator(estimator, X, y, form=form, sample_weight=sample_weight)
+    fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
+    model, kwargs = models.model_from_estimator(fitted, X, y, form=form, sample_weight=sample_weight)
     grouped, latent, diverging = sample_nuts(
         model, (), kwargs, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,
         random_state=random_state, chain_method=chain_method, progress_bar=progress_bar,
@@ -252,13 +252,13 @@ def run_nuts(
     samples = {}
     if "class_probs" in grouped:
         samples["class_probs"] = grouped["class_probs"]
-    for name, _, _, spec in models.block_specs(estimator):
+    for name, _, _, spec in models.block_specs(fitted):
         block = {var: grouped[models._prefixed(name, var)] for var in spec.variables}
         for var, value in spec.canonical(block).items():
             samples[models._prefixed(name, var)] = value
-    for name in models.hyper_dims(estimator):  # the un-collapsed model's hyperparameters
+    for name in models.hyper_dims(fitted):  # the un-collapsed model's hyperparameters
         samples[name] = grouped[name]
-    return nuts_run(estimator, samples, diverging, model, kwargs, latent, _model_fingerprint(model, kwargs), form)
+    return nuts_run(fitted, samples, diverging, model, kwargs, latent, _model_fingerprint(model, kwargs), form)
 
 
 def _diagnostics(draws):
@@ -675,22 +675,21 @@ def _worst(bad, column="z"):
     )
 
 
-def _predictive(estimator, nuts, X_rows):
-    """Closed-form and MCMC posterior predictive class probabilities of ``X_rows``."""
+def _predictive(fitted, nuts, X_rows):
+    """Closed-form and MCMC posterior predictive class probabilities of ``X_rows`` (``fitted``: a FittedModel)."""
     from numpyro.infer.util import log_likelihood
 
     from bayesnb.ppl import models
 
-    closed_est = _with_estimate(estimator, "predictive")
-    closed = closed_est.predict_proba(X_rows)
+    closed = np.asarray(fitted.predictive_proba(X_rows))
     n_rows, n_classes = closed.shape
     # Every row paired with every class, as data of the model: log p(x_r, y=c | draw).
     X_rep = _repeat_rows(X_rows, n_classes)
-    y_rep = np.tile(estimator.classes_, n_rows)
+    y_rep = np.tile(fitted.classes, n_rows)
     if nuts.log_joint is not None:  # a run of the user's own model (bayesnb.ppl.compile)
         total = nuts.log_joint(X_rep, y_rep)
     else:
-        model, kwargs = models.model_from_estimator(estimator, X_rep, y_rep, form="rows")
+        model, kwargs = models.model_from_estimator(fitted, X_rep, y_rep, form="rows")
         with enable_x64():
             sites = jax.jit(lambda s: log_likelihood(model, s, **kwargs))(nuts.latent)
             total = 0.0
@@ -718,7 +717,7 @@ def _predictive(estimator, nuts, X_rows):
     # class is carried, with the opposite sign, by the others (for two classes: exactly
     # by its complement, ~1 with a vanishing MCSE): a row is compared whole or not at all.
     reliable = np.all(k < PARETO_K_MAX, axis=1, keepdims=True) & np.ones_like(k, dtype=bool)
-    closed_mcse = _closed_predictive_mcse(estimator, X_rows, closed)
+    closed_mcse = _closed_predictive_mcse(fitted, X_rows, closed)
     with np.errstate(divide="ignore", invalid="ignore"):
         se = np.sqrt(mcse**2 + closed_mcse**2)
         z = np.where(se > 0, (mcmc - closed) / se, np.where(mcmc == closed, 0.0, np.inf))
@@ -726,7 +725,7 @@ def _predictive(estimator, nuts, X_rows):
     return closed, mcmc, mcse, z, k, closed_mcse
 
 
-def _closed_predictive_mcse(estimator, X_rows, closed):
+def _closed_predictive_mcse(fitted, X_rows, closed):
     r"""MCSE of the closed-form predictive probabilities, shape (n_rows, n_classes).
 
     0 for a conjugate closed form. With integrated hyperparameters the predictive is
@@ -735,9 +734,9 @@ def _closed_predictive_mcse(estimator, X_rows, closed):
     whose MCSE is that of the delta method, as for the MCMC side (the draws, evenly
     spaced over the hyperparameters' chains, split in two halves as two chains).
     """
-    if _fitted.hyper_posterior(_fitted.as_fitted(estimator)) is None:
+    if _fitted.hyper_posterior(fitted) is None:
         return np.zeros_like(closed)
-    joint = np.asarray(estimator.hyper_joint_log_proba_draws(X_rows), dtype=np.float64)  # (draws, rows, classes)
+    joint = np.asarray(fitted.hyper_joint_draws(X_rows), dtype=np.float64)  # (draws, rows, classes)
     a = np.exp(joint - joint.max(axis=(0, 2), keepdims=True))
     b = a.sum(axis=2, keepdims=True)
     p = a.mean(axis=0) / b.mean(axis=0)
@@ -780,14 +779,6 @@ def _repeat_rows(X, k):
     if sp.issparse(X):
         return sp.csr_matrix(X)[np.repeat(np.arange(X.shape[0]), k)]
     return np.repeat(np.asarray(X), k, axis=0)
-
-
-def _with_estimate(estimator, estimate):
-    import copy
-
-    # A shallow copy with another public ``estimate``: the fitted pytrees are shared (the
-    # estimator's memo of point estimates is keyed by the estimate, so sharing it is safe).
-    return copy.copy(estimator).set_params(estimate=estimate)
 
 
 # NUM_CHAINS (4 chains by default) comes from bayesnb.ppl._nuts, imported above.
@@ -838,7 +829,8 @@ def crosscheck(
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel (``estimator.fitted_model()``)
+        Read once, when this function is called: a later refit does not change the report.
     X : array-like of shape (n_samples, n_features)
     y : array-like of shape (n_samples,)
     sample_weight : array-like of shape (n_samples,), optional
@@ -878,12 +870,14 @@ def crosscheck(
 
     from bayesnb.ppl import export, models
 
-    check_is_fitted(estimator, "stats_")
+    # The estimator is read once, here: a snapshot, so that a later refit does not change
+    # this report, and everything below works on it.
+    fitted = _fitted.as_fitted(estimator)
     if not 0.0 < float(false_alarm) < 1.0:
         raise ValueError(f"false_alarm must be in (0, 1), got {false_alarm!r}")
     if nuts is None:
         nuts = run_nuts(
-            estimator,
+            fitted,
             X,
             y,
             sample_weight=sample_weight,
@@ -899,16 +893,16 @@ def crosscheck(
         if data_fingerprint(X, y, sample_weight) != nuts.fingerprint:
             raise ValueError("nuts= was run on different data than this cross-check")
     else:
-        model, kwargs = models.model_from_estimator(estimator, X, y, form=nuts.form, sample_weight=sample_weight)
+        model, kwargs = models.model_from_estimator(fitted, X, y, form=nuts.form, sample_weight=sample_weight)
         if _model_fingerprint(model, kwargs) != nuts.fingerprint:
             raise ValueError("nuts= was run on a different model or different data than this cross-check")
     # The closed form as the estimator holds it now: moments of its posterior_ (and class
     # posterior), or of the mixture over the hyperparameters' draws where they are
     # integrated, and exact draws of it for the quantiles.
     seed = _derived_seed(random_state)
-    closed = closed_form(estimator, N_EXACT, jax.random.fold_in(seed, 1))
-    dims = {**models.variable_dims(estimator), **models.hyper_dims(estimator)}
-    coords = export.coords_of(estimator)
+    closed = closed_form(fitted, N_EXACT, jax.random.fold_in(seed, 1))
+    dims = {**models.variable_dims(fitted), **models.hyper_dims(fitted)}
+    coords = export.coords_of(fitted)
     blocks = []
     for name, draws in nuts.samples.items():
         if name not in closed.moments:
@@ -939,34 +933,31 @@ def crosscheck(
         parameters["r_hat_bulk_crit"] = parameters["r_hat_tail_crit"] = float(rhat_max)
     X_rows = X if X_new is None else X_new
     X_rows = X_rows.iloc[:n_rows] if hasattr(X_rows, "iloc") else X_rows[:n_rows]
-    p_closed, mcmc, mcse, z, pareto_k, closed_mcse = _predictive(estimator, nuts, X_rows)
+    p_closed, mcmc, mcse, z, pareto_k, closed_mcse = _predictive(fitted, nuts, X_rows)
     pred_rows = [
         {"row": r, "class": c, "closed": p_closed[r, j], "mcmc": mcmc[r, j], "mcse": mcse[r, j],
          "closed_mcse": closed_mcse[r, j], "z": z[r, j], "pareto_k": pareto_k[r, j]}
         for r in range(p_closed.shape[0])
-        for j, c in enumerate(export._labels(estimator.classes_))
+        for j, c in enumerate(export._labels(fitted.classes))
     ]
     predictive = pd.DataFrame(
         pred_rows, columns=["row", "class", "closed", "mcmc", "mcse", "closed_mcse", "z", "pareto_k"]
     )
     n_chain, n_draw = nuts.diverging.shape
     seed = _derived_seed(random_state)
-    # A snapshot: a later refit of the estimator must not change this report.
-    snapshot = _with_estimate(estimator, estimator.estimate)
 
     def closed_idata():
         if closed.hyper is None:
-            return export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain)
+            return export.to_inference_data(fitted, n_draw, random_state=seed, n_chains=n_chain)
         # The mixture: as many of its exact draws as the MCMC kept, taken at random.
         total = n_chain * n_draw
         n = closed.hyper["log_class"].shape[0]
         pick = np.asarray(jax.random.choice(seed, n, (total,), replace=total > n))
         draws = jax.tree.map(lambda a: np.asarray(a)[pick], (closed.hyper["log_class"], closed.hyper["params"]))
-        idata = export.to_inference_data(snapshot, n_draw, random_state=seed, n_chains=n_chain, draws=draws)
-        hyper = {k: np.asarray(v)[closed.hyper["stratum"][pick]] for k, v in snapshot.hyper_posterior_.items()}
+        idata = export.to_inference_data(fitted, n_draw, random_state=seed, n_chains=n_chain, draws=draws)
+        hyper = {k: np.asarray(v)[closed.hyper["stratum"][pick]] for k, v in fitted.hyper_posterior.items()}
         return export.add_hyperparameters(
-            idata, hyper, n_chain, getattr(snapshot, "n_features_in_", None),
-            feature_names=export.coords_of(snapshot).get("feature"),
+            idata, hyper, n_chain, fitted.n_features_in, feature_names=export.coords_of(fitted).get("feature"),
         )
 
     return CrossCheck(
@@ -1009,7 +1000,7 @@ def closed_form(estimator, n_exact, random_state):
     With integrated hyperparameters (``hyper_posterior_``: the draws :math:`a_1 \ldots
     a_S` of NUTS on the collapsed model), the posterior the estimator integrates, the
     mixture :math:`\frac1S \sum_s p(\theta, \pi \mid D, a_s)` of the conjugate
-    posteriors given each draw (``estimator.hyper_conditional(s)``):
+    posteriors given each draw (``fitted.hyper_conditional(s)``):
 
     * mean :math:`\bar m = \frac1S \sum_s m_s` of the conditional means :math:`m_s`,
       variance :math:`\frac1S \sum_s (v_s + (m_s - \bar m)^2)` (the average conditional
@@ -1020,13 +1011,13 @@ def closed_form(estimator, n_exact, random_state):
       with the ESS of the hyperparameters' chains (their draws are autocorrelated);
     * exact draws stratified over the hyperparameters' draws,
       :math:`\lceil n_{\rm exact} / S \rceil` from each conditional posterior
-      (``estimator.hyper_conditional_draws``);
+      (:func:`bayesnb.core._fitted.hyper_conditional_draws`);
     * the hyperparameters themselves (names of ``hyper_posterior_``): the moments and
       draws of ``hyper_posterior_``, with their MCSEs.
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, or its FittedModel
     n_exact : int
     random_state : int, RandomState, Generator, jax key or None
 
@@ -1046,7 +1037,7 @@ def closed_form(estimator, n_exact, random_state):
         log_class, params = _fitted.draws(fitted, n_exact, random_state)
         return ClosedForm(moments, export.parameter_draws(fitted, log_class, params), {}, None)
     n_hyper = next(iter(hyper.values())).shape[0]
-    n_chains = int(estimator.hyper_diagnostics_["num_chains"])
+    n_chains = fitted.hyper_chains
     per_chain = n_hyper // n_chains
     conditional = [models.posterior_moments(fitted.hyper_conditional(s)) for s in range(n_hyper)]
     moments = {}
@@ -1058,7 +1049,7 @@ def closed_form(estimator, n_exact, random_state):
         value = np.asarray(value, dtype=np.float64)
         moments[name] = _mixture_moments(value, np.zeros_like(value), n_chains, per_chain)
     n_per_draw = -(-int(n_exact) // n_hyper)
-    log_class, params = estimator.hyper_conditional_draws(n_per_draw, random_state)
+    log_class, params = _fitted.hyper_conditional_draws(fitted, n_per_draw, key_from_random_state(random_state))
     draws = export.parameter_draws(fitted, log_class, params)
     strata = {name: (n_chains, per_chain, n_per_draw) for name in draws}
     for name, value in hyper.items():

@@ -195,3 +195,34 @@ def test_the_scikit_learn_namespace_builds_its_pytree_through_the_base():
     np.testing.assert_allclose(
         predict_proba_draws(fitted, X, 4, random_state=0), est.predict_proba_draws(X, 4, random_state=0), rtol=1e-12
     )
+
+
+@pytest.mark.parametrize("hyper", [False, True], ids=["conjugate", "hyperprior"])
+def test_the_crosscheck_runs_from_the_pytree_after_the_estimator_is_gone(hyper):
+    """crosscheck's closed side (moments, exact draws, the predictive, the mixture over a
+    hyperparameter's draws) from the pytree alone, against the same NUTS run."""
+    import numpyro.distributions as dist
+
+    from bayesnb import BernoulliNB
+    from bayesnb.ppl.mcmc import crosscheck, run_nuts
+
+    X, y = rows_in_support("binary", np.random.default_rng(3), 24)
+    options = {"alpha": dist.Gamma(2.0, 1.0), "hyper_warmup": 100, "hyper_draws": 100, "random_state": 0}
+    est = BernoulliNB(**(options if hyper else {})).fit(X, y)
+    nuts = run_nuts(est, X, y, num_warmup=100, num_samples=100, num_chains=2, random_state=0)
+    expected = crosscheck(est, X, y, nuts=nuts, random_state=1)
+    expected_idata = _groups(expected.closed_form_inference_data)
+    # The estimator's own exact predictive, asked directly: the closed side of the rows compared.
+    direct = clone(est).set_params(estimate="predictive").fit(X, y).predict_proba(X[:5])
+    fitted = est.fitted_model()
+    gone = weakref.ref(est)
+    del est
+    gc.collect()
+    assert gone() is None
+    actual = crosscheck(fitted, X, y, nuts=nuts, random_state=1)
+    assert len(expected.parameters) > 0 and ("alpha" in set(expected.parameters["parameter"])) == hyper
+    for name in ("parameters", "predictive"):
+        pd.testing.assert_frame_equal(getattr(actual, name), getattr(expected, name), check_exact=False, rtol=1e-12)
+    assert actual.agrees == expected.agrees
+    np.testing.assert_allclose(actual.predictive["closed"].to_numpy().reshape(5, 2), direct, rtol=1e-12)
+    _assert_same(_groups(actual.closed_form_inference_data), expected_idata, "closed_form_inference_data")
