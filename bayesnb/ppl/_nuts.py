@@ -120,6 +120,14 @@ def _program_key(model, args, kwargs, data, num_warmup, num_samples, num_chains,
     return key, static, data_at
 
 
+def with_data(treedef, static, data_at, data):
+    """The model's ``(args, kwargs)``: the static leaves with ``data`` (the program's arguments) at ``data_at``."""
+    leaves = list(static)
+    for i, value in zip(data_at, data):
+        leaves[i] = value
+    return jax.tree.unflatten(treedef, leaves)
+
+
 def _nuts_program(model, treedef, static, data_at, num_warmup, num_samples, num_chains, target_accept_prob):
     """One jitted function ``(key, data) -> (samples, diverging, init_ok)`` of a whole NUTS run.
 
@@ -136,10 +144,7 @@ def _nuts_program(model, treedef, static, data_at, num_warmup, num_samples, num_
     from numpyro.infer import NUTS
 
     def program(key, data):
-        leaves = list(static)
-        for i, value in zip(data_at, data):
-            leaves[i] = value
-        args, kwargs = jax.tree.unflatten(treedef, leaves)
+        args, kwargs = with_data(treedef, static, data_at, data)
         kernel = NUTS(model, target_accept_prob=target_accept_prob)
         state = kernel.init(jax.random.split(key, num_chains), num_warmup, None, args, kwargs)
         # numpyro checks the initial points only outside a trace: the program reports it.

@@ -274,10 +274,7 @@ def test_every_family_model_traces_with_its_prior_and_mask_as_arguments(case, fo
     assert any(np.ndim(leaves[i]) and leaves[i].dtype.kind == "f" for i in data_at)  # the prior or data is in
 
     def log_joint(data):
-        values = list(static)
-        for i, v in zip(data_at, data):
-            values[i] = v
-        _, kw = jax.tree.unflatten(treedef, values)
+        _, kw = _nuts.with_data(treedef, static, data_at, data)
         trace = handlers.trace(handlers.seed(model, 0)).get_trace(**kw)
         return sum(jnp.sum(site["fn"].log_prob(site["value"])) for site in trace.values() if site["type"] == "sample")
 

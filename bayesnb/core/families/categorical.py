@@ -422,7 +422,7 @@ class CategoricalModel(_models.ModelSpec):
         # In jax.numpy where the prior is traced (an argument of the compiled NUTS
         # program, bayesnb.ppl._nuts), else in NumPy as the host-side readers expect.
         xp = namespace(prior.concentration, prior.n_categories)
-        conc = xp.asarray(prior.concentration, dtype=xp.float64) if xp is np else prior.concentration
+        conc = np.asarray(prior.concentration, dtype=np.float64) if xp is np else prior.concentration
         self.k_max = conc.shape[-1]
         # At least two coordinates, so that every cell is a proper simplex for numpyro.
         k = max(self.k_max, 2)
