@@ -242,8 +242,9 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
-        Any estimator with ``loo_terms`` (every family and :class:`~bayesnb.MixedNB`).
+    estimator : fitted bayesnb estimator, or its FittedModel
+        Any estimator with ``loo_terms`` (every family and :class:`~bayesnb.MixedNB`),
+        read once; its pytree (``estimator.fitted_model()``) carries the same terms.
     X : array-like or sparse matrix of shape (n_samples, n_features)
         The training rows (their statistics are in ``stats_``).
     y : array-like of shape (n_samples,)
@@ -320,16 +321,18 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
     >>> [w.category.__name__ for w in caught]
     ['ApproximateLOOWarning']
     """
+    from bayesnb.core import _fitted
+
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
-    if not callable(getattr(estimator, "loo_terms", None)):
+    if not isinstance(estimator, _fitted.FittedModel) and not callable(getattr(estimator, "loo_terms", None)):
         raise TypeError(f"{type(estimator).__name__} has no exact leave-one-out (it has no loo_terms)")
-    terms = estimator.loo_terms(X, y, sample_weight=sample_weight)
-    approximations = getattr(estimator, "loo_approximations", None)
-    reasons = tuple(approximations(kind)) if callable(approximations) else ()
+    fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
+    terms = fitted.loo_terms(X, y, sample_weight=sample_weight)
+    reasons = tuple(fitted.loo_approximations(kind))
     if reasons:
         warnings.warn(
-            f"bayesnb.loo of this {type(estimator).__name__} is approximate, not leave-one-out refits: "
+            f"bayesnb.loo of this {fitted.name} is approximate, not leave-one-out refits: "
             + "; ".join(reasons)
             + ". Its ELPDData has approximate=True and warning=True.",
             ApproximateLOOWarning,
@@ -337,7 +340,7 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
         )
     rows = np.arange(terms.y_index.size)
     if kind == "conditional":
-        temperature = float(getattr(estimator, "temperature_", 1.0))
+        temperature = _fitted.temperature(fitted)
         pointwise = _loo.conditional(terms, temperature)
         # conditional() gives a row impossible under every class its class proportions
         # (predict's fallback); as a log score that row is impossible: -inf.
@@ -348,19 +351,19 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
         # applies a calibration map (calibrate="loo") fitted to these very terms.
         from bayesnb.core._normalize import log_normalize
 
-        joint = np.asarray(estimator.predict_joint_log_proba(X), dtype=np.float64)
+        joint = np.asarray(fitted.joint_log_proba(X), dtype=np.float64)
         with np.errstate(divide="ignore"):
-            log_proba = log_normalize(joint, np.asarray(estimator.class_log_prior_, dtype=np.float64))[0]
+            log_proba = log_normalize(joint, np.asarray(fitted.class_log_prior_of_estimate(), dtype=np.float64))[0]
         in_sample = log_proba[rows, terms.y_index]
     else:
         pointwise = _loo.joint(terms)
         # predict_joint_log_proba divides the feature part by temperature_; the joint of the
         # model as written multiplies it back.
-        class_log = np.asarray(estimator.class_log_prior_, dtype=np.float64)
-        tempered = np.asarray(estimator.predict_joint_log_proba(X), dtype=np.float64)[rows, terms.y_index]
+        class_log = np.asarray(fitted.class_log_prior_of_estimate(), dtype=np.float64)
+        tempered = np.asarray(fitted.joint_log_proba(X), dtype=np.float64)[rows, terms.y_index]
         cls = class_log[terms.y_index]
         with np.errstate(invalid="ignore"):
-            in_sample = cls + (tempered - cls) * float(getattr(estimator, "temperature_", 1.0))
+            in_sample = cls + (tempered - cls) * _fitted.temperature(fitted)
     with np.errstate(invalid="ignore"):
         p_loo = float(in_sample.sum() - pointwise.sum())
     if not np.isfinite(p_loo):

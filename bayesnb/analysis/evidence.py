@@ -27,7 +27,8 @@ from sklearn.base import BaseEstimator, clone
 from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from bayesnb.core import families
+from bayesnb.core import _fitted, families
+from bayesnb.core._validation import check_sample_weight
 
 __all__ = [
     "log_marginal_likelihood",
@@ -50,34 +51,44 @@ _REAL = "real vectors (density w.r.t. Lebesgue measure)"
 _OF_SUPPORT = {"counts": _COUNTS, "binary": _COUNTS, "codes": _CODES, "real": _REAL, "positive": _REAL}
 
 
-def _family(model, who, *, needs=None):
-    """The fitted single-family model's family (``needs``: a member it must have)."""
-    try:
-        family = model.family_
-    except (AttributeError, ValueError):
-        family = None
+def _front(model, who, *, needs=None):
+    """``model``'s FittedModel, read here once, refused unless of one family (with member ``needs``).
+
+    ``model`` is a fitted estimator or its pytree (``fitted_model()``); an unfitted
+    estimator of a known family raises scikit-learn's ``NotFittedError``.
+    """
+    name = type(model).__name__
+    if isinstance(model, _fitted.FittedModel):
+        family, name = model.family, model.name
+    else:
+        try:
+            family = model.family_
+        except (AttributeError, ValueError):
+            family = None
     if not isinstance(family, families.Family) or (needs is not None and getattr(family, needs) is None):
         able = [n for n in families.names() if needs is None or getattr(families.get(n), needs) is not None]
         raise TypeError(
-            f"{who} must be a fitted bayesnb estimator of one family ({', '.join(able)}); got {type(model).__name__}"
+            f"{who} must be a fitted bayesnb estimator of one family ({', '.join(able)}); got {name}"
         )
-    return family
+    return _fitted.as_fitted(model)
 
 
-def _kind(model, who):
-    return _OF_SUPPORT[_family(model, who).support]
+def _kind(fitted):
+    return _OF_SUPPORT[fitted.family.support]
 
 
-def _rows(model, X, y, sample_weight, who):
-    """``X`` as ``model`` sees it, class indices and weights; refuses data it was not fitted on."""
-    check_is_fitted(model, "stats_")
+def _rows(fitted, X, y, sample_weight, who):
+    """``X`` as ``fitted`` sees it, class indices and weights; refuses data it was not fitted on."""
+    Xv = fitted.validate(X)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != Xv.shape[0]:
+        raise ValueError(f"y must be 1-d with one label per row of X ({Xv.shape[0]}), got shape {y.shape}")
     try:
-        stats, Xv, y_index, w = model.sufficient_stats(X, y, sample_weight)
+        y_index = _fitted.label_index(fitted, y)
     except ValueError as err:
-        if "is not in the fitted classes_" not in str(err):
-            raise
         raise ValueError(f"{who} was not fitted on these data: {err}") from None
-    mine, theirs = stats, model.stats_
+    w = check_sample_weight(sample_weight, Xv.shape[0])
+    mine, theirs = fitted.validated_stats(Xv, y_index, w), fitted.stats
     if type(mine) is not type(theirs) or not all(
         np.shape(a) == np.shape(b)
         and np.allclose(a, b, rtol=1e-9, atol=1e-9 * max(1.0, float(np.max(np.abs(b), initial=0.0))))
@@ -88,18 +99,17 @@ def _rows(model, X, y, sample_weight, who):
             "sample_weight) differ from those it holds. Pass the rows it was fitted on "
             "(all of them, with the same weights)."
         )
-    return Xv, y_index, w
+    return Xv, y_index, np.ones(Xv.shape[0]) if w is None else np.asarray(w, dtype=np.float64)
 
 
-def _footing(model, X, y, sample_weight, length_prior, who):
-    """(kind, observed matrix, log p(observed, y)) of one fitted model."""
-    kind = _kind(model, who)
-    Xv, y_index, w = _rows(model, X, y, sample_weight, who)
-    value = float(model.log_evidence())
-    offset = model.family_.log_evidence_offset
+def _footing(fitted, X, y, sample_weight, length_prior, who):
+    """(kind, observed matrix, log p(observed, y)) of one fitted model (a FittedModel)."""
+    Xv, y_index, w = _rows(fitted, X, y, sample_weight, who)
+    value = float(fitted.log_evidence())
+    offset = fitted.family.log_evidence_offset
     if offset is not None:
-        value += offset(Xv, y_index, w, model.classes_.size, length_prior=length_prior)
-    return kind, Xv, value
+        value += offset(Xv, y_index, w, fitted.n_classes, length_prior=length_prior)
+    return _kind(fitted), Xv, value
 
 
 def log_marginal_likelihood(model, X, y, *, sample_weight=None, length_prior=None):
@@ -128,7 +138,7 @@ def log_marginal_likelihood(model, X, y, *, sample_weight=None, length_prior=Non
 
     Parameters
     ----------
-    model : fitted estimator (see above)
+    model : fitted estimator (see above), or its FittedModel
     X : array-like or sparse matrix of shape (n_samples, n_features)
         The rows the model was fitted on (all of them).
     y : array-like of shape (n_samples,)
@@ -162,7 +172,7 @@ def log_marginal_likelihood(model, X, y, *, sample_weight=None, length_prior=Non
     >>> bool(np.isclose(log_marginal_likelihood(clf, X, y), clf.log_evidence()))
     True
     """
-    return _footing(model, X, y, sample_weight, length_prior, "model")[2]
+    return _footing(_front(model, "model"), X, y, sample_weight, length_prior, "model")[2]
 
 
 def _same_matrix(A, B):
@@ -207,7 +217,7 @@ def log_bayes_factor(model_1, model_2, X, y, *, sample_weight=None, length_prior
 
     Parameters
     ----------
-    model_1, model_2 : fitted estimators
+    model_1, model_2 : fitted estimators, or their FittedModels
     X : array-like or sparse matrix of shape (n_samples, n_features)
         The rows both models were fitted on.
     y : array-like of shape (n_samples,)
@@ -239,28 +249,27 @@ def log_bayes_factor(model_1, model_2, X, y, *, sample_weight=None, length_prior
     >>> bool(np.isclose(bf, -log_bayes_factor(mult, bern, X, y)))
     True
     """
-    kind_1 = _kind(model_1, "model_1")
-    kind_2 = _kind(model_2, "model_2")
-    for who, m in (("model_1", model_1), ("model_2", model_2)):
-        check_is_fitted(m, "stats_")
-    if not np.array_equal(model_1.classes_, model_2.classes_):
+    fitted_1 = _front(model_1, "model_1")
+    fitted_2 = _front(model_2, "model_2")
+    kind_1, kind_2 = _kind(fitted_1), _kind(fitted_2)
+    names = (fitted_1.name, fitted_2.name)
+    if not np.array_equal(fitted_1.classes, fitted_2.classes):
         raise ValueError(
-            f"the models have different classes ({model_1.classes_!r} vs {model_2.classes_!r}); "
+            f"the models have different classes ({fitted_1.classes!r} vs {fitted_2.classes!r}); "
             "a Bayes factor needs both fitted on the same labels"
         )
     if kind_1 != kind_2:
         raise ValueError(
-            f"no common footing: {type(model_1).__name__} models {kind_1} and "
-            f"{type(model_2).__name__} models {kind_2}; their evidences are not "
+            f"no common footing: {names[0]} models {kind_1} and "
+            f"{names[1]} models {kind_2}; their evidences are not "
             "probabilities of the same observable"
         )
-    _, X1, v1 = _footing(model_1, X, y, sample_weight, length_prior, "model_1")
-    _, X2, v2 = _footing(model_2, X, y, sample_weight, length_prior, "model_2")
+    _, X1, v1 = _footing(fitted_1, X, y, sample_weight, length_prior, "model_1")
+    _, X2, v2 = _footing(fitted_2, X, y, sample_weight, length_prior, "model_2")
     differ = _same_matrix(X1, X2)
     if differ:
-        names = (type(model_1).__name__, type(model_2).__name__)
         hint = ""
-        binary = [type(m).__name__ for m in (model_1, model_2) if m.family_.support == "binary"]
+        binary = [f.name for f in (fitted_1, fitted_2) if f.family.support == "binary"]
         if binary:
             hint = (
                 f" {binary[0]} models the 0/1 matrix of X after binarize, which differs from the "
@@ -297,7 +306,7 @@ def relevance_log_bayes_factor(model):
 
     Parameters
     ----------
-    model : fitted MultinomialNB, BernoulliNB, CategoricalNB or GaussianNB
+    model : fitted MultinomialNB, BernoulliNB, CategoricalNB or GaussianNB, or its FittedModel
         Its prior must be the same for every class.
 
     Returns
@@ -316,8 +325,8 @@ def relevance_log_bayes_factor(model):
     >>> bool(bf[0] > 10 and bf[1] < 0)
     True
     """
-    family = _family(model, "model", needs="relevance_log_bayes_factor")
-    return np.asarray(family.relevance_log_bayes_factor(model.prior_, model.stats_), dtype=np.float64)
+    fitted = _front(model, "model", needs="relevance_log_bayes_factor")
+    return np.asarray(fitted.family.relevance_log_bayes_factor(fitted.prior, fitted.stats), dtype=np.float64)
 
 
 class BayesFactorSelector(SelectorMixin, BaseEstimator):
@@ -386,7 +395,7 @@ class BayesFactorSelector(SelectorMixin, BaseEstimator):
         est = _default_selector_estimator() if self.estimator is None else clone(self.estimator)
         est.fit(X, y, sample_weight=sample_weight)
         try:
-            _family(est, "estimator", needs="relevance_log_bayes_factor")
+            _front(est, "estimator", needs="relevance_log_bayes_factor")
         except TypeError as err:
             raise TypeError(str(err).replace("must be a fitted", "must be one of the")) from None
         self.estimator_ = est

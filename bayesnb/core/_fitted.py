@@ -54,6 +54,7 @@ __all__ = [
     "hyper_conditional_draws",
     "hyper_posterior",
     "is_mixed",
+    "label_index",
     "mixture_draws",
     "mixture_groups",
     "log_likelihood_draws",
@@ -89,7 +90,8 @@ class Unavailable(NamedTuple):
     ],
     meta_fields=[
         "family", "n_features_in", "feature_names_in", "categories", "name", "validate", "validated_stats", "condition",
-        "log_evidence", "predictive_proba", "hyper_conditional", "hyper_prior_draws", "hyper_embedding",
+        "log_evidence", "predictive_proba", "joint_log_proba", "class_log_prior_of_estimate", "loo_terms",
+        "loo_approximations", "hyper_conditional", "hyper_prior_draws", "hyper_embedding",
         "hyper_joint_draws", "hyper_chains",
     ],
 )
@@ -157,6 +159,16 @@ class FittedModel:
         calibrated as it predicts; the mixture over the hyperparameters' draws where
         they are integrated): the closed form that :func:`bayesnb.ppl.mcmc.crosscheck`
         compares with NUTS is the estimator's own.
+    joint_log_proba : callable ``X -> ndarray of shape (n_samples, n_classes)``
+        The estimator's ``predict_joint_log_proba`` at its ``estimate`` (tempered).
+    class_log_prior_of_estimate : callable ``() -> ndarray of shape (n_classes,)``
+        The estimator's ``class_log_prior_``: the log class proportions of its
+        ``estimate``.
+    loo_terms : callable ``(X, y, sample_weight=None) -> LooTerms``
+        The estimator's exact leave-one-out terms (``loo_terms``: what it re-learns per
+        left-out row, such as a table of categories, it re-learns there).
+    loo_approximations : callable ``kind -> tuple of str``
+        The estimator's ``loo_approximations``: why its leave-one-out differs from refits.
     hyper_conditional : callable ``m -> FittedModel``, or None
         The plain model at the hyperparameters' draw ``m`` (None without hyperpriors).
     hyper_prior_draws : callable ``(n, key) -> (log_class, params)``, or None
@@ -191,6 +203,10 @@ class FittedModel:
     condition: Callable
     log_evidence: Callable
     predictive_proba: Callable
+    joint_log_proba: Callable
+    class_log_prior_of_estimate: Callable
+    loo_terms: Callable
+    loo_approximations: Callable
     hyper_conditional: Optional[Callable] = None
     hyper_prior_draws: Optional[Callable] = None
     hyper_embedding: Optional[Callable] = None
@@ -229,6 +245,25 @@ def as_fitted(model):
             f"expected a fitted bayesnb estimator or a bayesnb.core._fitted.FittedModel, got {type(model).__name__}"
         )
     return build()
+
+
+def label_index(fitted, y):
+    """The position of each label of ``y`` in ``fitted.classes``, int ndarray of shape (n_samples,).
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-d, or a label is not one of the classes.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"y must be 1-d, got shape {y.shape}")
+    classes = np.asarray(fitted.classes)
+    index = np.searchsorted(classes, y)
+    bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
+    if bad.any():
+        raise ValueError(f"y contains label {y[bad][0]!r} not in classes_ {classes!r}")
+    return index
 
 
 def is_mixed(fitted):

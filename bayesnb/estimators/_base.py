@@ -1231,6 +1231,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             - ``condition`` and ``log_evidence``: ``with_stats(stats).fitted_model()``
               and :meth:`log_evidence`, as they are now; ``predictive_proba``:
               :meth:`predict_proba` with ``estimate="predictive"``;
+              ``joint_log_proba``, ``class_log_prior_of_estimate``, ``loo_terms`` and
+              ``loo_approximations``: :meth:`predict_joint_log_proba`,
+              ``class_log_prior_``, :meth:`loo_terms` and :meth:`loo_approximations`;
             - with hyperpriors, ``hyper_joint_draws``
               (:meth:`hyper_joint_log_proba_draws`) and ``hyper_chains`` (the number of
               chains of ``hyper_posterior_``).
@@ -1292,6 +1295,10 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             # A shallow copy at the exact predictive: the fitted pytrees are shared (the
             # memo of point estimates is keyed by the estimate).
             predictive_proba=lambda X: copy.copy(frozen_est).set_params(estimate="predictive").predict_proba(X),
+            joint_log_proba=frozen_est.predict_joint_log_proba,
+            class_log_prior_of_estimate=lambda: frozen_est.class_log_prior_,
+            loo_terms=frozen_est.loo_terms,
+            loo_approximations=frozen_est.loo_approximations,
             hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
             hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,
             hyper_embedding=None if hyper is None else frozen_est.hyper_embedding,

@@ -1085,7 +1085,7 @@ def run_nuts_model(
 
     fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
     X = np.asarray(X)
-    y_index = models._labels_index(fitted, y)
+    y_index = _fitted.label_index(fitted, y)
     compiled = recognise_model(model, X, y_index, **model_kwargs)
     grouped, latent, diverging = mcmc.sample_nuts(
         model, (X, y_index), model_kwargs, num_warmup=num_warmup, num_samples=num_samples, num_chains=num_chains,

@@ -517,7 +517,7 @@ def to_inference_data(
 
     if X is not None:
         checked, observed = _data_arrays(fitted, X)
-        y_index = models._labels_index(fitted, y)
+        y_index = _fitted.label_index(fitted, y)
         if y_index.shape[0] != checked.shape[0]:
             raise ValueError(f"X has {checked.shape[0]} rows but y has {y_index.shape[0]} labels")
         n = y_index.shape[0]

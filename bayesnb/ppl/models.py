@@ -431,18 +431,6 @@ def block_rows(estimator, X):
     return checked, parts
 
 
-def _labels_index(fitted, y):
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-d, got shape {y.shape}")
-    classes = np.asarray(fitted.classes)
-    index = np.searchsorted(classes, y)
-    bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
-    if bad.any():
-        raise ValueError(f"y contains label {y[bad][0]!r} not in classes_ {classes!r}")
-    return index
-
-
 def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weight=None, n_rows=None):
     """The numpyro model of a fitted estimator, with its hyperparameters and data.
 
@@ -499,7 +487,7 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
         for mask, (_, block, _, spec) in zip(masks, blocks):
             if mask is not None and not spec.per_feature:
                 raise ValueError(_no_masked_rows(block.family, spec))
-    y_index = None if y is None else _labels_index(fitted, y)
+    y_index = None if y is None else _fitted.label_index(fitted, y)
     if parts is not None and y_index is not None and parts[0].shape[0] != y_index.shape[0]:
         raise ValueError(f"X has {parts[0].shape[0]} rows but y has {y_index.shape[0]} labels")
     n = parts[0].shape[0] if parts is not None else (None if y_index is None else y_index.shape[0])

@@ -26,7 +26,9 @@ from _registered import family_estimators, rows_in_support
 from sklearn.base import clone
 
 from bayesnb import MixedNB
-from bayesnb.analysis import _arviz
+from bayesnb.analysis import _arviz, plots
+from bayesnb.analysis.elpd import elpd_values, loo
+from bayesnb.analysis.evidence import log_marginal_likelihood, relevance_log_bayes_factor
 from bayesnb.analysis.ppc import ppc
 from bayesnb.analysis.uncertainty import (
     decompose_uncertainty,
@@ -95,7 +97,38 @@ def _results(model, X, y, X_new):
         "model_from_estimator_stats": _outcome(lambda: _model(*model_from_estimator(model, X, y, form="stats"))),
         "ppc": _outcome(lambda: (lambda r: (r.observed, r.p_value))(ppc(model, X, y, n_draws=8, random_state=6))),
         "simulation_based_calibration": _outcome(lambda: _sbc(model)),
+        "loo": _outcome(lambda: _loo(model, X, y, "conditional")),
+        "loo_joint": _outcome(lambda: _loo(model, X, y, "joint")),
+        "log_marginal_likelihood": _outcome(lambda: log_marginal_likelihood(model, X, y)),
+        "relevance_log_bayes_factor": _outcome(lambda: relevance_log_bayes_factor(model)),
+        "plots.top_features": _outcome(lambda: _axes(plots.top_features(model, "b", 3, n_draws=4, random_state=4))),
+        "plots.uncertainty_histogram": _outcome(
+            lambda: _axes(plots.uncertainty_histogram(model, X_new, n_draws=4, random_state=3))
+        ),
     }
+
+
+def _loo(model, X, y, kind):
+    """The pointwise leave-one-out values, the elpd's effective number of parameters and its flags."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # an approximate leave-one-out warns, from either side
+        values = elpd_values(loo(model, X, y, kind=kind))
+    return np.asarray(values.pointwise), float(values.p), values.warning, values.approximate_reason
+
+
+def _axes(ax):
+    """What a plot shows: its tick labels and the data of its lines and bars."""
+    import matplotlib.pyplot as plt
+
+    shown = (
+        [t.get_text() for t in ax.get_yticklabels()],
+        [np.asarray(line.get_xydata()) for line in ax.get_lines()],
+        [np.asarray(p.get_path().vertices) for p in ax.patches],
+    )
+    plt.close(ax.figure)
+    return shown
 
 
 def _sbc(model):
@@ -169,7 +202,8 @@ def test_every_entry_point_gives_the_estimators_results_from_the_pytree(case):
     # are the same from the pytree.
     applied = [k for k, v in expected.items() if not isinstance(v, Raised)]
     assert {"predict_proba_draws", "predict_proba_interval", "decompose_uncertainty", "rank_by_epistemic",
-            "to_inference_data", "model_from_estimator", "simulation_based_calibration"} <= set(applied)
+            "to_inference_data", "model_from_estimator", "simulation_based_calibration", "loo", "loo_joint",
+            "plots.uncertainty_histogram"} <= set(applied)
     for key in expected:
         _assert_same(actual[key], expected[key], key)
 
