@@ -231,32 +231,58 @@ def test_the_scikit_learn_namespace_builds_its_pytree_through_the_base():
     )
 
 
-@pytest.mark.parametrize("hyper", [False, True], ids=["conjugate", "hyperprior"])
-def test_the_crosscheck_runs_from_the_pytree_after_the_estimator_is_gone(hyper):
-    """crosscheck's closed side (moments, exact draws, the predictive, the mixture over a
-    hyperparameter's draws) from the pytree alone, against the same NUTS run."""
-    import numpyro.distributions as dist
-
+def test_the_crosscheck_runs_from_the_pytree_after_the_estimator_is_gone():
+    """crosscheck's closed side (moments, exact draws, the predictive) from the pytree alone, against the same NUTS run."""
     from bayesnb import BernoulliNB
     from bayesnb.ppl.mcmc import crosscheck, run_nuts
 
     X, y = rows_in_support("binary", np.random.default_rng(3), 24)
-    options = {"alpha": dist.Gamma(2.0, 1.0), "hyper_warmup": 100, "hyper_draws": 100, "random_state": 0}
-    est = BernoulliNB(**(options if hyper else {})).fit(X, y)
+    est = BernoulliNB().fit(X, y)
     nuts = run_nuts(est, X, y, num_warmup=100, num_samples=100, num_chains=2, random_state=0)
     expected = crosscheck(est, X, y, nuts=nuts, random_state=1)
     expected_idata = _groups(expected.closed_form_inference_data)
-    # The estimator's own exact predictive, asked directly: the closed side of the rows compared.
-    direct = clone(est).set_params(estimate="predictive").fit(X, y).predict_proba(X[:5])
+    # The estimator's own exact predictive (its default estimate), asked directly: the
+    # closed side of the rows compared.
+    assert est.estimate == "predictive"
+    direct = est.predict_proba(X[:5])
     fitted = est.fitted_model()
     gone = weakref.ref(est)
     del est
     gc.collect()
     assert gone() is None
     actual = crosscheck(fitted, X, y, nuts=nuts, random_state=1)
-    assert len(expected.parameters) > 0 and ("alpha" in set(expected.parameters["parameter"])) == hyper
+    assert len(expected.parameters) > 0
     for name in ("parameters", "predictive"):
         pd.testing.assert_frame_equal(getattr(actual, name), getattr(expected, name), check_exact=False, rtol=1e-12)
     assert actual.agrees == expected.agrees
     np.testing.assert_allclose(actual.predictive["closed"].to_numpy().reshape(5, 2), direct, rtol=1e-12)
     _assert_same(_groups(actual.closed_form_inference_data), expected_idata, "closed_form_inference_data")
+
+
+def test_the_hyperparameters_mixture_is_read_from_the_pytree_after_the_estimator_is_gone():
+    """The closed side with integrated hyperparameters (the mixture's moments and stratified
+    draws, the per-draw joints of its predictive) from the pytree alone. The estimator is
+    test_closed_form_mixture's, whose oracles check that mixture itself."""
+    import numpyro.distributions as dist
+
+    from bayesnb import BernoulliNB
+    from bayesnb.ppl.mcmc import closed_form
+
+    rng = np.random.default_rng(3)
+    y = rng.integers(0, 2, 40)
+    X = (rng.random((40, 3)) < np.where(y[:, None] == 1, 0.7, 0.3)).astype(int)
+    est = BernoulliNB(alpha=dist.Gamma(2.0, 1.0), hyper_warmup=200, hyper_draws=200, random_state=0).fit(X, y)
+    expected = closed_form(est, 1000, 0)
+    joints = est.hyper_joint_log_proba_draws(X[:5])
+    chains = est.hyper_diagnostics_["num_chains"]
+    fitted = est.fitted_model()
+    gone = weakref.ref(est)
+    del est
+    gc.collect()
+    assert gone() is None
+    actual = closed_form(fitted, 1000, 0)
+    assert fitted.hyper_chains == chains >= 2
+    _assert_same(actual.moments, expected.moments, "moments")
+    _assert_same(actual.draws, expected.draws, "draws")
+    assert actual.strata == expected.strata and actual.strata["alpha"][0] == chains
+    np.testing.assert_allclose(fitted.hyper_joint_draws(X[:5]), joints, rtol=1e-12)
