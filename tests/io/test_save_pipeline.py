@@ -16,6 +16,7 @@ import io
 import json
 import subprocess
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -100,6 +101,21 @@ def test_the_package_level_save_writes_the_same_file(tmp_path):
     bayesnb.save(pipe[-1], tmp_path / "a.npz")
     pipe[-1].save(tmp_path / "b.npz")
     assert (tmp_path / "a.npz").read_bytes() == (tmp_path / "b.npz").read_bytes()
+
+
+def test_a_save_does_not_depend_on_the_clock(tmp_path, monkeypatch):
+    # ZipFile stamps a member written by name with the current time; a save fixes the
+    # stamp, so the same model saved an hour later is the same file (this test failed
+    # before, and the one above did when its two saves straddled a 2-second boundary).
+    est = bayesnb.MultinomialNB().fit(np.array([[1, 0, 2], [0, 3, 1]]), ["a", "b"])
+    bayesnb.save(est, tmp_path / "now.npz")
+    later = time.time() + 3600
+    monkeypatch.setattr(zipfile.time, "time", lambda: later)
+    bayesnb.save(est, tmp_path / "later.npz")
+    assert (tmp_path / "now.npz").read_bytes() == (tmp_path / "later.npz").read_bytes()
+    with zipfile.ZipFile(tmp_path / "later.npz") as zf:
+        assert {i.date_time for i in zf.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        assert {i.compress_type for i in zf.infolist()} == {zipfile.ZIP_DEFLATED}
 
 
 @pytest.mark.skipif(not SMS.exists(), reason=f"{SMS} not found (the shared SMS Spam Collection is not on this machine)")
