@@ -1220,7 +1220,7 @@ def predict_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator, or its FittedModel (``posterior="fitted"`` only)
+    estimator : fitted bayesnb estimator, its FittedModel, or a Pipeline ending in one
     X : array-like or sparse matrix of shape (n_samples, n_features)
     n_draws : int
     random_state : int, RandomState, Generator, jax key or None
@@ -1260,7 +1260,7 @@ def predict_proba_interval(
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator, or its FittedModel (``posterior="fitted"`` only)
+    estimator : fitted bayesnb estimator, its FittedModel, or a Pipeline ending in one
     X : array-like or sparse matrix of shape (n_samples, n_features)
     level : float in (0, 1)
     n_draws : int
@@ -1292,18 +1292,16 @@ def predict_proba_interval(
     (True, (1, 2))
     """
     check_interval_args(level, method)
+    fitted, Xt = fitted_front(estimator, X)
     if check_posterior(posterior) == "updated":
         result = updated_proba_interval(
-            estimator, X, level, n_draws=n_draws, method=method, random_state=random_state,
+            fitted, Xt, level, n_draws=n_draws, method=method, random_state=random_state,
             chunk_entries=chunk_entries, median=bool(return_median),
         )
-        classes = final_step(estimator)[0].classes_
     else:
-        fitted, Xt = fitted_front(estimator, X)
         source = draw_source(fitted, Xt, n_draws, random_state)
         result = proba_interval(source, level, method, chunk_entries=chunk_entries, median=bool(return_median))
-        classes = fitted.classes
-    return as_frames(X, classes, *result)
+    return as_frames(X, fitted.classes, *result)
 
 
 # ------------------------------------------------- the posterior updated by the row itself
@@ -1355,8 +1353,8 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
     a mixture of conjugate posteriors, sampled exactly: each draw picks a class :math:`c`
     with probability :math:`p(c \mid x, D)` (the exact predictive), then draws the class
     proportions and the feature parameters from the posterior with the row added to
-    class :math:`c` (the estimator's ``with_stats``). The draws of different rows are
-    independent (each row has its own posterior).
+    class :math:`c` (the model's own conjugate update, ``FittedModel.condition``). The
+    draws of different rows are independent (each row has its own posterior).
 
     Cost: a row costs ``n_draws`` draws of the whole posterior and one conjugate update
     per class it picks; on a large vocabulary this is far more than the fitted
@@ -1364,7 +1362,7 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
 
     Parameters
     ----------
-    estimator : fitted bayesnb estimator
+    estimator : fitted bayesnb estimator, its FittedModel, or a Pipeline ending in one
         At temperature 1, without calibration or hyperpriors.
     X : array-like or sparse matrix of shape (n_samples, n_features)
     n_draws : int
@@ -1377,27 +1375,14 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
     draws : ndarray of shape (n_draws, n_classes)
         One row's draws, in the order of the rows.
     """
-    import copy
-
-    from sklearn.utils.validation import check_is_fitted
-
     from bayesnb.core import _sampling
     from bayesnb.core._random import key_from_random_state
 
-    estimator, X = final_step(estimator, X)
-    if isinstance(estimator, _fitted.FittedModel):
-        raise TypeError(
-            "posterior='updated' conditions the estimator on each row (its with_stats and validated_stats): "
-            "pass the fitted estimator, not its FittedModel, or use posterior='fitted'"
-        )
-    check_is_fitted(estimator, "stats_")
+    fitted, X = fitted_front(estimator, X)
     n_draws = check_n_draws(n_draws)
-    fitted = estimator.fitted_model()
     _check_updatable(fitted)
-    exact = copy.copy(estimator)
-    exact.set_params(estimate="predictive")
-    weights = np.asarray(exact.predict_proba(X), dtype=np.float64)
-    Xv = estimator.validate_input(X)
+    weights = np.asarray(fitted.predictive_proba(X), dtype=np.float64)
+    Xv = fitted.validate(X)
     n_classes = weights.shape[1]
     key_pick, key_draws = _sampling.split(key_from_random_state(random_state))
     rng = _sampling.generator(key_pick)
@@ -1409,9 +1394,8 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
         key_row = _sampling.fold_in(key_draws, i)
         for c in np.flatnonzero(picks):
             m = int(picks[c])
-            added = estimator.validated_stats(row, np.array([c]))
-            updated = estimator.with_stats(_merge_row(estimator.stats_, added))
-            source = _plain_source(updated.fitted_model(), row, m, _sampling.fold_in(key_row, int(c)))
+            updated = fitted.condition(_merge_row(fitted.stats, fitted.validated_stats(row, np.array([c]))))
+            source = _plain_source(updated, row, m, _sampling.fold_in(key_row, int(c)))
             out[start : start + m] = proba_draws(source, chunk_entries=chunk_entries)[:, 0, :]
             start += m
         # The draws of each picked class come together; a random order makes the
@@ -1428,10 +1412,10 @@ def updated_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
         Their mean over draws is ``predict_proba`` with ``estimate="predictive"`` up to
         Monte Carlo error.
     """
-    rows = list(updated_proba_rows(estimator, X, n_draws, random_state, chunk_entries=chunk_entries))
+    fitted, X = fitted_front(estimator, X)
+    rows = list(updated_proba_rows(fitted, X, n_draws, random_state, chunk_entries=chunk_entries))
     if not rows:
-        n_classes = np.asarray(estimator.classes_).size
-        return np.empty((check_n_draws(n_draws), 0, n_classes))
+        return np.empty((check_n_draws(n_draws), 0, len(fitted.classes)))
     return np.stack(rows, axis=1)
 
 
@@ -1445,12 +1429,12 @@ def updated_proba_interval(
     """
     check_interval_args(level, method)
     level = float(level)
+    fitted, X = fitted_front(estimator, X)
     parts = []
-    for draws in updated_proba_rows(estimator, X, n_draws, random_state, chunk_entries=chunk_entries):
+    for draws in updated_proba_rows(fitted, X, n_draws, random_state, chunk_entries=chunk_entries):
         parts.append(_interval_inplace(draws, level, method, median))
-    n_classes = np.asarray(estimator.classes_).size
     if not parts:
-        return tuple(np.empty((0, n_classes)) for _ in range(3 if median else 2))
+        return tuple(np.empty((0, len(fitted.classes))) for _ in range(3 if median else 2))
     return tuple(np.stack(values) for values in zip(*parts))
 
 

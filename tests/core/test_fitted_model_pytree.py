@@ -84,6 +84,14 @@ def _results(model, X, y, X_new):
         "predict_proba_interval": _outcome(
             lambda: predict_proba_interval(model, X_new, 0.8, n_draws=4, random_state=2, return_median=True)
         ),
+        "predict_proba_draws_updated": _outcome(
+            lambda: predict_proba_draws(model, X_new, 4, random_state=8, posterior="updated")
+        ),
+        "predict_proba_interval_updated": _outcome(
+            lambda: predict_proba_interval(
+                model, X_new, 0.8, n_draws=4, random_state=9, posterior="updated", return_median=True
+            )
+        ),
         "decompose_uncertainty": _outcome(lambda: tuple(decompose_uncertainty(model, X_new, n_draws=4, random_state=3))),
         "rank_by_epistemic": _outcome(lambda: tuple(rank_by_epistemic(model, X_new, n_draws=4, random_state=3))),
         "feature_log_odds_draws": _outcome(
@@ -201,18 +209,12 @@ def test_every_entry_point_gives_the_estimators_results_from_the_pytree(case):
     # Most entry points apply to every family; the refusals (e.g. log-odds of a Gaussian)
     # are the same from the pytree.
     applied = [k for k, v in expected.items() if not isinstance(v, Raised)]
-    assert {"predict_proba_draws", "predict_proba_interval", "decompose_uncertainty", "rank_by_epistemic",
+    assert {"predict_proba_draws", "predict_proba_interval", "predict_proba_draws_updated",
+            "predict_proba_interval_updated", "decompose_uncertainty", "rank_by_epistemic",
             "to_inference_data", "model_from_estimator", "simulation_based_calibration", "loo", "loo_joint",
             "plots.uncertainty_histogram"} <= set(applied)
     for key in expected:
         _assert_same(actual[key], expected[key], key)
-
-
-def test_the_updated_posterior_asks_for_the_estimator():
-    X, y = rows_in_support("counts", np.random.default_rng(1), 8)
-    fitted = clone(CASES[[n for n, _, _ in CASES].index("multinomial")][2]).fit(X, y).fitted_model()
-    with pytest.raises(TypeError, match="pass the fitted estimator, not its FittedModel"):
-        predict_proba_draws(fitted, X, 4, random_state=0, posterior="updated")
 
 
 def test_the_scikit_learn_namespace_builds_its_pytree_through_the_base():
