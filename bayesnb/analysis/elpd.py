@@ -50,6 +50,7 @@ import numpy as np
 
 from bayesnb.analysis import _arviz
 from bayesnb.analysis import loo as _loo
+from bayesnb.core import _fitted
 from bayesnb.exceptions import ApproximateLOOWarning
 
 __all__ = ["KINDS", "ELPDValues", "elpd_data", "elpd_values", "loo"]
@@ -321,8 +322,6 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
     >>> [w.category.__name__ for w in caught]
     ['ApproximateLOOWarning']
     """
-    from bayesnb.core import _fitted
-
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
     if not isinstance(estimator, _fitted.FittedModel) and not callable(getattr(estimator, "loo_terms", None)):

@@ -103,13 +103,13 @@ def _rows(fitted, X, y, sample_weight, who):
 
 
 def _footing(fitted, X, y, sample_weight, length_prior, who):
-    """(kind, observed matrix, log p(observed, y)) of one fitted model (a FittedModel)."""
+    """(observed matrix, log p(observed, y)) of one fitted model (a FittedModel)."""
     Xv, y_index, w = _rows(fitted, X, y, sample_weight, who)
     value = float(fitted.log_evidence())
     offset = fitted.family.log_evidence_offset
     if offset is not None:
         value += offset(Xv, y_index, w, fitted.n_classes, length_prior=length_prior)
-    return _kind(fitted), Xv, value
+    return Xv, value
 
 
 def log_marginal_likelihood(model, X, y, *, sample_weight=None, length_prior=None):
@@ -172,7 +172,7 @@ def log_marginal_likelihood(model, X, y, *, sample_weight=None, length_prior=Non
     >>> bool(np.isclose(log_marginal_likelihood(clf, X, y), clf.log_evidence()))
     True
     """
-    return _footing(_front(model, "model"), X, y, sample_weight, length_prior, "model")[2]
+    return _footing(_front(model, "model"), X, y, sample_weight, length_prior, "model")[1]
 
 
 def _same_matrix(A, B):
@@ -264,8 +264,8 @@ def log_bayes_factor(model_1, model_2, X, y, *, sample_weight=None, length_prior
             f"{names[1]} models {kind_2}; their evidences are not "
             "probabilities of the same observable"
         )
-    _, X1, v1 = _footing(fitted_1, X, y, sample_weight, length_prior, "model_1")
-    _, X2, v2 = _footing(fitted_2, X, y, sample_weight, length_prior, "model_2")
+    X1, v1 = _footing(fitted_1, X, y, sample_weight, length_prior, "model_1")
+    X2, v2 = _footing(fitted_2, X, y, sample_weight, length_prior, "model_2")
     differ = _same_matrix(X1, X2)
     if differ:
         hint = ""

@@ -480,16 +480,17 @@ def _sharpness_test(values, variances):
     return z, float(erfc(abs(z) / np.sqrt(2.0)))
 
 
-def _chain_rule(fitted, parts, y_index):
+def _chain_rule(fitted, conditioned, parts, y_index):
     r"""(:math:`\log p(D)` in closed form, :math:`\sum_i \log p(x_i, y_i \mid D_{<i})`) of simulated rows.
 
     Both through the model conditioned on statistics by the estimator's own update
-    (``fitted.condition``): its ``log_evidence()`` of all rows, and each row's untempered
-    exact predictive given the rows before it (the class part
-    :math:`\log p(y_i \mid y_{<i})`, the feature part :math:`\log p(x_i \mid y_i, D_{<i})`).
+    (``fitted.condition``): the ``log_evidence()`` of ``conditioned`` (the model
+    conditioned on all ``len(y_index)`` rows), and each row's untempered exact predictive
+    given the rows before it (the class part :math:`\log p(y_i \mid y_{<i})`, the feature
+    part :math:`\log p(x_i \mid y_i, D_{<i})`).
     """
     n = int(np.shape(y_index)[0])
-    closed = float(fitted.condition(_stats(fitted, [X[:n] for X in parts], y_index)).log_evidence())
+    closed = float(conditioned.log_evidence())
     total = 0.0
     for i in range(n):
         before = fitted.condition(_stats(fitted, [X[:i] for X in parts], y_index[:i]))
@@ -647,7 +648,7 @@ def simulation_based_calibration(
             predictive.append(_predictive_ranks(generator(key_pred), log_p, y_all[n_samples:], n_draws).ravel())
             sharpness.append(_label_sharpness(log_p, y_all[n_samples:]))
         if check_evidence:
-            closed, chained = _chain_rule(fitted, parts, y_index)
+            closed, chained = _chain_rule(fitted, conditioned, parts, y_index)
             deviation.append(abs(closed - chained))
             scale.append(1.0 + abs(closed))
     predictive_names = [
