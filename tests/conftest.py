@@ -67,20 +67,34 @@ def pytest_xdist_make_scheduler(config, log):
 
 
 def _persistent_compilation_cache():
-    """Give this test process (one xdist worker) its own on-disk cache of XLA programs.
+    """One on-disk cache of XLA programs for the test run, locked, shared by every process.
 
     JAX keys a program by its lowered computation, compile options and backend, so a
     program loaded from the cache is the one a compile would produce: no check changes.
-    What it saves is the compile itself when :func:`_release_compiled_programs` has
-    dropped the in-memory programs, and in the CLI tests' subprocesses, which inherit the
-    variable (PolyaNB's evidence derivatives alone take 8 s to compile on these cores).
-    One folder per worker, so that no two processes write one entry at once; removed at
-    exit. A folder set by the caller is used as it is.
+    What it saves is the compile itself: a program the other xdist worker has compiled
+    (the tests of a parametrised file are dealt to both), one compiled again after
+    :func:`_release_compiled_programs` dropped the in-memory programs, and those of the
+    CLI tests' and examples' subprocesses (PolyaNB's evidence derivatives alone take 8 s
+    to compile on these cores).
+
+    pytest-xdist's controller loads this file before it starts the workers, so the
+    folder it makes here is the one the workers and their subprocesses inherit. JAX
+    writes an entry in place: a process starting the compile another is writing would
+    read a partial entry (JAX then warns and compiles; a test that turns warnings into
+    errors would fail). With a size limit set, JAX takes a file lock (``filelock``, a
+    test extra) around every read and write of the folder; the limit is far above what
+    the suite writes, so nothing is evicted. Without ``filelock`` there is no cache
+    (slower, the same checks). A folder set by the caller is used as it is.
     """
     if "JAX_COMPILATION_CACHE_DIR" in os.environ or "jax" in sys.modules:
+        return  # the caller's folder, or this run's (a worker inherits the controller's)
+    try:
+        import filelock  # noqa: F401
+    except ImportError:
         return
     folder = tempfile.mkdtemp(prefix="bayesnb-tests-xla-")
     os.environ["JAX_COMPILATION_CACHE_DIR"] = folder
+    os.environ.setdefault("JAX_COMPILATION_CACHE_MAX_SIZE", str(64 << 30))  # enables the lock
     # Programs that compile in under 0.1 s cost about as much to write and read back.
     os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "0.1")
     atexit.register(shutil.rmtree, folder, True)
