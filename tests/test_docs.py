@@ -386,6 +386,14 @@ def test_example_runs_are_cached_by_everything_that_decides_them(tmp_path, monke
     assert again["cached"] is True
     assert again["stdout"] == first["stdout"] and again["figures"] == first["figures"]
     assert "read back from the build's cache" in docs_tools.example(script, "--n", "5")
+    # Where compiled programs are kept, and the size limit that locks the folder the test
+    # processes share (tests/conftest.py), decide nothing: the documentation build, which
+    # keeps its programs elsewhere without a limit, reads back the test suite's runs.
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "elsewhere"))
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_MAX_SIZE", raising=False)
+    assert docs_tools.run(script, "--n", "5")["cached"] is True
+    monkeypatch.setenv("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))
+    assert docs_tools.run(script, "--n", "5")["cached"] is True
     # Other arguments, another script text or another environment for XLA: a new run.
     assert docs_tools.run(script, "--n", "6")["stdout"] != first["stdout"]
     monkeypatch.setenv("XLA_FLAGS", "--xla_cpu_enable_fast_math=false")

@@ -77,8 +77,11 @@ _VERSIONED = (
     "matplotlib", "pandas", "dask", "pyarrow",
 )
 #: Environment variables that do not change a run's result (where compiled programs are
-#: kept on disk, which only saves compiling them again).
-_NEUTRAL_ENV = {"JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"}
+#: kept on disk, which only saves compiling them again, and the folder's size limit, which
+#: makes JAX lock it: tests/conftest.py sets it for the test processes that share one).
+_NEUTRAL_ENV = {
+    "JAX_COMPILATION_CACHE_DIR", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS", "JAX_COMPILATION_CACHE_MAX_SIZE",
+}
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
