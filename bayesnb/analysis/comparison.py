@@ -56,7 +56,7 @@ from typing import NamedTuple
 import numpy as np
 
 from bayesnb.core._normalize import log_normalize
-from bayesnb.core._validation import ESTIMATES, check_estimate, check_level
+from bayesnb.core._validation import ESTIMATES, check_estimate, check_level, class_index
 from bayesnb.analysis.uncertainty import final_step
 
 __all__ = [
@@ -204,7 +204,7 @@ def metric_values(y_true, proba, classes, *, n_bins=15, impossible=None):
     (inf, 1.01, 0.55)
     """
     classes = np.asarray(classes)
-    y_index = _label_index(np.asarray(y_true), classes, "y_true")
+    y_index = class_index(y_true, classes, "y_true")
     proba = _check_proba(proba, len(y_index), classes.size)
     dead = _check_impossible(impossible, len(y_index))
     terms = _RowTerms(y_index, proba, _check_bins(n_bins), dead)
@@ -247,7 +247,7 @@ def reliability_bins(y_true, proba, classes, *, n_bins=15, impossible=None):
     0.2667
     """
     classes = np.asarray(classes)
-    y_index = _label_index(np.asarray(y_true), classes, "y_true")
+    y_index = class_index(y_true, classes, "y_true")
     proba = _check_proba(proba, len(y_index), classes.size)
     n_bins = _check_bins(n_bins)
     dead = _check_impossible(impossible, len(y_index))
@@ -288,18 +288,6 @@ def _check_proba(proba, n, n_classes):
     if not np.all(np.isfinite(proba)) or proba.min() < 0 or proba.max() > 1:
         raise ValueError("proba must hold probabilities in [0, 1]")
     return proba
-
-
-def _label_index(y, classes, name):
-    if y.ndim != 1:
-        raise ValueError(f"{name} must be 1-d, got shape {y.shape}")
-    index = np.searchsorted(classes, y)
-    bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
-    if bad.any():
-        raise ValueError(
-            f"{name} contains label {y[bad][0]!r}, which is not a class of the training data {classes.tolist()!r}"
-        )
-    return index
 
 
 # ------------------------------------------------------------------------- predictions
@@ -1264,7 +1252,7 @@ def compare(
         attrs.update(n_test=int(y_test.shape[0]), n_repeats=int(n_repeats), train_sizes=sizes)
         index_names = (["model"] if named else []) + ["train_size", "estimate"]
 
-    y_index = _label_index(np.asarray(y_eval), classes, "y_test" if mode != "cv" else "y_train")
+    y_index = class_index(y_eval, classes, "y_test" if mode != "cv" else "y_train")
     records = _score(
         groups, evidences, (*estimates, *extra), y_index, n_bins, n_bootstrap, level, reference, rng, index_names
     )
@@ -1324,7 +1312,7 @@ def _compare_fitted(
         evidences[key] = [_log_evidence(_final(clf))]
         summaries[key] = _summary(_final(clf))
     rng = np.random.default_rng(random_state)
-    y_index = _label_index(y_test, classes, "y_test")
+    y_index = class_index(y_test, classes, "y_test")
     index_names = (["model"] if named else []) + ["estimate"]
     baselines = baselines or {}
     extra = ([CALIBRATED] if calibrated else []) + list(baselines)

@@ -28,7 +28,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from bayesnb.core import _fitted, families
-from bayesnb.core._validation import check_sample_weight
+from bayesnb.core._validation import check_sample_weight, class_index
 
 __all__ = [
     "log_marginal_likelihood",
@@ -80,11 +80,8 @@ def _kind(fitted):
 def _rows(fitted, X, y, sample_weight, who):
     """``X`` as ``fitted`` sees it, class indices and weights; refuses data it was not fitted on."""
     Xv = fitted.validate(X)
-    y = np.asarray(y)
-    if y.ndim != 1 or y.shape[0] != Xv.shape[0]:
-        raise ValueError(f"y must be 1-d with one label per row of X ({Xv.shape[0]}), got shape {y.shape}")
     try:
-        y_index = _fitted.label_index(fitted, y)
+        y_index = class_index(y, fitted.classes, n_rows=Xv.shape[0])
     except ValueError as err:
         raise ValueError(f"{who} was not fitted on these data: {err}") from None
     w = check_sample_weight(sample_weight, Xv.shape[0])

@@ -64,7 +64,7 @@ import scipy.sparse as sp
 from bayesnb.core import _fitted
 from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
-from bayesnb.core._validation import check_n_draws
+from bayesnb.core._validation import check_n_draws, class_index
 
 __all__ = ["PPCResult", "STATISTICS", "p_values", "ppc", "register_statistic"]
 
@@ -521,14 +521,8 @@ def ppc(estimator, X, y, statistics=None, *, n_draws=500, random_state=None, kee
     n_draws = check_n_draws(n_draws, "n_draws")
     fitted = _fitted.as_fitted(estimator)  # the estimator is read here, once
     Xobs = _observed(fitted, X)
-    y = np.asarray(y)
-    classes = np.asarray(fitted.classes)
-    if y.ndim != 1 or y.shape[0] != Xobs.shape[0]:
-        raise ValueError(f"y must be 1-d with one label per row of X ({Xobs.shape[0]}), got shape {y.shape}")
-    y_index = np.searchsorted(classes, y)
-    bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
-    if bad.any():
-        raise ValueError(f"label {y[bad][0]!r} is not in the fitted classes_ {classes!r}")
+    y, classes = np.asarray(y), np.asarray(fitted.classes)
+    y_index = class_index(y, classes, n_rows=Xobs.shape[0])
     stats = _statistics(fitted, statistics, classes.size, Xobs)
     if not stats:
         raise ValueError("no statistic to check: pass statistics= (a callable stat(X, y) or a built-in name)")

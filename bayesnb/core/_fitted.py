@@ -34,7 +34,7 @@ from typing import Any, Callable, NamedTuple, Optional
 import jax
 import numpy as np
 
-from bayesnb.core import _sampling
+from bayesnb.core import _sampling, _validation
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
@@ -255,15 +255,7 @@ def label_index(fitted, y):
     ValueError
         If ``y`` is not 1-d, or a label is not one of the classes.
     """
-    y = np.asarray(y)
-    if y.ndim != 1:
-        raise ValueError(f"y must be 1-d, got shape {y.shape}")
-    classes = np.asarray(fitted.classes)
-    index = np.searchsorted(classes, y)
-    bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
-    if bad.any():
-        raise ValueError(f"y contains label {y[bad][0]!r} not in classes_ {classes!r}")
-    return index
+    return _validation.class_index(y, fitted.classes)
 
 
 def is_mixed(fitted):

@@ -20,6 +20,7 @@ __all__ = [
     "check_sample_weight",
     "check_class_prior",
     "check_labels",
+    "class_index",
     "check_class_targets",
     "check_classes",
     "check_n_draws",
@@ -394,6 +395,46 @@ def label_array(y, name="y"):
                     "string (e.g. '1|2') or one integer first"
                 )
     return np.asarray(y)
+
+
+def class_index(y, classes, name="y", *, n_rows=None):
+    """Position of each label of ``y`` in the sorted ``classes``, int ndarray of shape (n_samples,).
+
+    The one check, for every layer, that labels belong to a fitted model.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_samples,)
+    classes : ndarray of shape (n_classes,)
+        Sorted and distinct (``np.unique``'s order, as ``classes_`` holds them).
+    name : str
+        How the error names ``y``.
+    n_rows : int, optional
+        The number of rows ``y`` labels; checked when given.
+
+    Returns
+    -------
+    ndarray of int of shape (n_samples,)
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-d, has not ``n_rows`` labels, or holds a label that is not one
+        of ``classes``.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or (n_rows is not None and y.shape[0] != n_rows):
+        rows = "" if n_rows is None else f" with one label per row of X ({n_rows})"
+        raise ValueError(f"{name} must be 1-d{rows}, got shape {y.shape}")
+    classes = np.asarray(classes)
+    index = np.searchsorted(classes, y)
+    bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
+    if bad.any():
+        raise ValueError(
+            f"{name} contains label {y[bad][:1].tolist()[0]!r} not in classes_ {classes.tolist()!r} "
+            "(the classes of the data the model was fitted on)"
+        )
+    return index
 
 
 def check_labels(y, name="y"):

@@ -34,7 +34,7 @@ from typing import NamedTuple
 import numpy as np
 from sklearn.base import clone
 
-from bayesnb.core._validation import check_class_targets, check_sample_weight, n_rows
+from bayesnb.core._validation import check_class_targets, check_sample_weight, class_index, n_rows
 from bayesnb.core.stats import LabelStats, as_masked, is_masked
 from bayesnb.core.stats import merge as merge_stats
 
@@ -113,14 +113,6 @@ def _sorted_labels(classes):
     return labels
 
 
-def _label_index(y, classes):
-    y_index = np.searchsorted(classes, y)
-    bad = (y_index >= classes.size) | (classes[np.minimum(y_index, classes.size - 1)] != y)
-    if bad.any():
-        raise ValueError(f"y contains label {y[bad][0]!r} not in classes {classes!r}")
-    return y_index
-
-
 def compute(template, X, y, sample_weight=None, classes=None):
     """Statistics of one part of the data, computed by the estimator's own hooks.
 
@@ -145,7 +137,7 @@ def compute(template, X, y, sample_weight=None, classes=None):
     X, y = est._check_X_y(X, y, reset=True)
     check_class_targets(y)
     classes = np.unique(y) if classes is None else _sorted_labels(classes)
-    y_index = _label_index(y, classes)
+    y_index = class_index(y, classes)
     w = check_sample_weight(sample_weight, X.shape[0])
     est.classes_ = classes
     if _is_mixed(est):

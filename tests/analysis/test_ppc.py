@@ -116,7 +116,7 @@ def test_bad_input_is_refused():
         bayesnb.ppc(est, X, y, statistics={"x": 3})
     with pytest.raises(ValueError, match="one label per row"):
         bayesnb.ppc(est, X, y[:-1])
-    with pytest.raises(ValueError, match="not in the fitted classes"):
+    with pytest.raises(ValueError, match="not in classes_"):
         bayesnb.ppc(est, X, np.repeat([0, 2], 5))
     with pytest.raises(ValueError, match="shape"):
         bayesnb.ppc(est, X, y, statistics={"odd": lambda X, y: np.zeros(int(X.sum()) % 3 + 1)}, n_draws=20, random_state=0)
