@@ -842,9 +842,9 @@ def save(estimator, path):
 
     def write(fileobj):
         with zipfile.ZipFile(fileobj, "w", compression=zipfile.ZIP_DEFLATED) as zf:
-            zf.writestr(_member(_METADATA), text)
+            zf.writestr(_member(zf, _METADATA), text)
             for name, arr in arrays.items():
-                with zf.open(_member(f"{name}.npy"), "w", force_zip64=True) as member:
+                with zf.open(_member(zf, f"{name}.npy"), "w", force_zip64=True) as member:
                     np.lib.format.write_array(member, arr, allow_pickle=False)
 
     if hasattr(path, "write"):
@@ -855,15 +855,15 @@ def save(estimator, path):
         write(f)
 
 
-def _member(name):
-    """A ZIP member header with a fixed timestamp, so a saved file is a function of the model.
+def _member(zf, name):
+    """A header for member ``name`` of ``zf``, with a fixed timestamp, so a saved file is a function of the model.
 
     ``ZipFile.writestr(name)`` and ``ZipFile.open(name, "w")`` stamp each member with the
     current local time (2-second resolution): two saves of one model would differ in those
     bytes, and no reader of the file uses them. 1980-01-01 is the earliest DOS date.
     """
     info = zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
-    info.compress_type = zipfile.ZIP_DEFLATED
+    info.compress_type = zf.compression  # a ZipInfo starts uncompressed, whatever the archive's default
     info.external_attr = 0o644 << 16  # rw-r--r-- for a tool that extracts the archive
     return info
 
