@@ -185,8 +185,7 @@ def test_section_check_catches_a_bare_docstring():
 
 def _executed_blocks(markdown):
     """Code of the blocks markdown-exec runs (not those quoted inside a longer fence)."""
-    markdown = re.sub(r"^(`{4,})[^\n]*\n.*?^\1[ \t]*$", "", markdown, flags=re.S | re.M)
-    return re.findall(r'^```python exec="on"[^\n]*\n(.*?)^```', markdown, flags=re.S | re.M)
+    return _load_tool("bayesnb_docs").executed_blocks(markdown)
 
 
 def test_every_example_has_a_tutorial_page():
@@ -429,3 +428,115 @@ def test_a_corrupt_cache_entry_is_run_again(tmp_path, monkeypatch):
     entry.write_text("{not json")
     result = docs_tools.run(script)
     assert result["cached"] is False and result["stdout"] == "hello\n"
+
+
+# ---------------------------------------------------------------- examples started ahead of their pages
+
+
+def test_the_example_calls_of_a_page_are_read_from_its_executed_blocks():
+    docs_tools = _load_tool("bayesnb_docs")
+    page = textwrap.dedent(
+        """
+        ````markdown
+        ```python exec="on"
+        print(example("shown_only"))
+        ```
+        ````
+
+        ```python exec="on"
+        from bayesnb_docs import example
+        print(example("ran", "--out", "figures", quick=False))
+        print(example(name_computed_at_run_time))
+        ```
+
+        ```python
+        print(example("not_executed"))
+        ```
+        """
+    )
+    assert docs_tools.example_calls(page) == [("ran", ("--out", "figures"), {"quick": False})]
+    # Every tutorial page's example is found, once each (the build starts them all).
+    calls = [c for page in sorted(DOCS.rglob("*.md")) for c in docs_tools.example_calls(page.read_text())]
+    names = sorted(name for name, _, _ in calls)
+    assert names == sorted(p.stem for p in (ROOT / "examples").glob("*.py"))
+
+
+_MEETS = """
+import sys, time
+from pathlib import Path
+
+def main(argv=None):
+    # Waits (up to 60 s) for the other script to have started: passes only when both run at once.
+    here, other = Path(argv[-2]), Path(argv[-1])  # after --quick
+    with open(here.with_suffix(".count"), "a") as f:
+        f.write("run\\n")
+    here.touch()
+    deadline = time.monotonic() + 60
+    while not other.exists():
+        if time.monotonic() > deadline:
+            sys.exit(f"{other.name} never started beside {here.name}")
+        time.sleep(0.05)
+    print(f"{here.stem} met {other.stem}")
+    return 0
+"""
+
+
+def test_started_runs_run_at_once_and_each_page_gets_its_own(tmp_path, monkeypatch):
+    docs_tools = _load_tool("bayesnb_docs")
+    monkeypatch.delenv("BAYESNB_DOCS_CACHE", raising=False)
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    script = _write_example(tmp_path, _MEETS)
+    a, b = str(tmp_path / "a.flag"), str(tmp_path / "b.flag")
+    calls = [(str(script), (a, b), {}), (str(script), (b, a), {}), (str(script), (a, b), {})]
+    try:
+        assert docs_tools.start_runs(calls, jobs=2) == 2  # the repeated call is one run
+        # Each would wait a minute for the other if they ran one after the other.
+        assert "a met b" in docs_tools.example(script, a, b)
+        assert "b met a" in docs_tools.example(script, b, a)
+        assert docs_tools.run(script, a, b)["stdout"] == "a met b\n"  # the same run, not another
+    finally:
+        docs_tools.stop_runs()
+    assert (tmp_path / "a.count").read_text() == "run\n" and (tmp_path / "b.count").read_text() == "run\n"
+    # After stop_runs (the end of a build), a page runs its example again.
+    assert docs_tools.run(script, a, b)["stdout"] == "a met b\n"
+    assert (tmp_path / "a.count").read_text() == "run\nrun\n"
+
+
+def test_a_started_run_that_fails_fails_its_page(tmp_path, monkeypatch):
+    docs_tools = _load_tool("bayesnb_docs")
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    script = _write_example(tmp_path, "def main(argv=None):\n    raise RuntimeError('boom in the background')\n")
+    try:
+        assert docs_tools.start_runs([(str(script), (), {})], jobs=2) == 1
+        with pytest.raises(docs_tools.ExampleError, match="boom in the background"):
+            docs_tools.example(script)
+    finally:
+        docs_tools.stop_runs()
+
+
+def test_runs_are_started_only_where_they_can_share_the_program_cache(tmp_path, monkeypatch):
+    docs_tools = _load_tool("bayesnb_docs")
+    script = _write_example(tmp_path, "def main(argv=None):\n    return 0\n")
+    calls = [(str(script), (), {})]
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    try:
+        assert docs_tools.start_runs(calls, jobs=1) == 0  # one at a time: each when its page asks
+        monkeypatch.setenv("BAYESNB_DOCS_JOBS", "1")
+        assert docs_tools.start_runs(calls) == 0
+        monkeypatch.setenv("BAYESNB_DOCS_JOBS", "0")
+        with pytest.raises(ValueError, match="BAYESNB_DOCS_JOBS"):
+            docs_tools.start_runs(calls)
+        monkeypatch.delenv("BAYESNB_DOCS_JOBS")
+        # A program cache JAX does not lock (no size limit): processes at once could read
+        # each other's half-written entries, so the runs wait for their pages.
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "xla"))
+        monkeypatch.delenv("JAX_COMPILATION_CACHE_MAX_SIZE", raising=False)
+        assert docs_tools.start_runs(calls, jobs=2) == 0
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_MAX_SIZE", "-1")
+        assert docs_tools.start_runs(calls, jobs=2) == 0
+        pytest.importorskip("filelock", reason="JAX locks its program cache with filelock")
+        monkeypatch.setenv("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))
+        assert docs_tools.start_runs(calls, jobs=2) == 1
+        assert docs_tools.run(script)["stdout"] == ""
+    finally:
+        docs_tools.stop_runs()

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import re
 import textwrap
 from pathlib import Path
 
@@ -46,31 +45,9 @@ def _docs_tool():
     return module
 
 
-_FENCE = re.compile(r"^(`{3,})(.*)$")
-_EXAMPLE_CALL = re.compile(r"\bexample\(([^()]*)\)")
-
-
 def executed_example_calls(text):
-    """``(name, args)`` of every ``example(...)`` call in an executed block of a page.
-
-    Only a fence opened at the top level with ``python exec="on"`` runs: a block shown
-    inside a longer fence (the tutorial index shows one as Markdown) is text.
-    """
-    calls, open_fence, executed = [], None, False
-    for line in text.splitlines():
-        m = _FENCE.match(line.strip())
-        if open_fence is None:
-            if m:
-                open_fence, executed = m.group(1), m.group(2).strip().startswith('python exec="on"')
-            continue
-        if m and m.group(1) == open_fence and not m.group(2).strip():
-            open_fence = None
-            continue
-        call = _EXAMPLE_CALL.search(line) if executed else None
-        if call:
-            args = ast.literal_eval(f"({call.group(1)},)")
-            calls.append((args[0], tuple(args[1:])))
-    return calls
+    """``(name, args)`` of every ``example(...)`` call in an executed block of a page (the docs tool's reader)."""
+    return [(name, args) for name, args, _ in _docs_tool().example_calls(text)]
 
 
 def docs_invocations():

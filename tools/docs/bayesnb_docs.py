@@ -26,6 +26,13 @@ says so plainly instead of showing an empty run.
 
 Set ``BAYESNB_DOCS_FULL=1`` to run the examples without ``--quick``.
 
+The examples are independent processes, so the build starts them all at once, as many
+at a time as the machine has cores (``BAYESNB_DOCS_JOBS`` to choose; 1 runs each when
+its page is rendered): ``tools/docs/hooks.py`` reads the ``example(...)`` calls of every
+page's executed blocks (:func:`example_calls`) before the first page is rendered and
+hands them to :func:`start_runs`; :func:`run` then waits for its run instead of starting
+it. What a page shows, and a failure, are the same either way.
+
 Set ``BAYESNB_DOCS_CACHE`` to a folder to keep every run's result there, keyed by
 everything that decides it (:func:`run_key`: the script, the arguments, the source of
 ``bayesnb`` and of this runner, the interpreter and the versions of the libraries it
@@ -39,6 +46,7 @@ build runs every example.
 
 from __future__ import annotations
 
+import ast
 import base64
 import hashlib
 import html
@@ -50,6 +58,7 @@ import sys
 import tempfile
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -198,10 +207,21 @@ def run(name, *args, quick=None, timeout=600):
         If the script raises, exits with a non-zero status or runs past ``timeout``.
         A failed run is never cached.
     """
-    script = _script(name)
+    script, argv = _invocation(name, args, quick)
+    started = _started.get((script, tuple(argv)))
+    if started is not None:
+        return started.result()  # an ExampleError of the run is raised here
+    return _run(script, argv, timeout)
+
+
+def _invocation(name, args, quick):
+    """The script and its command line: what identifies a run."""
     if quick is None:
         quick = os.environ.get("BAYESNB_DOCS_FULL", "") not in ("1", "true", "yes")
-    argv = (["--quick"] if quick else []) + [str(a) for a in args]
+    return _script(name), (["--quick"] if quick else []) + [str(a) for a in args]
+
+
+def _run(script, argv, timeout):
     cache = _cache_folder()
     key = run_key(script, argv) if cache is not None else None
     if cache is not None:
@@ -212,6 +232,138 @@ def run(name, *args, quick=None, timeout=600):
     if cache is not None:
         _write_cached(cache, key, result)
     return result
+
+
+#: Runs started ahead of their pages by :func:`start_runs`: ``(script, argv)`` -> future.
+_started = {}
+_pool = None
+
+
+def _jobs():
+    value = os.environ.get("BAYESNB_DOCS_JOBS", "")
+    if value:
+        jobs = int(value)
+        if jobs < 1:
+            raise ValueError(f"BAYESNB_DOCS_JOBS must be a positive integer, not {value!r}")
+        return jobs
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _shared_program_cache_is_safe():
+    """Whether processes running at once may share the XLA program cache set for this build.
+
+    JAX writes a cache entry in place and locks the folder only under a size limit (with
+    ``filelock``); without the lock a process could read another's half-written entry.
+    """
+    if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return True
+    if os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", "-1") not in ("", "-1"):
+        try:
+            import filelock  # noqa: F401
+        except ImportError:
+            return False
+        return True
+    return False
+
+
+def start_runs(calls, jobs=None):
+    """Start the example runs of ``calls`` in the background, ``jobs`` at a time.
+
+    :func:`run` (and :func:`example`) with the same script and arguments then waits for
+    the run started here and returns its result, or raises its :class:`ExampleError`.
+    Calls already started are not started again. With one job, or where the processes
+    could not share the build's XLA program cache safely (a cache folder without JAX's
+    lock), nothing is started and every run happens when its page asks for it.
+
+    Parameters
+    ----------
+    calls : iterable of (str, tuple of str, dict)
+        ``(name, args, keywords)`` as :func:`example_calls` returns them; the keywords
+        ``quick`` and ``timeout`` are honoured.
+    jobs : int, optional
+        Runs at a time; default ``BAYESNB_DOCS_JOBS``, else the number of usable cores.
+
+    Returns
+    -------
+    int
+        How many runs were started.
+    """
+    global _pool
+    jobs = _jobs() if jobs is None else jobs
+    if jobs < 2 or not _shared_program_cache_is_safe():
+        return 0
+    if _pool is None:
+        _pool = ThreadPoolExecutor(max_workers=jobs, thread_name_prefix="bayesnb-docs-example")
+    started = 0
+    for name, args, keywords in calls:
+        script, argv = _invocation(name, args, keywords.get("quick"))
+        if (script, tuple(argv)) not in _started:
+            _started[(script, tuple(argv))] = _pool.submit(_run, script, argv, keywords.get("timeout", 600))
+            started += 1
+    return started
+
+
+def stop_runs():
+    """Forget the runs :func:`start_runs` started; those not begun yet are cancelled.
+
+    Returns
+    -------
+    None
+    """
+    global _pool
+    if _pool is not None:
+        _pool.shutdown(wait=True, cancel_futures=True)
+        _pool = None
+    _started.clear()
+
+
+def executed_blocks(markdown):
+    """The code of the blocks markdown-exec runs on a page.
+
+    Blocks quoted inside a longer fence (a page showing how to write one) do not run.
+
+    Parameters
+    ----------
+    markdown : str
+
+    Returns
+    -------
+    list of str
+    """
+    markdown = re.sub(r"^(`{4,})[^\n]*\n.*?^\1[ \t]*$", "", markdown, flags=re.S | re.M)
+    return re.findall(r'^```python exec="on"[^\n]*\n(.*?)^```', markdown, flags=re.S | re.M)
+
+
+def example_calls(markdown):
+    """The ``example(...)`` calls of a page's executed blocks, where their arguments are literals.
+
+    Parameters
+    ----------
+    markdown : str
+
+    Returns
+    -------
+    list of (str, tuple of str, dict)
+        ``(name, args, keywords)`` of each call, in page order. A call with a computed
+        argument is left out (it runs when its page is rendered).
+    """
+    calls = []
+    for block in executed_blocks(markdown):
+        try:
+            tree = ast.parse(block)
+        except SyntaxError:
+            continue  # markdown-exec reports it when the page is rendered
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "example"):
+                continue
+            try:
+                args = [ast.literal_eval(a) for a in node.args]
+                keywords = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
+            except ValueError:
+                continue
+            if args and None not in keywords:
+                calls.append((args[0], tuple(args[1:]), keywords))
+    return calls
 
 
 def _run_fresh(script, argv, timeout):

@@ -2,8 +2,11 @@
 
 Executed pages (markdown-exec blocks) import :mod:`bayesnb_docs` from this folder and
 draw with matplotlib's non-interactive backend; both are set up once, before any page
-is rendered. Pages that take more than a second to render (their blocks run then) are
-logged with their time, so a slow tutorial shows up in the CI log.
+is rendered. The example scripts those pages run are started together before the first
+page is rendered (``bayesnb_docs.start_runs``: one per core), so the build waits for the
+longest of them rather than for their sum. Pages that take more than a second to render
+(their blocks run then, or wait for their example) are logged with their time, so a slow
+tutorial shows up in the CI log.
 """
 
 from __future__ import annotations
@@ -23,6 +26,30 @@ def on_startup(**kwargs):
     os.environ.setdefault("MPLBACKEND", "Agg")
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
+
+
+def on_files(files, config, **kwargs):
+    import bayesnb_docs
+
+    calls = []
+    for file in files.documentation_pages():
+        calls += bayesnb_docs.example_calls(Path(file.abs_src_path).read_text(encoding="utf-8"))
+    started = bayesnb_docs.start_runs(calls)
+    if started:
+        log.info("started %d example runs in the background", started)
+    return files
+
+
+def on_post_build(config, **kwargs):
+    import bayesnb_docs
+
+    bayesnb_docs.stop_runs()
+
+
+def on_build_error(error, **kwargs):
+    import bayesnb_docs
+
+    bayesnb_docs.stop_runs()
 
 
 def on_page_markdown(markdown, page, **kwargs):
