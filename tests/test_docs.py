@@ -523,10 +523,15 @@ def test_runs_are_started_only_where_they_can_share_the_program_cache(tmp_path, 
         assert docs_tools.start_runs(calls, jobs=1) == 0  # one at a time: each when its page asks
         monkeypatch.setenv("BAYESNB_DOCS_JOBS", "1")
         assert docs_tools.start_runs(calls) == 0
-        monkeypatch.setenv("BAYESNB_DOCS_JOBS", "0")
-        with pytest.raises(ValueError, match="BAYESNB_DOCS_JOBS"):
-            docs_tools.start_runs(calls)
+        for bad in ("0", "-2", "two"):
+            monkeypatch.setenv("BAYESNB_DOCS_JOBS", bad)
+            with pytest.raises(ValueError, match="BAYESNB_DOCS_JOBS must be a positive integer"):
+                docs_tools.start_runs(calls)
         monkeypatch.delenv("BAYESNB_DOCS_JOBS")
+        # A page naming a script that does not exist fails where it is rendered, as before.
+        assert docs_tools.start_runs([("no_such_example", (), {})], jobs=2) == 0
+        with pytest.raises(docs_tools.ExampleError, match="no example script"):
+            docs_tools.example("no_such_example")
         # A program cache JAX does not lock (no size limit): processes at once could read
         # each other's half-written entries, so the runs wait for their pages.
         monkeypatch.setenv("JAX_COMPILATION_CACHE_DIR", str(tmp_path / "xla"))
