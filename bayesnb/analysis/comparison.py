@@ -204,7 +204,7 @@ def metric_values(y_true, proba, classes, *, n_bins=15, impossible=None):
     (inf, 1.01, 0.55)
     """
     classes = np.asarray(classes)
-    y_index = class_index(y_true, classes, "y_true")
+    y_index = class_index(y_true, classes, "y_true", classes_name="classes")
     proba = _check_proba(proba, len(y_index), classes.size)
     dead = _check_impossible(impossible, len(y_index))
     terms = _RowTerms(y_index, proba, _check_bins(n_bins), dead)
@@ -247,7 +247,7 @@ def reliability_bins(y_true, proba, classes, *, n_bins=15, impossible=None):
     0.2667
     """
     classes = np.asarray(classes)
-    y_index = class_index(y_true, classes, "y_true")
+    y_index = class_index(y_true, classes, "y_true", classes_name="classes")
     proba = _check_proba(proba, len(y_index), classes.size)
     n_bins = _check_bins(n_bins)
     dead = _check_impossible(impossible, len(y_index))
@@ -1252,7 +1252,7 @@ def compare(
         attrs.update(n_test=int(y_test.shape[0]), n_repeats=int(n_repeats), train_sizes=sizes)
         index_names = (["model"] if named else []) + ["train_size", "estimate"]
 
-    y_index = class_index(y_eval, classes, "y_test" if mode != "cv" else "y_train")
+    y_index = class_index(y_eval, classes, "y_test" if mode != "cv" else "y_train", classes_name="the training classes")
     records = _score(
         groups, evidences, (*estimates, *extra), y_index, n_bins, n_bootstrap, level, reference, rng, index_names
     )
@@ -1312,7 +1312,7 @@ def _compare_fitted(
         evidences[key] = [_log_evidence(_final(clf))]
         summaries[key] = _summary(_final(clf))
     rng = np.random.default_rng(random_state)
-    y_index = class_index(y_test, classes, "y_test")
+    y_index = class_index(y_test, classes, "y_test", classes_name="the training classes")
     index_names = (["model"] if named else []) + ["estimate"]
     baselines = baselines or {}
     extra = ([CALIBRATED] if calibrated else []) + list(baselines)

@@ -28,7 +28,7 @@ from sklearn.feature_selection import SelectorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from bayesnb.core import _fitted, families
-from bayesnb.core._validation import check_sample_weight, class_index
+from bayesnb.core._validation import check_sample_weight, class_index, label_rows
 
 __all__ = [
     "log_marginal_likelihood",
@@ -80,9 +80,10 @@ def _kind(fitted):
 def _rows(fitted, X, y, sample_weight, who):
     """``X`` as ``fitted`` sees it, class indices and weights; refuses data it was not fitted on."""
     Xv = fitted.validate(X)
+    y = label_rows(y, n_rows=Xv.shape[0])  # a misshapen y is reported as it is
     try:
-        y_index = class_index(y, fitted.classes, n_rows=Xv.shape[0])
-    except ValueError as err:
+        y_index = class_index(y, fitted.classes)
+    except ValueError as err:  # a label outside the classes
         raise ValueError(f"{who} was not fitted on these data: {err}") from None
     w = check_sample_weight(sample_weight, Xv.shape[0])
     mine, theirs = fitted.validated_stats(Xv, y_index, w), fitted.stats

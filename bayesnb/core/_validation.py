@@ -21,6 +21,7 @@ __all__ = [
     "check_class_prior",
     "check_labels",
     "class_index",
+    "label_rows",
     "check_class_targets",
     "check_classes",
     "check_n_draws",
@@ -397,10 +398,25 @@ def label_array(y, name="y"):
     return np.asarray(y)
 
 
-def class_index(y, classes, name="y", *, n_rows=None):
+def label_rows(y, name="y", *, n_rows=None):
+    """``y`` as an ndarray, checked to be 1-d with ``n_rows`` labels (any number when None).
+
+    Raises
+    ------
+    ValueError
+        If ``y`` is not 1-d or has not ``n_rows`` labels.
+    """
+    y = np.asarray(y)
+    if y.ndim != 1 or (n_rows is not None and y.shape[0] != n_rows):
+        rows = "" if n_rows is None else f" with one label per row of X ({n_rows})"
+        raise ValueError(f"{name} must be 1-d{rows}, got shape {y.shape}")
+    return y
+
+
+def class_index(y, classes, name="y", *, n_rows=None, classes_name="classes_"):
     """Position of each label of ``y`` in the sorted ``classes``, int ndarray of shape (n_samples,).
 
-    The one check, for every layer, that labels belong to a fitted model.
+    The one check, for every layer, that labels belong to a model's classes.
 
     Parameters
     ----------
@@ -411,6 +427,9 @@ def class_index(y, classes, name="y", *, n_rows=None):
         How the error names ``y``.
     n_rows : int, optional
         The number of rows ``y`` labels; checked when given.
+    classes_name : str
+        How the error names ``classes`` (``classes_`` of a fitted model, or the
+        caller's argument).
 
     Returns
     -------
@@ -419,22 +438,24 @@ def class_index(y, classes, name="y", *, n_rows=None):
     Raises
     ------
     ValueError
-        If ``y`` is not 1-d, has not ``n_rows`` labels, or holds a label that is not one
-        of ``classes``.
+        If ``y`` is not 1-d, has not ``n_rows`` labels (:func:`label_rows`), or holds a
+        label that is not one of ``classes``.
     """
-    y = np.asarray(y)
-    if y.ndim != 1 or (n_rows is not None and y.shape[0] != n_rows):
-        rows = "" if n_rows is None else f" with one label per row of X ({n_rows})"
-        raise ValueError(f"{name} must be 1-d{rows}, got shape {y.shape}")
+    y = label_rows(y, name, n_rows=n_rows)
     classes = np.asarray(classes)
     index = np.searchsorted(classes, y)
     bad = (index >= classes.size) | (classes[np.minimum(index, classes.size - 1)] != y)
     if bad.any():
-        raise ValueError(
-            f"{name} contains label {y[bad][:1].tolist()[0]!r} not in classes_ {classes.tolist()!r} "
-            "(the classes of the data the model was fitted on)"
-        )
+        shown = classes.tolist()
+        if len(shown) > _SHOWN_CLASSES:
+            head = ", ".join(repr(c) for c in shown[: _SHOWN_CLASSES - 2])
+            shown = f"[{head}, ..., {shown[-2]!r}, {shown[-1]!r}] ({len(shown)} classes)"
+        raise ValueError(f"{name} contains label {y[bad][:1].tolist()[0]!r} not in {classes_name} {shown}")
     return index
+
+
+#: Classes an unknown-label error lists before it elides the rest.
+_SHOWN_CLASSES = 12
 
 
 def check_labels(y, name="y"):

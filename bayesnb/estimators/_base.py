@@ -531,7 +531,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         and the membership check (a comparison per row: 9 ms for 800 k string labels)
         is skipped.
         """
-        y_index = np.searchsorted(classes, y) if from_labels else class_index(y, classes)
+        y_index = np.searchsorted(classes, y) if from_labels else class_index(y, classes, classes_name="classes")
         w = check_sample_weight(sample_weight, X.shape[0])
         self.classes_ = classes
         new = self._stats(X, y_index, w)

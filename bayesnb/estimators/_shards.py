@@ -137,7 +137,7 @@ def compute(template, X, y, sample_weight=None, classes=None):
     X, y = est._check_X_y(X, y, reset=True)
     check_class_targets(y)
     classes = np.unique(y) if classes is None else _sorted_labels(classes)
-    y_index = class_index(y, classes)
+    y_index = class_index(y, classes, classes_name="classes")
     w = check_sample_weight(sample_weight, X.shape[0])
     est.classes_ = classes
     if _is_mixed(est):

@@ -366,7 +366,7 @@ def test_bad_arguments(kwargs, match):
 
 def test_bad_data():
     X_train, X_test, y_train, y_test = _digits_split()
-    with pytest.raises(ValueError, match=r"y_test contains label 9 not in classes_ \[0, 1, .*, 8\] \(the classes of the data the model was fitted on\)"):
+    with pytest.raises(ValueError, match=r"y_test contains label 9 not in the training classes \[0, 1, 2, 3, 4, 5, 6, 7, 8\]$"):
         compare(MultinomialNB(), X_train[y_train != 9], y_train[y_train != 9], X_test, y_test)
     with pytest.raises(ValueError, match="X_test has"):
         compare(MultinomialNB(), X_train, y_train, X_test[:5], y_test)

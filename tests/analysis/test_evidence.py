@@ -164,6 +164,13 @@ def test_bayes_factor_refusals():
         log_bayes_factor(GaussianNB().fit(X.astype(float), y), mult, X, y)
     with pytest.raises(ValueError, match="model_2 was not fitted on these data"):
         log_bayes_factor(BernoulliNB().fit(X, y), MultinomialNB().fit(X[:-1], y[:-1]), X, y)
+    # A label the model has never seen is blamed on the data it was fitted on; a y of the
+    # wrong length is reported as such.
+    with pytest.raises(ValueError, match=r"^model was not fitted on these data: y contains label 7 not in classes_"):
+        log_marginal_likelihood(mult, X, np.where(np.arange(len(y)) == 0, 7, y))
+    with pytest.raises(ValueError, match=r"^y must be 1-d with one label per row of X \(\d+\), got shape") as err:
+        log_marginal_likelihood(mult, X, y[:-1])
+    assert "not fitted" not in str(err.value)
     with pytest.raises(ValueError, match="different classes"):
         log_bayes_factor(BernoulliNB().fit(X, y % 2), mult, X, y)
     with pytest.raises(TypeError, match="model_1 must be a fitted"):

@@ -23,8 +23,14 @@ def test_labels_outside_the_classes_are_named():
     classes = np.array(["ham", "spam"])
     # Before, between and after the sorted classes: searchsorted's three cases.
     for stranger in ("aardvark", "eggs", "zzz"):
-        with pytest.raises(ValueError, match=rf"y_test contains label '{stranger}' not in classes_ \['ham', 'spam'\]"):
+        with pytest.raises(ValueError, match=rf"^y_test contains label '{stranger}' not in classes_ \['ham', 'spam'\]$"):
             class_index(np.array(["ham", stranger, "spam"]), classes, "y_test")
+
+
+def test_a_long_list_of_classes_is_elided_and_the_caller_names_it():
+    classes = np.arange(100)
+    with pytest.raises(ValueError, match=r"^y contains label 100 not in classes \[0, 1, 2, .*, 9, \.\.\., 98, 99\] \(100 classes\)$"):
+        class_index(np.array([3, 100]), classes, classes_name="classes")
 
 
 def test_shape_and_row_count_are_checked():
