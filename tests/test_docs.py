@@ -16,6 +16,7 @@ import inspect
 import re
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -516,8 +517,12 @@ def test_a_started_run_that_fails_fails_its_page(tmp_path, monkeypatch):
 
 def test_runs_are_started_only_where_they_can_share_the_program_cache(tmp_path, monkeypatch):
     docs_tools = _load_tool("bayesnb_docs")
-    script = _write_example(tmp_path, "def main(argv=None):\n    return 0\n")
+    # Each run of the script adds a line to a file: a page served by the started run adds none.
+    script = _write_example(
+        tmp_path, f"def main(argv=None):\n    open({str(tmp_path / 'runs')!r}, 'a').write('run\\n')\n    return 0\n"
+    )
     calls = [(str(script), (), {})]
+    monkeypatch.delenv("BAYESNB_DOCS_CACHE", raising=False)
     monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
     try:
         assert docs_tools.start_runs(calls, jobs=1) == 0  # one at a time: each when its page asks
@@ -542,6 +547,33 @@ def test_runs_are_started_only_where_they_can_share_the_program_cache(tmp_path, 
         pytest.importorskip("filelock", reason="JAX locks its program cache with filelock")
         monkeypatch.setenv("JAX_COMPILATION_CACHE_MAX_SIZE", str(1 << 30))
         assert docs_tools.start_runs(calls, jobs=2) == 1
-        assert docs_tools.run(script)["stdout"] == ""
+        first, again = docs_tools.run(script), docs_tools.run(script)
+        assert again is first  # the started run's result, not a second run
+        assert (tmp_path / "runs").read_text() == "run\n"
     finally:
         docs_tools.stop_runs()
+
+
+def test_stopping_the_runs_kills_the_examples_still_running(tmp_path, monkeypatch):
+    # A failed or interrupted build does not wait for the examples it started.
+    docs_tools = _load_tool("bayesnb_docs")
+    monkeypatch.delenv("BAYESNB_DOCS_CACHE", raising=False)
+    monkeypatch.delenv("JAX_COMPILATION_CACHE_DIR", raising=False)
+    flag = tmp_path / "started"
+    script = _write_example(
+        tmp_path,
+        f"import pathlib, time\ndef main(argv=None):\n    pathlib.Path({str(flag)!r}).touch()\n    time.sleep(300)\n",
+    )
+    (tmp_path / "other").mkdir()
+    queued = _write_example(tmp_path / "other", "def main(argv=None):\n    return 0\n")
+    assert docs_tools.start_runs([(str(script), (), {}), (str(queued), (), {})], jobs=2) == 2
+    deadline = time.monotonic() + 120
+    while not flag.exists():
+        assert time.monotonic() < deadline, "the example never started"
+        time.sleep(0.05)
+    start = time.monotonic()
+    docs_tools.stop_runs()
+    assert time.monotonic() - start < 60  # not the 300 s the example sleeps
+    assert docs_tools._children == set() and docs_tools._started == {}
+    # Afterwards a page runs its example as usual.
+    assert docs_tools.run(queued)["cached"] is False

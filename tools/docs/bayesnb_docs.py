@@ -57,6 +57,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -237,6 +238,12 @@ def _run(script, argv, timeout):
 #: Runs started ahead of their pages by :func:`start_runs`: ``(script, argv)`` -> future.
 _started = {}
 _pool = None
+#: The example processes running now (killed by :func:`stop_runs`).
+_children = set()
+_children_lock = threading.Lock()
+_stopping = False
+#: Held while this process's environment is changed or copied for a child.
+_ENV_LOCK = threading.Lock()
 
 
 def _jobs():
@@ -297,8 +304,8 @@ def start_runs(calls, jobs=None):
     for name, args, keywords in calls:
         try:
             script, argv = _invocation(name, args, keywords.get("quick"))
-        except ExampleError:
-            continue  # no such script: the page that asks for it fails with this error
+        except Exception:  # noqa: BLE001 - no such script, a name that is not one: the page fails with it
+            continue
         if (script, tuple(argv)) not in _started:
             _started[(script, tuple(argv))] = _pool.submit(_run, script, argv, keywords.get("timeout", 600))
             started += 1
@@ -306,17 +313,31 @@ def start_runs(calls, jobs=None):
 
 
 def stop_runs():
-    """Forget the runs :func:`start_runs` started; those not begun yet are cancelled.
+    """End the runs :func:`start_runs` started: those waiting are cancelled, those running killed.
+
+    Called at the end of a build, when a build fails and when MkDocs exits (an
+    interrupted build does not wait for the examples still queued or running). Every
+    page that asked for a run has its result by then; a later :func:`run` starts afresh.
 
     Returns
     -------
     None
     """
-    global _pool
-    if _pool is not None:
-        _pool.shutdown(wait=True, cancel_futures=True)
-        _pool = None
-    _started.clear()
+    global _pool, _stopping
+    pool, _pool = _pool, None
+    if pool is not None:
+        pool.shutdown(wait=False, cancel_futures=True)
+    with _children_lock:
+        _stopping = True  # a background run about to start its process gives up instead
+        for proc in _children:
+            proc.kill()
+    try:
+        if pool is not None:
+            pool.shutdown(wait=True)  # the killed runs' threads return at once
+    finally:
+        with _children_lock:
+            _stopping = False
+        _started.clear()
 
 
 def executed_blocks(markdown):
@@ -361,8 +382,8 @@ def example_calls(markdown):
             try:
                 args = [ast.literal_eval(a) for a in node.args]
                 keywords = {k.arg: ast.literal_eval(k.value) for k in node.keywords}
-            except ValueError:
-                continue
+            except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                continue  # not literals: the call runs when its page is rendered
             if args and None not in keywords:
                 calls.append((args[0], tuple(args[1:]), keywords))
     return calls
@@ -374,24 +395,35 @@ def _run_fresh(script, argv, timeout):
         work, figdir = tmp / "work", tmp / "figures"
         work.mkdir()
         figdir.mkdir()
-        env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0")
+        with _ENV_LOCK:  # command() sets COLUMNS for its own call only
+            env = dict(os.environ, MPLBACKEND="Agg", PYTHONHASHSEED="0")
         start = time.perf_counter()
-        try:
-            proc = subprocess.run(
+        with _children_lock:  # started and registered at once: stop_runs kills every child it did not refuse
+            if _stopping:
+                raise ExampleError(f"{script.name} {' '.join(argv)} was not run: the build stopped")
+            proc = subprocess.Popen(
                 [sys.executable, str(RUNNER), str(script), str(figdir), json.dumps(argv)],
                 cwd=work,
                 env=env,
-                capture_output=True,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
                 text=True,
-                timeout=timeout,
             )
+            _children.add(proc)
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
             raise ExampleError(f"{script.name} {' '.join(argv)} ran past {timeout} s") from exc
+        finally:
+            with _children_lock:
+                _children.discard(proc)
         seconds = time.perf_counter() - start
         if proc.returncode != 0:
             raise ExampleError(
                 f"{script.name} {' '.join(argv)} failed with exit status {proc.returncode}:\n"
-                + textwrap.indent((proc.stderr or proc.stdout)[-4000:], "    ")
+                + textwrap.indent((stderr or stdout)[-4000:], "    ")
             )
         figures = []
         for folder in (figdir, work):
@@ -401,7 +433,7 @@ def _run_fresh(script, argv, timeout):
                     figures.append((path.name, kind, path.read_bytes()))
         work_entries = sorted(p.name for p in work.iterdir())
     return {
-        "stdout": proc.stdout, "stderr": proc.stderr, "figures": figures, "seconds": seconds, "argv": argv,
+        "stdout": stdout, "stderr": stderr, "figures": figures, "seconds": seconds, "argv": argv,
         "work_entries": work_entries, "cached": False,
     }
 
@@ -547,16 +579,19 @@ def command(*args):
     from bayesnb.cli.command import main
 
     out, err = io.StringIO(), io.StringIO()
-    columns = os.environ.get("COLUMNS")
-    os.environ["COLUMNS"] = "88"  # argparse wraps help text to the terminal width
-    try:
-        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-            status = main(list(args))
-    finally:
-        if columns is None:
-            os.environ.pop("COLUMNS", None)
-        else:
-            os.environ["COLUMNS"] = columns
+    # argparse wraps help text to the terminal width. The lock keeps the examples running
+    # in the background (start_runs) from copying this environment meanwhile.
+    with _ENV_LOCK:
+        columns = os.environ.get("COLUMNS")
+        os.environ["COLUMNS"] = "88"
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                status = main(list(args))
+        finally:
+            if columns is None:
+                os.environ.pop("COLUMNS", None)
+            else:
+                os.environ["COLUMNS"] = columns
     if status:
         raise ExampleError(f"bayesnb {' '.join(args)} exited with {status}:\n{err.getvalue()[-4000:]}")
     return _fence(f"$ bayesnb {' '.join(args)}\n{out.getvalue()}", "console")

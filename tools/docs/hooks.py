@@ -19,10 +19,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 log = logging.getLogger("mkdocs.hooks.bayesnb")
-_started = {}
+_page_started = {}
+_dirty = False
 
 
-def on_startup(**kwargs):
+def on_startup(command=None, dirty=False, **kwargs):
+    global _dirty
+    # `mkdocs serve --dirty` renders only the pages changed since the last build: the
+    # examples of the others are not needed, so none is started ahead of its page.
+    _dirty = bool(dirty)
     os.environ.setdefault("MPLBACKEND", "Agg")
     if str(HERE) not in sys.path:
         sys.path.insert(0, str(HERE))
@@ -31,6 +36,8 @@ def on_startup(**kwargs):
 def on_files(files, config, **kwargs):
     import bayesnb_docs
 
+    if _dirty:
+        return files
     calls = []
     for file in files.documentation_pages():
         calls += bayesnb_docs.example_calls(Path(file.abs_src_path).read_text(encoding="utf-8"))
@@ -52,13 +59,20 @@ def on_build_error(error, **kwargs):
     bayesnb_docs.stop_runs()
 
 
+def on_shutdown(**kwargs):
+    # Also after an interrupted build (MkDocs calls it from a finally clause).
+    import bayesnb_docs
+
+    bayesnb_docs.stop_runs()
+
+
 def on_page_markdown(markdown, page, **kwargs):
-    _started[page.file.src_uri] = time.perf_counter()
+    _page_started[page.file.src_uri] = time.perf_counter()
     return markdown
 
 
 def on_page_content(html, page, **kwargs):
-    seconds = time.perf_counter() - _started.pop(page.file.src_uri, time.perf_counter())
+    seconds = time.perf_counter() - _page_started.pop(page.file.src_uri, time.perf_counter())
     if seconds > 1.0:
         log.info("rendered %s in %.1f s", page.file.src_uri, seconds)
     return html
