@@ -398,6 +398,10 @@ def label_array(y, name="y"):
     return np.asarray(y)
 
 
+#: Classes an unknown-label error lists before it elides the rest.
+_SHOWN_CLASSES = 12
+
+
 def label_rows(y, name="y", *, n_rows=None):
     """``y`` as an ndarray, checked to be 1-d with ``n_rows`` labels (any number when None).
 
@@ -452,10 +456,6 @@ def class_index(y, classes, name="y", *, n_rows=None, classes_name="classes_"):
             shown = f"[{head}, ..., {shown[-2]!r}, {shown[-1]!r}] ({len(shown)} classes)"
         raise ValueError(f"{name} contains label {y[bad][:1].tolist()[0]!r} not in {classes_name} {shown}")
     return index
-
-
-#: Classes an unknown-label error lists before it elides the rest.
-_SHOWN_CLASSES = 12
 
 
 def check_labels(y, name="y"):

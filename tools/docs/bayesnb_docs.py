@@ -50,6 +50,7 @@ import ast
 import base64
 import hashlib
 import html
+import importlib.util
 import json
 import os
 import re
@@ -263,13 +264,9 @@ def _shared_program_cache_is_safe():
     """
     if not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return True
-    if os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", "-1") not in ("", "-1"):
-        try:
-            import filelock  # noqa: F401
-        except ImportError:
-            return False
-        return True
-    return False
+    if os.environ.get("JAX_COMPILATION_CACHE_MAX_SIZE", "-1") in ("", "-1"):
+        return False  # no size limit: JAX takes no lock
+    return importlib.util.find_spec("filelock") is not None
 
 
 def start_runs(calls, jobs=None):
