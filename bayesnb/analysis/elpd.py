@@ -328,7 +328,7 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
         raise TypeError(f"{type(estimator).__name__} has no exact leave-one-out (it has no loo_terms)")
     fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
     terms = fitted.loo_terms(X, y, sample_weight=sample_weight)
-    reasons = tuple(fitted.loo_approximations(kind))
+    reasons = _fitted.loo_approximations(fitted, kind)
     if reasons:
         warnings.warn(
             f"bayesnb.loo of this {fitted.name} is approximate, not leave-one-out refits: "
@@ -352,14 +352,15 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
 
         joint = np.asarray(fitted.joint_log_proba(X), dtype=np.float64)
         with np.errstate(divide="ignore"):
-            log_proba = log_normalize(joint, np.asarray(fitted.class_log_prior_of_estimate(), dtype=np.float64))[0]
+            log_proba = log_normalize(joint, np.asarray(_fitted.class_log_prior(fitted), dtype=np.float64))[0]
         in_sample = log_proba[rows, terms.y_index]
     else:
         pointwise = _loo.joint(terms)
         # predict_joint_log_proba divides the feature part by temperature_; the joint of the
         # model as written multiplies it back.
-        class_log = np.asarray(fitted.class_log_prior_of_estimate(), dtype=np.float64)
+        # The joint first: it refuses an estimate with no mode in the words of the model's parameters.
         tempered = np.asarray(fitted.joint_log_proba(X), dtype=np.float64)[rows, terms.y_index]
+        class_log = np.asarray(_fitted.class_log_prior(fitted), dtype=np.float64)
         cls = class_log[terms.y_index]
         with np.errstate(invalid="ignore"):
             in_sample = cls + (tempered - cls) * _fitted.temperature(fitted)

@@ -103,7 +103,7 @@ def _rows(fitted, X, y, sample_weight, who):
 def _footing(fitted, X, y, sample_weight, length_prior, who):
     """(observed matrix, log p(observed, y)) of one fitted model (a FittedModel)."""
     Xv, y_index, w = _rows(fitted, X, y, sample_weight, who)
-    value = float(fitted.log_evidence())
+    value = _fitted.log_evidence(fitted)
     offset = fitted.family.log_evidence_offset
     if offset is not None:
         value += offset(Xv, y_index, w, fitted.n_classes, length_prior=length_prior)

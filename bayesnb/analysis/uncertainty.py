@@ -1375,10 +1375,15 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
     draws : ndarray of shape (n_draws, n_classes)
         One row's draws, in the order of the rows.
     """
+    fitted, X = fitted_front(estimator, X)
+    return _updated_rows(fitted, X, n_draws, random_state, chunk_entries)
+
+
+def _updated_rows(fitted, X, n_draws, random_state, chunk_entries):
+    """:func:`updated_proba_rows` of a fitted-model pytree and rows in the model's input form."""
     from bayesnb.core import _sampling
     from bayesnb.core._random import key_from_random_state
 
-    fitted, X = fitted_front(estimator, X)
     n_draws = check_n_draws(n_draws)
     _check_updatable(fitted)
     weights = np.asarray(fitted.predictive_proba(X), dtype=np.float64)
@@ -1413,7 +1418,7 @@ def updated_proba_draws(estimator, X, n_draws=100, random_state=None, *, chunk_e
         Monte Carlo error.
     """
     fitted, X = fitted_front(estimator, X)
-    rows = list(updated_proba_rows(fitted, X, n_draws, random_state, chunk_entries=chunk_entries))
+    rows = list(_updated_rows(fitted, X, n_draws, random_state, chunk_entries))
     if not rows:
         return np.empty((check_n_draws(n_draws), 0, len(fitted.classes)))
     return np.stack(rows, axis=1)
@@ -1431,7 +1436,7 @@ def updated_proba_interval(
     level = float(level)
     fitted, X = fitted_front(estimator, X)
     parts = []
-    for draws in updated_proba_rows(fitted, X, n_draws, random_state, chunk_entries=chunk_entries):
+    for draws in _updated_rows(fitted, X, n_draws, random_state, chunk_entries):
         parts.append(_interval_inplace(draws, level, method, median))
     if not parts:
         return tuple(np.empty((0, len(fitted.classes))) for _ in range(3 if median else 2))

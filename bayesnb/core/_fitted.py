@@ -63,6 +63,9 @@ __all__ = [
     "take_rows",
     "temperature",
     "calibration",
+    "class_log_prior",
+    "log_evidence",
+    "loo_approximations",
 ]
 
 
@@ -89,10 +92,9 @@ class Unavailable(NamedTuple):
         "temperature", "calibration", "hyper_posterior",
     ],
     meta_fields=[
-        "family", "n_features_in", "feature_names_in", "categories", "name", "validate", "validated_stats", "condition",
-        "log_evidence", "predictive_proba", "joint_log_proba", "class_log_prior_of_estimate", "loo_terms",
-        "loo_approximations", "hyper_conditional", "hyper_prior_draws", "hyper_embedding",
-        "hyper_joint_draws", "hyper_chains",
+        "family", "n_features_in", "feature_names_in", "categories", "name", "estimate", "loo_approximations",
+        "validate", "validated_stats", "condition", "predictive_proba", "joint_log_proba", "loo_terms",
+        "hyper_conditional", "hyper_prior_draws", "hyper_embedding", "hyper_joint_draws", "hyper_chains",
     ],
 )
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -140,6 +142,13 @@ class FittedModel:
         index to the labels of its codes), or None.
     name : str
         How errors name the model (the estimator's class name).
+    estimate : str
+        The estimator's ``estimate`` (``"mle"``, ``"map"``, ``"mean"`` or
+        ``"predictive"``; checked where it is used, as the estimator checks it): the
+        estimate of :func:`class_log_prior` and of ``joint_log_proba``.
+    loo_approximations : dict of str to tuple of str, or Unavailable
+        The estimator's ``loo_approximations(kind)`` for ``kind`` ``"conditional"`` and
+        ``"joint"``: why its exact leave-one-out differs from refits (empty: it does not).
     validate : callable ``X -> rows``
         The estimator's input validation (``validate_input``) as it was when the pytree
         was built: rows checked and converted as the estimator reads them (binarised,
@@ -152,8 +161,6 @@ class FittedModel:
         (``with_stats(stats).fitted_model()``): the model conditioned on other statistics
         under the same prior, with no hyperparameter draws. What simulation-based
         calibration checks is this computation, the estimator's, not a second one here.
-    log_evidence : callable ``() -> float``
-        The estimator's ``log_evidence()`` of the statistics the pytree holds.
     predictive_proba : callable ``X -> ndarray of shape (n_samples, n_classes)``
         The estimator's ``predict_proba`` with ``estimate="predictive"`` (tempered and
         calibrated as it predicts; the mixture over the hyperparameters' draws where
@@ -161,20 +168,16 @@ class FittedModel:
         compares with NUTS is the estimator's own.
     joint_log_proba : callable ``X -> ndarray of shape (n_samples, n_classes)``
         The estimator's ``predict_joint_log_proba`` at its ``estimate`` (tempered).
-    class_log_prior_of_estimate : callable ``() -> ndarray of shape (n_classes,)``
-        The estimator's ``class_log_prior_``: the log class proportions of its
-        ``estimate``.
     loo_terms : callable ``(X, y, sample_weight=None) -> LooTerms``
         The estimator's exact leave-one-out terms (``loo_terms``: what it re-learns per
         left-out row, such as a table of categories, it re-learns there).
-    loo_approximations : callable ``kind -> tuple of str``
-        The estimator's ``loo_approximations``: why its leave-one-out differs from refits.
     hyper_conditional : callable ``m -> FittedModel``, or None
         The plain model at the hyperparameters' draw ``m`` (None without hyperpriors).
     hyper_prior_draws : callable ``(n, key) -> (log_class, params)``, or None
         Draws from the prior, hyperpriors included (None without hyperpriors).
-    hyper_embedding : callable ``() -> (hypers, embedding)``, or None
-        Where the hyperparameters enter the prior (None without hyperpriors).
+    hyper_embedding : tuple ``(hypers, embedding)``, or None
+        Where the hyperparameters enter the prior: the estimator's ``hyper_embedding()``
+        (the hyperpriors as a tuple, and the embedding), or None without hyperpriors.
     hyper_joint_draws : callable ``X -> ndarray of shape (n_predict_draws, n_samples, n_classes)``, or None
         The per-draw joint log predictives that the integrated predictive averages
         (``hyper_joint_log_proba_draws``; None without hyperpriors).
@@ -198,18 +201,17 @@ class FittedModel:
     feature_names_in: Optional[tuple]
     categories: Optional[dict]
     name: str
+    estimate: str
+    loo_approximations: Any
     validate: Callable
     validated_stats: Callable
     condition: Callable
-    log_evidence: Callable
     predictive_proba: Callable
     joint_log_proba: Callable
-    class_log_prior_of_estimate: Callable
     loo_terms: Callable
-    loo_approximations: Callable
     hyper_conditional: Optional[Callable] = None
     hyper_prior_draws: Optional[Callable] = None
-    hyper_embedding: Optional[Callable] = None
+    hyper_embedding: Optional[tuple] = None
     hyper_joint_draws: Optional[Callable] = None
     hyper_chains: Optional[int] = None
 
@@ -472,6 +474,67 @@ def calibration(fitted):
         Where the estimator could not give it when the pytree was built (see :class:`Unavailable`).
     """
     return _available(fitted.calibration)
+
+
+def class_log_prior(fitted, kind=None):
+    """Log class proportions of a fitted model for estimate ``kind`` (default: the estimator's), shape (n_classes,).
+
+    The estimator's ``class_log_prior_`` for its ``estimate``, computed from the
+    pytree's class prior and class counts by the same function
+    (:func:`bayesnb.core.class_prior.estimate_log`).
+
+    Raises
+    ------
+    ValueError
+        If the estimate is not one of ``"mle"``, ``"map"``, ``"mean"``, ``"predictive"``.
+    bayesnb.exceptions.UndefinedModeError
+        For ``"map"`` where a class's Dirichlet posterior has no mode (the estimators
+        say so in the words of their parameters).
+    """
+    kind = _validation.check_estimate(fitted.estimate if kind is None else kind)
+    return _class_prior.estimate_log(fitted.class_dirichlet, fitted.class_prior, fitted.stats.class_count, kind)
+
+
+def log_evidence(fitted):
+    r"""Log marginal likelihood :math:`\log p(X, y)` of the statistics a fitted model holds.
+
+    The label part (:func:`bayesnb.core.class_prior.labels_log_evidence`) plus the
+    family's feature part given the labels: the estimator's ``log_evidence()``, by the
+    same functions. A model conditioned on other statistics (``fitted.condition``) gives
+    the evidence of those.
+
+    Returns
+    -------
+    float
+    """
+    labels = _class_prior.labels_log_evidence(fitted.class_dirichlet, fitted.class_prior, fitted.stats.class_count)
+    return labels + float(fitted.family.log_evidence(fitted.prior, fitted.stats))
+
+
+def loo_approximations(fitted, kind):
+    """Why the exact leave-one-out of a fitted model differs from refits, for term ``kind`` (empty: it does not).
+
+    The estimator's ``loo_approximations(kind)`` as it was when the pytree was built.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    kind : {"conditional", "joint"}
+
+    Returns
+    -------
+    tuple of str
+
+    Raises
+    ------
+    ValueError
+        For another ``kind``, or where the estimator could not list them when the pytree
+        was built (see :class:`Unavailable`).
+    """
+    reasons = _available(fitted.loo_approximations)
+    if kind not in reasons:
+        raise ValueError(f"kind must be 'conditional' or 'joint', got {kind!r}")
+    return reasons[kind]
 
 
 def class_log_draws(key, fitted, n, *, prior=False):

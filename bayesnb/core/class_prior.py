@@ -14,7 +14,10 @@ from bayesnb.core.families import _dirichlet
 from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
-__all__ = ["is_prior", "posterior", "point_log", "log_evidence", "sample_log", "sample_labels"]
+__all__ = [
+    "is_prior", "posterior", "point_log", "estimate_log", "log_evidence", "labels_log_evidence", "sample_log",
+    "sample_labels",
+]
 
 
 def is_prior(class_prior):
@@ -78,9 +81,61 @@ def point_log(prior, class_count, kind):
     raise ValueError(f"unknown estimate {kind!r}")
 
 
+def estimate_log(prior, fixed, class_count, kind):
+    r"""Log class proportions of a fitted model for one estimate: learned or fixed.
+
+    The one computation of an estimator's ``class_log_prior_`` and of the layers'
+    :func:`bayesnb.core._fitted.class_log_prior`.
+
+    Parameters
+    ----------
+    prior : Dirichlet or None
+        The Dirichlet on the proportions; None where they are fixed.
+    fixed : ndarray of shape (n_classes,) or None
+        The fixed proportions :math:`\pi_c` (read where ``prior`` is None).
+    class_count : ndarray of shape (n_classes,)
+    kind : {"mle", "map", "mean", "predictive"}
+        See :func:`point_log`; fixed proportions are the same for every estimate.
+
+    Returns
+    -------
+    ndarray of shape (n_classes,)
+        ``-inf`` for a fixed proportion of zero.
+    """
+    if prior is None:
+        with np.errstate(divide="ignore"):
+            return np.log(fixed)
+    return point_log(prior, class_count, kind)
+
+
 def log_evidence(prior, class_count):
     r""":math:`\log p(y_{1:n}) = \log B(\beta + N) - \log B(\beta)` for the label sequence."""
     return float(_dirichlet.log_evidence(prior.concentration, class_count))
+
+
+def labels_log_evidence(prior, fixed, class_count):
+    r"""The label part :math:`\log p(y_{1:n})` of a fitted model's evidence: learned or fixed proportions.
+
+    Under the Dirichlet ``prior`` it is :func:`log_evidence`; with fixed proportions
+    ``fixed`` (``prior`` None) it is :math:`\sum_c N_c \log\pi_c`, where a class with
+    no rows adds nothing (also where its proportion is zero). The one computation of an
+    estimator's ``log_evidence`` and of :func:`bayesnb.core._fitted.log_evidence`.
+
+    Parameters
+    ----------
+    prior : Dirichlet or None
+    fixed : ndarray of shape (n_classes,) or None
+    class_count : ndarray of shape (n_classes,)
+
+    Returns
+    -------
+    float
+    """
+    if prior is None:
+        n = np.asarray(class_count)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return float(np.sum(np.where(n > 0, n * np.log(fixed), 0.0)))
+    return log_evidence(prior, class_count)
 
 
 def sample_log(key, post, n):

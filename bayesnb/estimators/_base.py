@@ -256,9 +256,6 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     def _feature_posterior(self):
         return self._family.posterior(self.prior_, self.stats_)
 
-    def _feature_log_evidence(self):
-        return self._family.log_evidence(self.prior_, self.stats_)
-
     def _class_posterior(self, class_count):
         # The Dirichlet posterior of the class proportions given class counts, under
         # class_dirichlet_ (fit and with_stats both come here).
@@ -611,10 +608,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     # ----------------------------------------------------------- estimates
     def _class_log_prob(self, kind):
-        if self.class_posterior_ is None:
-            with np.errstate(divide="ignore"):
-                return np.log(self.class_prior_)
-        return _class_prior.point_log(self.class_dirichlet_, self.stats_.class_count, kind)
+        return _class_prior.estimate_log(self.class_dirichlet_, self.class_prior_, self.stats_.class_count, kind)
 
     def _point(self, kind):
         # "predictive" plugs in the posterior mean (where that is the exact predictive):
@@ -1178,13 +1172,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         float
         """
         check_is_fitted(self, "stats_")
-        if self.class_posterior_ is None:
-            n = np.asarray(self.stats_.class_count)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                label_part = float(np.sum(np.where(n > 0, n * np.log(self.class_prior_), 0.0)))
-        else:
-            label_part = _class_prior.log_evidence(self.class_dirichlet_, self.stats_.class_count)
-        return label_part + float(self._feature_log_evidence())
+        # One computation, the pytree's: what SBC's chain rule and the evidence functions
+        # check of a model conditioned on other statistics is this.
+        return _fitted.log_evidence(self.fitted_model())
 
     def fitted_model(self):
         r"""The fitted model as one immutable pytree, for the layers below the estimators.
@@ -1213,17 +1203,20 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             - ``temperature`` and ``calibration``: ``temperature_`` and
               ``calibration_`` (a :class:`~bayesnb.core._fitted.Unavailable` holding
               the error where they raise, raised where a layer uses them);
+            - ``estimate``: the ``estimate`` parameter (its log class proportions are
+              ``bayesnb.core._fitted.class_log_prior``; the log evidence,
+              ``bayesnb.core._fitted.log_evidence``, is computed from the pytree by the
+              functions :meth:`log_evidence` uses);
+            - ``loo_approximations``: :meth:`loo_approximations` of both kinds, as a dict;
             - ``hyper_posterior``: ``hyper_posterior_`` (draws on axis 0), or None
               without hyperpriors, with ``hyper_conditional``, ``hyper_prior_draws``
-              and ``hyper_embedding``;
+              and ``hyper_embedding`` (the value of :meth:`hyper_embedding`);
             - ``validate`` and ``validated_stats``: :meth:`validate_input` and
               :meth:`validated_stats` as they are now;
-            - ``condition`` and ``log_evidence``: ``with_stats(stats).fitted_model()``
-              and :meth:`log_evidence`, as they are now; ``predictive_proba``:
-              :meth:`predict_proba` with ``estimate="predictive"``;
-              ``joint_log_proba``, ``class_log_prior_of_estimate``, ``loo_terms`` and
-              ``loo_approximations``: :meth:`predict_joint_log_proba`,
-              ``class_log_prior_``, :meth:`loo_terms` and :meth:`loo_approximations`;
+            - ``condition``: ``with_stats(stats).fitted_model()`` as it is now;
+              ``predictive_proba``: :meth:`predict_proba` with
+              ``estimate="predictive"``; ``joint_log_proba`` and ``loo_terms``:
+              :meth:`predict_joint_log_proba` and :meth:`loo_terms`;
             - with hyperpriors, ``hyper_joint_draws``
               (:meth:`hyper_joint_log_proba_draws`) and ``hyper_chains`` (the number of
               chains of ``hyper_posterior_``).
@@ -1255,10 +1248,22 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         frozen_est = copy.copy(self)
         hyper = getattr(self, "hyper_posterior_", None) or None
         names = getattr(self, "feature_names_in_", None)
+        embedding = None
+        if hyper is not None:
+            hypers, emb = self.hyper_embedding()
+            embedding = (tuple(hypers), emb)
 
         def read(name):
             try:
                 return getattr(self, name)
+            except ValueError as err:
+                return _fitted.Unavailable(err)
+
+        def read_loo_approximations():
+            # The reasons name fitted values (temperature_), which raise where set_params
+            # changed what they were fitted for: the layers that use them raise it then.
+            try:
+                return {kind: self.loo_approximations(kind) for kind in ("conditional", "joint")}
             except ValueError as err:
                 return _fitted.Unavailable(err)
 
@@ -1278,20 +1283,19 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             feature_names_in=None if names is None else tuple(str(v) for v in names),
             categories=getattr(self, "categories_", None),
             name=type(self).__name__,
+            estimate=self.estimate,
+            loo_approximations=read_loo_approximations(),
             validate=frozen_est.validate_input,
             validated_stats=frozen_est.validated_stats,
             condition=lambda stats: frozen_est.with_stats(stats).fitted_model(),
-            log_evidence=frozen_est.log_evidence,
             # A shallow copy at the exact predictive: the fitted pytrees are shared (the
             # memo of point estimates is keyed by the estimate).
             predictive_proba=lambda X: copy.copy(frozen_est).set_params(estimate="predictive").predict_proba(X),
             joint_log_proba=frozen_est.predict_joint_log_proba,
-            class_log_prior_of_estimate=lambda: frozen_est.class_log_prior_,
             loo_terms=frozen_est.loo_terms,
-            loo_approximations=frozen_est.loo_approximations,
             hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
             hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,
-            hyper_embedding=None if hyper is None else frozen_est.hyper_embedding,
+            hyper_embedding=embedding,
             hyper_joint_draws=None if hyper is None else frozen_est.hyper_joint_log_proba_draws,
             hyper_chains=None if hyper is None else int(self.hyper_diagnostics_["num_chains"]),
         )

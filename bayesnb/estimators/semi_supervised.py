@@ -1354,7 +1354,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 # q(theta) and each class's q(shares) given S; the predictions use the
                 # shares' mean (the predictive under q of the component of a new row).
                 probe = shares.conditioned(probe, shares.log_weights(S.class_count, "mean"))
-                evidence = float(probe._feature_log_evidence()) + shares.log_evidence(S.class_count)
+                evidence = float(probe.family_.log_evidence(probe.prior_, probe.stats_)) + shares.log_evidence(S.class_count)
             trace.append(evidence + entropy)
             self._report(it, trace[-1], trace[-2] if len(trace) > 1 else None)
             if self._converged(trace) or not latent:

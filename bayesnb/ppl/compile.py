@@ -1039,7 +1039,7 @@ def _hyper_sites(fitted, compiled):
     """
     if _fitted.hyper_posterior(fitted) is None:
         return []
-    hypers, _ = fitted.hyper_embedding()  # the hyperpriors the estimator integrated at its fit
+    hypers, _ = fitted.hyper_embedding  # the hyperpriors the estimator integrated at its fit
     sites = list(compiled.hyperpriors.values())
     out = []
     for h in hypers:

@@ -504,10 +504,10 @@ def model_from_estimator(estimator, X=None, y=None, *, form="rows", sample_weigh
     # Integrated hyperparameters: the un-collapsed model, the hyperpriors sampled with the rest.
     if mixed:
         raise ValueError("a MixedNB takes no hyperprior: there is no un-collapsed model of one")
-    hypers, embedding = fitted.hyper_embedding()
+    hypers, embedding = fitted.hyper_embedding
     kwargs = {k: v for k, v in kwargs.items() if k != "prior"}
     kwargs["class_prior"] = class_prior if fitted.class_dirichlet is None else None
-    return hyper_model(model), {**kwargs, "hypers": hypers, "embedding": embedding}
+    return hyper_model(model), {**kwargs, "hypers": list(hypers), "embedding": embedding}
 
 
 def _conditioned(fitted, form, blocks, named, class_prior, parts, masks, checked, y_index, weight, n, n_rows, mixed):

@@ -484,13 +484,13 @@ def _chain_rule(fitted, conditioned, parts, y_index):
     r"""(:math:`\log p(D)` in closed form, :math:`\sum_i \log p(x_i, y_i \mid D_{<i})`) of simulated rows.
 
     Both through the model conditioned on statistics by the estimator's own update
-    (``fitted.condition``): the ``log_evidence()`` of ``conditioned`` (the model
+    (``fitted.condition``): the log evidence of ``conditioned`` (the model
     conditioned on all ``len(y_index)`` rows), and each row's untempered exact predictive
     given the rows before it (the class part :math:`\log p(y_i \mid y_{<i})`, the feature
     part :math:`\log p(x_i \mid y_i, D_{<i})`).
     """
     n = int(np.shape(y_index)[0])
-    closed = float(conditioned.log_evidence())
+    closed = _fitted.log_evidence(conditioned)
     total = 0.0
     for i in range(n):
         before = fitted.condition(_stats(fitted, [X[:i] for X in parts], y_index[:i]))

@@ -109,7 +109,7 @@ def test_evidence_alpha_is_the_argmax_of_a_fine_grid_and_the_gradient_vanishes_t
     assert trace.n_iter <= 8
     assert trace.grad_norm[-1] <= 1e-8 * (1 + abs(trace.log_evidence[-1]))
     # The trace reports the feature part of the evidence: log_evidence() minus the labels'.
-    label_part = est.log_evidence() - float(est._feature_log_evidence())
+    label_part = est.log_evidence() - float(est.family_.log_evidence(est.prior_, est.stats_))
     assert trace.log_evidence[-1] == pytest.approx(est.log_evidence() - label_part, rel=1e-12)
     assert np.all(np.diff(trace.log_evidence) >= -1e-9)
 
@@ -341,7 +341,7 @@ def test_even_classes_send_class_alpha_to_the_upper_bound_with_a_warning():
     trace = est.evidence_trace_["class_alpha"]
     assert trace.at_bound.all() and trace.converged
     # Uniform proportions are the limit: the evidence of the labels is N log(1/3).
-    label_part = est.log_evidence() - float(est._feature_log_evidence())
+    label_part = est.log_evidence() - float(est.family_.log_evidence(est.prior_, est.stats_))
     assert label_part == pytest.approx(90 * np.log(1 / 3), rel=1e-6)
 
 

@@ -3,9 +3,9 @@
 Issue 15. The oracles are the joint distribution (ranks of true parameters and of
 held-out labels are uniform under the prior predictive, Talts et al. 2018) and the chain
 rule of probability (the closed-form evidence is the sum of one-row predictives). Each
-planted error is a subclass that gets one thing wrong through the estimator's own hooks:
-a shifted or over-confident feature posterior, an over-confident class posterior, a
-tempered or shifted predictive, an evidence missing a constant. SBC reads the estimator
+planted error is a subclass that gets one thing wrong through the estimator's own hooks
+(a shifted or over-confident feature posterior, an over-confident class posterior, a
+tempered or shifted predictive) or through its family (an evidence missing a constant). SBC reads the estimator
 only through its public path (``validated_stats``, ``with_stats``), so each is caught.
 """
 
@@ -233,12 +233,21 @@ def test_the_sharpness_test_holds_its_level_on_exact_predictives(concentration):
 
 
 # ------------------------------------------------------------------ the evidence
-class EvidenceWithout2Pi(GaussianNB):
-    """Forgets the -n/2 log(2 pi) of the Gaussian evidence."""
+def _evidence_without_2pi(family):
+    """``family`` with a log evidence that forgets the -n/2 log(2 pi) of the Gaussian's."""
 
-    def _feature_log_evidence(self):
-        n = float(np.sum(self.stats_.class_count)) * self.n_features_in_
-        return super()._feature_log_evidence() + 0.5 * n * np.log(2 * np.pi)
+    def log_evidence(prior, stats):
+        n = float(np.sum(stats.class_count)) * np.shape(stats.mean)[-1]
+        return family.log_evidence(prior, stats) + 0.5 * n * np.log(2 * np.pi)
+
+    return family._replace(log_evidence=log_evidence)
+
+
+class EvidenceWithout2Pi(GaussianNB):
+    """A Gaussian model whose family's evidence is wrong: the estimator's ``log_evidence``
+    and the pytree's are the family's, so both are (the predictives are right)."""
+
+    _family = _evidence_without_2pi(GaussianNB._family)
 
 
 def test_a_wrong_evidence_fails_the_chain_rule_at_any_number_of_simulations():
