@@ -1376,7 +1376,7 @@ def updated_proba_rows(estimator, X, n_draws, random_state=None, *, chunk_entrie
         One row's draws, in the order of the rows.
     """
     fitted, X = fitted_front(estimator, X)
-    return _updated_rows(fitted, X, n_draws, random_state, chunk_entries)
+    yield from _updated_rows(fitted, X, n_draws, random_state, chunk_entries)
 
 
 def _updated_rows(fitted, X, n_draws, random_state, chunk_entries):

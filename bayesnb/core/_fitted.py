@@ -72,10 +72,12 @@ __all__ = [
 class Unavailable(NamedTuple):
     """A fitted quantity that the estimator could not give when the pytree was built.
 
-    ``temperature_`` and ``calibration_`` raise when ``set_params`` changed what they
-    were fitted for; the pytree keeps the error and raises it where the quantity is
-    used (:func:`temperature`, :func:`calibration`), as the estimator raises it where it
-    is read, so that layers that do not use it (draws of the parameters) still work.
+    ``temperature_`` and ``calibration_`` (and ``loo_approximations``, which names the
+    chosen temperature) raise when ``set_params`` changed what they were fitted for; the
+    pytree keeps the error and raises it where the quantity is used
+    (:func:`temperature`, :func:`calibration`, :func:`loo_approximations`), as the
+    estimator raises it where it is read, so that layers that do not use it (draws of
+    the parameters) still work.
 
     Attributes
     ----------
@@ -105,8 +107,9 @@ class FittedModel:
     (:meth:`bayesnb.MultinomialNB.fitted_model`); the functions of this module, of
     ``bayesnb.analysis`` and of ``bayesnb.ppl`` take it (their public entry points
     also take an estimator, and build it there, once). A JAX pytree (a registered
-    dataclass): the arrays and distributions are its leaves, the family, the sizes, the
-    names and the callables its static part.
+    dataclass): the arrays and distributions are its leaves; the family, the sizes, the
+    names, the ``estimate``, the leave-one-out's caveats, the hyperpriors' embedding and
+    the callables are its static part.
 
     Attributes
     ----------
@@ -146,7 +149,7 @@ class FittedModel:
         The estimator's ``estimate`` (``"mle"``, ``"map"``, ``"mean"`` or
         ``"predictive"``; checked where it is used, as the estimator checks it): the
         estimate of :func:`class_log_prior` and of ``joint_log_proba``.
-    loo_approximations : dict of str to tuple of str, or Unavailable
+    loo_approximations : tuple of (str, tuple of str) pairs, or Unavailable
         The estimator's ``loo_approximations(kind)`` for ``kind`` ``"conditional"`` and
         ``"joint"``: why its exact leave-one-out differs from refits (empty: it does not).
     validate : callable ``X -> rows``
@@ -531,10 +534,9 @@ def loo_approximations(fitted, kind):
         For another ``kind``, or where the estimator could not list them when the pytree
         was built (see :class:`Unavailable`).
     """
-    reasons = _available(fitted.loo_approximations)
-    if kind not in reasons:
+    if not (isinstance(kind, str) and kind in ("conditional", "joint")):
         raise ValueError(f"kind must be 'conditional' or 'joint', got {kind!r}")
-    return reasons[kind]
+    return dict(_available(fitted.loo_approximations))[kind]
 
 
 def class_log_draws(key, fitted, n, *, prior=False):

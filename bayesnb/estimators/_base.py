@@ -314,11 +314,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     def _label_log_probs(self, prior):
         r"""Log of the predictive class proportions :math:`E[\pi]` under the prior or posterior."""
-        if self.class_dirichlet_ is None:
-            with np.errstate(divide="ignore"):
-                return np.log(self.class_prior_)
         counts = np.zeros(self.classes_.size) if prior else self.stats_.class_count
-        return _class_prior.point_log(self.class_dirichlet_, counts, "mean")
+        return _class_prior.estimate_log(self.class_dirichlet_, self.class_prior_, counts, "mean")
 
     def sklearn_counterpart(self):
         """scikit-learn's naive Bayes of the same model and prior, unfitted, or None.
@@ -1207,7 +1204,8 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
               ``bayesnb.core._fitted.class_log_prior``; the log evidence,
               ``bayesnb.core._fitted.log_evidence``, is computed from the pytree by the
               functions :meth:`log_evidence` uses);
-            - ``loo_approximations``: :meth:`loo_approximations` of both kinds, as a dict;
+            - ``loo_approximations``: :meth:`loo_approximations` of both kinds, as
+              ``(kind, reasons)`` pairs;
             - ``hyper_posterior``: ``hyper_posterior_`` (draws on axis 0), or None
               without hyperpriors, with ``hyper_conditional``, ``hyper_prior_draws``
               and ``hyper_embedding`` (the value of :meth:`hyper_embedding`);
@@ -1263,7 +1261,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             # The reasons name fitted values (temperature_), which raise where set_params
             # changed what they were fitted for: the layers that use them raise it then.
             try:
-                return {kind: self.loo_approximations(kind) for kind in ("conditional", "joint")}
+                return tuple((kind, self.loo_approximations(kind)) for kind in ("conditional", "joint"))
             except ValueError as err:
                 return _fitted.Unavailable(err)
 

@@ -33,7 +33,7 @@ estimator's own machinery and checks three things per simulated data set :math:`
   has mean zero when the predictive is right, is positive on average when it is too
   wide (a tempered classifier, :math:`T > 1`) and negative when it is too sharp; its
   sum over the simulations' first held-out rows is tested against its exact variance;
-* **the evidence**, by the chain rule: the closed-form ``log_evidence()`` of
+* **the evidence**, by the chain rule: the closed-form log evidence of
   :math:`\tilde D` equals :math:`\sum_i \log p(x_i, y_i \mid x_{<i}, y_{<i})`, the sum of
   one-row log predictives of the estimator conditioned on the rows before. This is an
   identity, checked to a relative ``1e-8``.
@@ -537,8 +537,9 @@ def simulation_based_calibration(
        in class order; and, for the first of them, the label's probability less its
        expectation under the predictive, :math:`q(\tilde y) - \sum_c q_c^2` (the
        sharpness test: zero mean, known variance);
-    6. with ``check_evidence``, the chain rule: ``log_evidence()`` of the conditioned
-       estimator against the sum of the ``n_samples`` one-row log predictives, each given
+    6. with ``check_evidence``, the chain rule: the log evidence of the conditioned
+       model (:func:`bayesnb.core._fitted.log_evidence`, the estimator's
+       ``log_evidence()``) against the sum of the ``n_samples`` one-row log predictives, each given
        the rows before it.
 
     Each ranked quantity is tested for uniformity (:func:`rank_uniformity`), the
@@ -551,8 +552,9 @@ def simulation_based_calibration(
     ----------
     estimator : fitted bayesnb estimator or its FittedModel
         The pytree (``estimator.fitted_model()``) carries the estimator's own
-        statistics, conjugate update and evidence (``validated_stats``, ``condition``,
-        ``log_evidence``), so the result is the same from either.
+        statistics and conjugate update (``validated_stats``, ``condition``), and its
+        evidence is :func:`bayesnb.core._fitted.log_evidence`, which the estimator's
+        ``log_evidence()`` returns, so the result is the same from either.
     n_samples : int
         Rows per simulated data set (small data are the demanding case: the prior and
         every pseudo-count matter).
@@ -602,7 +604,8 @@ def simulation_based_calibration(
     if int(n_bins) < 2 or (n_draws + 1) % int(n_bins):
         raise ValueError(f"n_draws + 1 = {n_draws + 1} must be a multiple of n_bins = {n_bins} (>= 2)")
     # The estimator is read once here (its FittedModel); below, its own conjugate update
-    # and evidence are asked through the pytree (fitted.condition, .log_evidence).
+    # is asked through the pytree (fitted.condition), the evidence computed from it
+    # (_fitted.log_evidence, the estimator's log_evidence()).
     fitted = _fitted.as_fitted(estimator)
     blocks = _fitted.blocks(fitted)
     mixed = _fitted.is_mixed(fitted)

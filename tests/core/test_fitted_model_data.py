@@ -41,13 +41,30 @@ def _fit(case, n=24, seed=0):
     return clone(est).fit(X, y), X, y
 
 
+def _take(X, idx):
+    return X.iloc[idx] if hasattr(X, "iloc") else X[idx]
+
+
+def _unbalanced(support, seed=0):
+    """Rows in ``support`` with 12 labels "a" and 5 labels "b", so that the estimates of the class proportions differ."""
+    X, y = rows_in_support(support, np.random.default_rng(seed), 24)
+    idx = np.r_[0:12, 12:17]
+    return _take(X, idx), y[idx]
+
+
 @pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
 def test_the_pytrees_class_proportions_and_loo_approximations_are_the_estimators(case):
-    est, X, y = _fit(case)
+    X, y = _unbalanced(case[1])
+    est = clone(case[2]).set_params(class_alpha=2.5).fit(X, y)
     fitted = est.fitted_model()
     by_kind = {}
     for kind in KINDS:
         by_kind[kind] = np.asarray(clone(est).set_params(estimate=kind).fit(X, y).class_log_prior_)
+    # The four estimates differ here (12 and 5 rows, class_alpha 2.5): "predictive" is
+    # the mean (N_c + 2.5) / (N + 5), "map" (N_c + 1.5) / (N + 3), "mle" N_c / N.
+    np.testing.assert_allclose(by_kind["predictive"], np.log([14.5 / 22, 7.5 / 22]), rtol=1e-13)
+    np.testing.assert_allclose(by_kind["map"], np.log([13.5 / 20, 6.5 / 20]), rtol=1e-13)
+    np.testing.assert_allclose(by_kind["mle"], np.log([12 / 17, 5 / 17]), rtol=1e-13)
     reasons = {kind: est.loo_approximations(kind) for kind in ("conditional", "joint")}
     gone = weakref.ref(est)
     del est
@@ -87,31 +104,30 @@ def test_the_pytrees_evidence_is_the_chain_of_its_exact_predictives(case):
     assert chain == pytest.approx(_fitted.log_evidence(first(12)), rel=1e-9)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+#: Cases whose prior a refit on more rows keeps: not learned from the rows, or given as
+#: ``prior=`` (the half fit's). PolyaNB learns its precision and mean from the rows and
+#: MixedNB its blocks' default priors, with no parameter to hold them: the chain rule
+#: above covers them.
+REFIT_CASES = [c for c in CASES if c[0] not in ("polya", "mixed")]
+
+
+@pytest.mark.parametrize("case", REFIT_CASES, ids=[c[0] for c in REFIT_CASES])
 def test_a_conditioned_pytrees_evidence_is_that_of_a_fit_on_those_rows(case):
     """``condition`` on the statistics of all the rows, from a model fitted on half of them:
-    the evidence computed from the conditioned pytree is the full fit's (a refit, an
-    independent path through ``fit``)."""
+    the evidence computed from the conditioned pytree is that of a fit on all the rows
+    under the same prior (an independent path through ``fit``)."""
     est, X, y = _fit(case, n=32, seed=1)
-    full = clone(case[2]).fit(X, y)
     half_rows = np.r_[0:8, 16:24]  # both classes
-    half = clone(case[2]).fit(X.iloc[half_rows] if hasattr(X, "iloc") else X[half_rows], y[half_rows])
+    half = clone(case[2]).fit(_take(X, half_rows), y[half_rows])
+    # A default prior scaled to the data is the half fit's, given to the refit.
+    full = clone(case[2]).set_params(prior=half.prior_) if "prior" in case[2].get_params() else clone(case[2])
+    full.fit(X, y)
+    for a, b in zip(jax.tree.leaves(half.prior_), jax.tree.leaves(full.prior_), strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
     fitted = half.fitted_model()
     y_index = np.searchsorted(fitted.classes, y)
     conditioned = fitted.condition(fitted.validated_stats(fitted.validate(X), y_index))
-    same_prior = all(
-        np.shape(a) == np.shape(b) and np.allclose(a, b, rtol=1e-12, atol=0)
-        for a, b in zip(jax.tree.leaves(half.prior_), jax.tree.leaves(full.prior_))
-    )
-    if not same_prior:
-        # A prior learned from the rows (a default scaled to the data, Polya's precision)
-        # is held at the half fit's: the refit is another model; compare the
-        # conditioned estimator's own evidence (the same prior).
-        assert _fitted.log_evidence(conditioned) == pytest.approx(
-            half.with_stats(half.validated_stats(half.validate_input(X), y_index)).log_evidence(), rel=1e-12
-        )
-    else:
-        assert _fitted.log_evidence(conditioned) == pytest.approx(full.log_evidence(), rel=1e-10)
+    assert _fitted.log_evidence(conditioned) == pytest.approx(full.log_evidence(), rel=1e-10)
     assert _fitted.log_evidence(conditioned) != pytest.approx(_fitted.log_evidence(fitted), rel=1e-3)
 
 
@@ -164,17 +180,17 @@ def test_fixed_class_proportions_reach_the_pytree():
     labels = 5 * np.log(0.3) + 15 * np.log(0.7)
     features = float(fitted.family.log_evidence(fitted.prior, fitted.stats))
     assert _fitted.log_evidence(fitted) == pytest.approx(labels + features, rel=1e-13)
-    assert _fitted.log_evidence(fitted) == pytest.approx(est.log_evidence(), rel=1e-13)
 
 
 def test_an_estimate_set_after_fit_is_the_pytrees_and_a_bad_one_is_refused_where_it_is_used():
-    X, y = rows_in_support("counts", np.random.default_rng(5), 16)
+    X, y = _unbalanced("counts", seed=5)
     est = MultinomialNB().fit(X, y)
+    np.testing.assert_allclose(_fitted.class_log_prior(est.fitted_model()), np.log([13 / 19, 6 / 19]), rtol=1e-13)
     est.set_params(estimate="mle")
-    np.testing.assert_allclose(_fitted.class_log_prior(est.fitted_model()), np.log([0.5, 0.5]), rtol=1e-13)
+    np.testing.assert_allclose(_fitted.class_log_prior(est.fitted_model()), np.log([12 / 17, 5 / 17]), rtol=1e-13)
     est.set_params(estimate="posterior mode")
     fitted = est.fitted_model()  # the draws do not read the estimate
-    assert predict_proba_draws(fitted, X, 3, random_state=0).shape == (3, 16, 2)
+    assert predict_proba_draws(fitted, X, 3, random_state=0).shape == (3, 17, 2)
     with pytest.raises(ValueError, match="unknown estimate 'posterior mode'"):
         _fitted.class_log_prior(fitted)
     with pytest.raises(ValueError, match="unknown estimate 'posterior mode'"):
@@ -187,12 +203,15 @@ def test_the_loo_approximations_are_data_and_an_unavailable_list_raises_where_it
     y = np.repeat([0, 1], 15)
     est = GaussianNB(temperature="loo").fit(X, y)
     fitted = est.fitted_model()
-    assert isinstance(fitted.loo_approximations, dict)
+    # Data: (kind, reasons) pairs, immutable and hashable like the rest of the static part.
+    assert dict(fitted.loo_approximations).keys() == {"conditional", "joint"}
+    hash(fitted.loo_approximations)
     conditional = _fitted.loo_approximations(fitted, "conditional")
     assert conditional[0].startswith("prior=None") and conditional[-1].startswith("temperature='loo'")
     assert _fitted.loo_approximations(fitted, "joint") == conditional[:-1]
-    with pytest.raises(ValueError, match="kind must be 'conditional' or 'joint', got 'both'"):
-        _fitted.loo_approximations(fitted, "both")
+    for kind in ("both", ["joint"]):
+        with pytest.raises(ValueError, match="kind must be 'conditional' or 'joint', got"):
+            _fitted.loo_approximations(fitted, kind)
     # temperature="loo" set after a fit without it: temperature_ raises, and so does
     # the list (it names the chosen temperature); the pytree is built, and what does
     # not read them still works.
