@@ -69,20 +69,28 @@ Examples
 
 from __future__ import annotations
 
+import warnings
 from typing import NamedTuple
 
 import numpy as np
 from scipy.special import logsumexp
 
+from bayesnb.core import _fitted
+from bayesnb.core._normalize import log_normalize, normalize_proba
 from bayesnb.core._threads import with_one_blas_thread
+from bayesnb.core._validation import check_estimate
+from bayesnb.exceptions import ZeroLikelihoodWarning
 
 __all__ = [
     "CalibrationMap",
     "FAMILIES",
     "LOG_ODDS_BOUND",
     "apply",
+    "check_fitted",
     "choose",
+    "class_proba",
     "fit_map",
+    "fitted_proba",
     "identity",
     "log_loss",
     "one_vs_rest_log_odds",
@@ -227,6 +235,123 @@ def apply(cmap, log_proba):
         return log_proba
     z = _logits(one_vs_rest_log_odds(log_proba), cmap.scale, cmap.compression, np.asarray(cmap.offsets))
     return z - logsumexp(z, axis=-1, keepdims=True)
+
+
+def check_fitted(cmap, estimate, temperature, name):
+    """``cmap`` if it was fitted to the scores of ``estimate`` at ``temperature``, else the refusal.
+
+    A map belongs to the leave-one-out scores of one estimate and temperature; applied
+    to another's it would correct the wrong probabilities. The one check of an
+    estimator's ``calibration_`` and of :func:`fitted_proba`.
+
+    Parameters
+    ----------
+    cmap : CalibrationMap
+    estimate : str
+    temperature : float
+    name : str
+        How the refusal names the model.
+
+    Returns
+    -------
+    CalibrationMap
+
+    Raises
+    ------
+    ValueError
+        If ``cmap`` was fitted for another estimate or temperature.
+    """
+    if cmap.estimate != estimate or cmap.temperature != temperature:
+        raise ValueError(
+            f"{name}: the calibration map was fitted to the leave-one-out scores of estimate={cmap.estimate!r}, "
+            f"temperature={cmap.temperature:g}, not estimate={estimate!r}, temperature="
+            f"{temperature:g}: call fit again (or set calibrate=None for the model as written)"
+        )
+    return cmap
+
+
+def class_proba(joint, class_log, cmap, *, probabilities=False, estimate="predictive", stacklevel=2):
+    """Class log-probabilities (or probabilities) of rows from their joint scores, through a calibration map.
+
+    The one computation of an estimator's ``predict_log_proba`` / ``predict_proba`` and
+    of :func:`fitted_proba`: normalised over classes in log space
+    (:func:`bayesnb.core._normalize.log_normalize`), mapped by ``cmap`` where there is
+    one, exponentiated for ``probabilities`` (without a logarithm where there is no map,
+    :func:`~bayesnb.core._normalize.normalize_proba`). A row impossible under every class
+    gets ``class_log`` and a :class:`~bayesnb.exceptions.ZeroLikelihoodWarning`.
+
+    Parameters
+    ----------
+    joint : ndarray of shape (n_samples, n_classes)
+        Joint log scores, possibly up to a per-row term common to the classes.
+    class_log : ndarray of shape (n_classes,)
+        Log class proportions of the estimate (the fallback of impossible rows).
+    cmap : CalibrationMap or None
+    probabilities : bool
+    estimate : str
+        Named by the warning.
+    stacklevel : int
+        Of the warning, as the caller would pass it to ``warnings.warn``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+    """
+    if cmap is not None and cmap.family != "identity":
+        # The map reads log-probabilities: normalised in log space, mapped, then (for
+        # probabilities) exponentiated.
+        log_proba, dead = log_normalize(joint, class_log)
+        log_proba = apply(cmap, log_proba)
+        out = np.exp(log_proba) if probabilities else log_proba
+    else:
+        normalize = normalize_proba if probabilities else log_normalize
+        out, dead = normalize(joint, class_log)
+    if dead.any():
+        warnings.warn(
+            f"{int(dead.sum())} row(s) have zero likelihood under every class with "
+            f"estimate={estimate!r} (a feature value never seen in training); "
+            "their class probabilities are the class proportions.",
+            ZeroLikelihoodWarning,
+            stacklevel=stacklevel + 1,
+        )
+    return out
+
+
+def fitted_proba(fitted, X, kind=None):
+    """Class probabilities of rows under a fitted-model pytree for one estimate: ``predict_proba`` at ``estimate=kind``.
+
+    The estimator's joint scores (``fitted.joint_log_proba``: its validation, its
+    tempered likelihood or exact predictive, the mixture over integrated
+    hyperparameters) through :func:`class_proba` with the pytree's class proportions
+    (:func:`bayesnb.core._fitted.class_log_prior`) and calibration map, as the
+    estimator's ``predict_proba`` with ``estimate=kind`` computes them.
+
+    Parameters
+    ----------
+    fitted : bayesnb.core._fitted.FittedModel
+    X : array-like of shape (n_samples, n_features)
+        Rows as the estimator takes them.
+    kind : {"mle", "map", "mean", "predictive"}, optional
+        Default: the estimator's ``estimate``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+
+    Raises
+    ------
+    ValueError
+        As ``predict_proba`` would: an unknown estimate, rows it refuses, or a
+        calibration map fitted for another estimate or temperature than ``kind``'s.
+    """
+    kind = check_estimate(fitted.estimate if kind is None else kind)
+    joint = fitted.joint_log_proba(X, kind, contrast=True)
+    cmap = _fitted.calibration(fitted)
+    if cmap is not None:
+        cmap = check_fitted(cmap, kind, _fitted.temperature(fitted), fitted.name)
+    return class_proba(
+        joint, _fitted.class_log_prior(fitted, kind), cmap, probabilities=True, estimate=kind, stacklevel=2
+    )
 
 
 def log_loss(log_proba, y_index, weight=None):

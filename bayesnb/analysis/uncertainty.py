@@ -1386,7 +1386,9 @@ def _updated_rows(fitted, X, n_draws, random_state, chunk_entries):
 
     n_draws = check_n_draws(n_draws)
     _check_updatable(fitted)
-    weights = np.asarray(fitted.predictive_proba(X), dtype=np.float64)
+    from bayesnb.analysis.calibration import fitted_proba
+
+    weights = np.asarray(fitted_proba(fitted, X, "predictive"), dtype=np.float64)
     Xv = fitted.validate(X)
     n_classes = weights.shape[1]
     key_pick, key_draws = _sampling.split(key_from_random_state(random_state))

@@ -95,7 +95,7 @@ class Unavailable(NamedTuple):
     ],
     meta_fields=[
         "family", "n_features_in", "feature_names_in", "categories", "name", "estimate", "loo_approximations",
-        "validate", "validated_stats", "condition", "predictive_proba", "joint_log_proba", "loo_terms",
+        "validate", "validated_stats", "condition", "joint_log_proba", "loo_terms",
         "hyper_conditional", "hyper_prior_draws", "hyper_embedding", "hyper_joint_draws", "hyper_chains",
     ],
 )
@@ -164,13 +164,14 @@ class FittedModel:
         (``with_stats(stats).fitted_model()``): the model conditioned on other statistics
         under the same prior, with no hyperparameter draws. What simulation-based
         calibration checks is this computation, the estimator's, not a second one here.
-    predictive_proba : callable ``X -> ndarray of shape (n_samples, n_classes)``
-        The estimator's ``predict_proba`` with ``estimate="predictive"`` (tempered and
-        calibrated as it predicts; the mixture over the hyperparameters' draws where
-        they are integrated): the closed form that :func:`bayesnb.ppl.mcmc.crosscheck`
-        compares with NUTS is the estimator's own.
-    joint_log_proba : callable ``X -> ndarray of shape (n_samples, n_classes)``
-        The estimator's ``predict_joint_log_proba`` at its ``estimate`` (tempered).
+    joint_log_proba : callable ``(X, kind=None, contrast=False) -> ndarray of shape (n_samples, n_classes)``
+        The estimator's ``predict_joint_log_proba`` of rows ``X`` (validated there), at
+        estimate ``kind`` (default its ``estimate``) and tempered, the mixture over the
+        hyperparameters' draws for ``"predictive"`` where they are integrated;
+        ``contrast``: up to a per-row term common to the classes, as ``predict_proba``
+        normalises it. Class probabilities from it are
+        :func:`bayesnb.analysis.calibration.fitted_proba` (the closed form that
+        :func:`bayesnb.ppl.mcmc.crosscheck` compares with NUTS is the estimator's own).
     loo_terms : callable ``(X, y, sample_weight=None) -> LooTerms``
         The estimator's exact leave-one-out terms (``loo_terms``: what it re-learns per
         left-out row, such as a table of categories, it re-learns there).
@@ -209,7 +210,6 @@ class FittedModel:
     validate: Callable
     validated_stats: Callable
     condition: Callable
-    predictive_proba: Callable
     joint_log_proba: Callable
     loo_terms: Callable
     hyper_conditional: Optional[Callable] = None

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import inspect
-import warnings
 from typing import NamedTuple
 
 import jax
@@ -25,7 +24,6 @@ from bayesnb.analysis.uncertainty import check_interval_args
 from bayesnb.core import _fitted
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
-from bayesnb.core._normalize import log_normalize, normalize_proba
 from bayesnb.core._random import key_from_random_state
 from bayesnb.core._validation import (
     ESTIMATES as _POINT_KINDS,
@@ -48,7 +46,6 @@ from bayesnb.core.priors import dirichlet_from_alpha
 from bayesnb.core.stats import as_masked, is_masked, merge
 from bayesnb.estimators import _shards
 from bayesnb.estimators._hyper import HyperpriorMixin
-from bayesnb.exceptions import ZeroLikelihoodWarning
 from bayesnb.io.persistence import register_pytree
 
 register_pytree(_calibration.CalibrationMap)
@@ -226,13 +223,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
                 f"{name}: calibrate='loo' was set after fit; the map is fitted to the training rows' leave-one-out "
                 "scores at fit, which are not kept: call fit again"
             )
-        if cmap.estimate != self.estimate or cmap.temperature != self.temperature_:
-            raise ValueError(
-                f"{name}: the calibration map was fitted to the leave-one-out scores of estimate={cmap.estimate!r}, "
-                f"temperature={cmap.temperature:g}, not estimate={self.estimate!r}, temperature="
-                f"{self.temperature_:g}: call fit again (or set calibrate=None for the model as written)"
-            )
-        return cmap
+        return _calibration.check_fitted(cmap, self.estimate, self.temperature_, name)
 
     def __repr__(self, N_CHAR_MAX=700):
         text = super().__repr__(N_CHAR_MAX)
@@ -652,12 +643,13 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         """
         return self._scores(X)
 
-    def _scores(self, X, contrast=False):
-        """The joint of rows ``X`` (validated here); ``contrast``: up to a per-row term
-        common to the classes (for callers that normalise over classes)."""
+    def _scores(self, X, contrast=False, kind=None):
+        """The joint of rows ``X`` (validated here) for estimate ``kind`` (default ``estimate``);
+        ``contrast``: up to a per-row term common to the classes (for callers that
+        normalise over classes)."""
         check_is_fitted(self, "stats_")
         X = self._input(X, reset=False)
-        kind = check_estimate(self.estimate)
+        kind = check_estimate(self.estimate if kind is None else kind)
         if kind == "predictive" and self._hyper_fitted():
             return self._hyper_joint(X)
         return self._joint(X, kind, contrast)
@@ -685,24 +677,10 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         :func:`~bayesnb.core._normalize.normalize_proba`)."""
         joint = self._scores(X, contrast=True)
         cmap = self.calibration_
-        if cmap is not None and cmap.family != "identity":
-            # The map reads log-probabilities: normalised in log space, mapped, then (for
-            # predict_proba) exponentiated.
-            log_proba, dead = log_normalize(joint, self._class_log_prob(self.estimate))
-            log_proba = _calibration.apply(cmap, log_proba)
-            log_proba = np.exp(log_proba) if probabilities else log_proba
-        else:
-            normalize = normalize_proba if probabilities else log_normalize
-            log_proba, dead = normalize(joint, self._class_log_prob(self.estimate))
-        if dead.any():
-            warnings.warn(
-                f"{int(dead.sum())} row(s) have zero likelihood under every class with "
-                f"estimate={self.estimate!r} (a feature value never seen in training); "
-                "their class probabilities are the class proportions.",
-                ZeroLikelihoodWarning,
-                stacklevel=3,
-            )
-        return log_proba
+        return _calibration.class_proba(
+            joint, self._class_log_prob(self.estimate), cmap, probabilities=probabilities, estimate=self.estimate,
+            stacklevel=3,
+        )
 
     def predict_log_proba(self, X):
         """Log class posterior :math:`\\log p(y=c \\mid x, D)`.
@@ -1212,9 +1190,10 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             - ``validate`` and ``validated_stats``: :meth:`validate_input` and
               :meth:`validated_stats` as they are now;
             - ``condition``: ``with_stats(stats).fitted_model()`` as it is now;
-              ``predictive_proba``: :meth:`predict_proba` with
-              ``estimate="predictive"``; ``joint_log_proba`` and ``loo_terms``:
-              :meth:`predict_joint_log_proba` and :meth:`loo_terms`;
+              ``joint_log_proba``: :meth:`predict_joint_log_proba` at any estimate
+              (``(X, kind=None, contrast=False)``; class probabilities from it are
+              ``bayesnb.analysis.calibration.fitted_proba``, this estimator's
+              :meth:`predict_proba` at ``estimate=kind``); ``loo_terms``: :meth:`loo_terms`;
             - with hyperpriors, ``hyper_joint_draws``
               (:meth:`hyper_joint_log_proba_draws`) and ``hyper_chains`` (the number of
               chains of ``hyper_posterior_``).
@@ -1286,10 +1265,7 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             validate=frozen_est.validate_input,
             validated_stats=frozen_est.validated_stats,
             condition=lambda stats: frozen_est.with_stats(stats).fitted_model(),
-            # A shallow copy at the exact predictive: the fitted pytrees are shared (the
-            # memo of point estimates is keyed by the estimate).
-            predictive_proba=lambda X: copy.copy(frozen_est).set_params(estimate="predictive").predict_proba(X),
-            joint_log_proba=frozen_est.predict_joint_log_proba,
+            joint_log_proba=lambda X, kind=None, contrast=False: frozen_est._scores(X, contrast, kind),
             loo_terms=frozen_est.loo_terms,
             hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
             hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,

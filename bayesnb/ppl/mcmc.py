@@ -681,7 +681,9 @@ def _predictive(fitted, nuts, X_rows):
 
     from bayesnb.ppl import models
 
-    closed = np.asarray(fitted.predictive_proba(X_rows))
+    from bayesnb.analysis.calibration import fitted_proba
+
+    closed = np.asarray(fitted_proba(fitted, X_rows, "predictive"))
     n_rows, n_classes = closed.shape
     # Every row paired with every class, as data of the model: log p(x_r, y=c | draw).
     X_rep = _repeat_rows(X_rows, n_classes)

@@ -26,10 +26,12 @@ from scipy.special import gammaln
 from sklearn.base import clone
 
 from bayesnb import GaussianNB, MixedNB, MultinomialNB
+from bayesnb.analysis.calibration import fitted_proba
 from bayesnb.analysis.uncertainty import predict_proba_draws
 from bayesnb.core import _fitted
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core.priors import Dirichlet
+from bayesnb.exceptions import ZeroLikelihoodWarning
 
 KINDS = ("mle", "map", "mean", "predictive")
 CASES = [(name, support, est) for name, support, est in family_estimators()] + [("mixed", "mixed", MixedNB())]
@@ -224,3 +226,62 @@ def test_the_loo_approximations_are_data_and_an_unavailable_list_raises_where_it
     assert str(from_pytree.value) == str(own.value) and "set after fit" in str(own.value)
     log_class, params = _fitted.draws(fitted, 3, 0)
     assert np.asarray(log_class).shape == (3, 2) and all(np.all(np.isfinite(p)) for p in jax.tree.leaves(params))
+
+
+def _outcome(call):
+    try:
+        return call()
+    except Exception as err:  # noqa: BLE001 - the same refusal either way
+        return (type(err).__name__, str(err))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_the_pytrees_class_probabilities_at_every_estimate_are_the_estimators(case):
+    """``fitted_proba(fitted, X, kind)`` is ``predict_proba`` with ``estimate=kind`` (or its refusal)."""
+    X, y = _unbalanced(case[1], seed=7)
+    est = clone(case[2]).fit(X, y)
+    X_new, _ = rows_in_support(case[1], np.random.default_rng(8), 6)
+    expected = {kind: _outcome(lambda k=kind: clone(est).set_params(estimate=k).fit(X, y).predict_proba(X_new))
+                for kind in KINDS}
+    fitted = est.fitted_model()
+    del est
+    gc.collect()
+    for kind in KINDS:
+        got = _outcome(lambda k=kind: fitted_proba(fitted, X_new, k))
+        if isinstance(expected[kind], tuple):
+            assert got == expected[kind]
+        else:
+            np.testing.assert_allclose(got, expected[kind], rtol=1e-12, atol=1e-300)
+            np.testing.assert_allclose(got.sum(axis=1), 1.0, rtol=1e-12)
+    assert not isinstance(expected["predictive"], tuple)
+
+
+def test_a_calibration_map_applies_at_its_estimate_and_is_refused_at_another():
+    # One signal in six near-copies: naive Bayes counts it six times and is far too sure,
+    # so the leave-one-out choice is a map that is not the identity.
+    rng = np.random.default_rng(9)
+    y = np.repeat([0, 1], 60)
+    z = rng.normal(np.where(y == 1, 0.8, 0.0), 1.0)
+    X = np.column_stack([z + 0.05 * rng.normal(size=120) for _ in range(6)])
+    est = GaussianNB(calibrate="loo").fit(X, y)
+    assert est.calibration_.family != "identity"
+    plain = GaussianNB().fit(X, y).predict_proba(X[:5])
+    fitted = est.fitted_model()
+    got = fitted_proba(fitted, X[:5])
+    np.testing.assert_allclose(got, est.predict_proba(X[:5]), rtol=1e-12)
+    assert np.abs(got - plain).max() > 1e-3  # the map changed them
+    with pytest.raises(ValueError) as own:
+        clone(est).fit(X, y).set_params(estimate="mean").predict_proba(X[:5])
+    with pytest.raises(ValueError) as from_pytree:
+        fitted_proba(fitted, X[:5], "mean")
+    assert str(from_pytree.value) == str(own.value) and "estimate='predictive'" in str(own.value)
+
+
+def test_rows_impossible_under_every_class_warn_where_the_pytree_is_asked():
+    X = np.array([[3, 0, 0], [2, 1, 0], [0, 3, 0], [1, 2, 0]])
+    y = [0, 0, 1, 1]
+    fitted = MultinomialNB(estimate="mle").fit(X, y).fitted_model()
+    with pytest.warns(ZeroLikelihoodWarning, match=r"1 row\(s\) have zero likelihood .*estimate='mle'") as caught:
+        proba = fitted_proba(fitted, np.array([[0, 0, 2], [1, 1, 0]]))
+    assert caught[0].filename == __file__  # attributed to the caller
+    np.testing.assert_allclose(proba[0], [0.5, 0.5], rtol=1e-13)  # the class proportions
