@@ -288,8 +288,10 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
     Raises
     ------
     ValueError
-        If ``kind`` is unknown, or ``X``, ``y`` do not fit the estimator (see
-        ``loo_terms``).
+        If ``kind`` is unknown, ``X``, ``y`` do not fit the estimator (see
+        ``loo_terms``), or they are not the rows it was fitted on: their sufficient
+        statistics (with ``sample_weight``) differ from those it holds (other rows, a
+        part of them, other labels or weights; rows in another order are the same rows).
     TypeError
         If ``estimator`` has no exact leave-one-out (no ``loo_terms``).
 
@@ -328,6 +330,16 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
         raise TypeError(f"{type(estimator).__name__} has no exact leave-one-out (it has no loo_terms)")
     fitted = _fitted.as_fitted(estimator)  # the estimator is read once, here
     terms = fitted.loo_terms(X, y, sample_weight=sample_weight)
+    # Each row is left out of the statistics the model holds: rows it was not fitted on
+    # (other rows, a part of them, other weights or labels) would give numbers that are
+    # no leave-one-out of anything.
+    weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
+    if not _fitted.fitted_on(fitted, fitted.validate(X), terms.y_index, weight):
+        raise ValueError(
+            f"bayesnb.loo: this {fitted.name} was not fitted on these data: the sufficient statistics of X, y (and "
+            "sample_weight) differ from those it holds. Pass the rows it was fitted on (all of them, with the same "
+            "weights): exact leave-one-out leaves each of them out of those statistics."
+        )
     reasons = _fitted.loo_approximations(fitted, kind)
     if reasons:
         warnings.warn(

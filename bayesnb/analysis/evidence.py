@@ -86,12 +86,7 @@ def _rows(fitted, X, y, sample_weight, who):
     except ValueError as err:  # a label outside the classes
         raise ValueError(f"{who} was not fitted on these data: {err}") from None
     w = check_sample_weight(sample_weight, Xv.shape[0])
-    mine, theirs = fitted.validated_stats(Xv, y_index, w), fitted.stats
-    if type(mine) is not type(theirs) or not all(
-        np.shape(a) == np.shape(b)
-        and np.allclose(a, b, rtol=1e-9, atol=1e-9 * max(1.0, float(np.max(np.abs(b), initial=0.0))))
-        for a, b in zip(mine, theirs)
-    ):
+    if not _fitted.fitted_on(fitted, Xv, y_index, w):
         raise ValueError(
             f"{who} was not fitted on these data: the sufficient statistics of X, y (and "
             "sample_weight) differ from those it holds. Pass the rows it was fitted on "

@@ -64,6 +64,7 @@ __all__ = [
     "temperature",
     "calibration",
     "class_log_prior",
+    "fitted_on",
     "log_evidence",
     "loo_approximations",
 ]
@@ -537,6 +538,37 @@ def loo_approximations(fitted, kind):
     if not (isinstance(kind, str) and kind in ("conditional", "joint")):
         raise ValueError(f"kind must be 'conditional' or 'joint', got {kind!r}")
     return dict(_available(fitted.loo_approximations))[kind]
+
+
+def fitted_on(fitted, Xv, y_index, weight=None):
+    """Whether a fitted model holds the sufficient statistics of exactly these rows.
+
+    The statistics of validated rows ``Xv`` with class indices ``y_index`` and weights
+    (``fitted.validated_stats``) against ``fitted.stats``: the same type and structure,
+    and every leaf equal up to ``1e-9`` of its largest magnitude (rows merged in another
+    order, in batches or shards, sum in another order). The functions that are defined
+    on the training rows (the evidence of the data, exact leave-one-out) refuse other
+    rows with it.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+    Xv : validated rows (``fitted.validate(X)``)
+    y_index : int ndarray of shape (n_samples,)
+    weight : ndarray of shape (n_samples,), optional
+
+    Returns
+    -------
+    bool
+    """
+    mine, theirs = fitted.validated_stats(Xv, y_index, weight), fitted.stats
+    if type(mine) is not type(theirs) or jax.tree.structure(mine) != jax.tree.structure(theirs):
+        return False
+    return all(
+        np.shape(a) == np.shape(b)
+        and np.allclose(a, b, rtol=1e-9, atol=1e-9 * max(1.0, float(np.max(np.abs(b), initial=0.0))))
+        for a, b in zip(jax.tree.leaves(mine), jax.tree.leaves(theirs))
+    )
 
 
 def class_log_draws(key, fitted, n, *, prior=False):

@@ -104,9 +104,10 @@ def test_loo_with_sample_weights_leaves_the_whole_row_out(kind):
         est.fit(X, y, sample_weight=w)
         got = elpd_values(bayesnb.loo(est, X, y, kind=kind, sample_weight=w)).pointwise.values
         np.testing.assert_allclose(got, _brute(est, X, y, kind, w), rtol=1e-10, atol=1e-10, err_msg=type(est).__name__)
-        # Planted error: the wrong weights leave out only half of each row.
-        half = elpd_values(bayesnb.loo(est, X, y, kind=kind, sample_weight=w / 2)).pointwise.values
-        assert np.max(np.abs(half - got)) > 1e-4
+        # Planted error: the wrong weights would leave out only half of each row; the
+        # statistics they give are not the model's, so loo refuses them.
+        with pytest.raises(ValueError, match="was not fitted on these data"):
+            bayesnb.loo(est, X, y, kind=kind, sample_weight=w / 2)
 
 
 def test_polya_loo_against_numpyro_dirichlet_multinomial():
@@ -245,3 +246,39 @@ def test_loo_is_exported_and_the_module_stays_importable():
     assert "loo" in bayesnb.__all__ and callable(bayesnb.loo)
     mod = importlib.import_module("bayesnb.analysis.loo")
     assert hasattr(mod, "LooTerms") and bayesnb.loo.__module__ == "bayesnb.analysis.elpd"
+
+
+def test_loo_refuses_rows_the_model_was_not_fitted_on():
+    """Exact leave-one-out leaves each given row out of the statistics the model holds:
+    other rows, a part of them, other labels or other weights give no leave-one-out of
+    anything, and are refused (they returned a number before)."""
+    from bayesnb import GaussianNB, MultinomialNB
+    from bayesnb.core.priors import NormalInverseGamma
+
+    rng = np.random.default_rng(0)
+    X = rng.poisson(2.0, (20, 4))
+    y = np.repeat([0, 1], 10)
+    est = MultinomialNB().fit(X, y)
+    refusal = "bayesnb.loo: this MultinomialNB was not fitted on these data"
+    for X_other, y_other, w in [
+        (rng.poisson(2.0, (20, 4)), y, None),  # other rows
+        (X[:10], y[:10], None),  # a part of them
+        (X, y[::-1], None),  # other labels
+        (X, y, np.full(20, 2.0)),  # other weights
+    ]:
+        with pytest.raises(ValueError, match=refusal):
+            bayesnb.loo(est, X_other, y_other, sample_weight=w)
+    # The same rows in another order, or a model fitted in batches (its statistics summed
+    # in another order): the same terms, row for row.
+    order = rng.permutation(20)
+    batches = MultinomialNB()
+    for rows in np.array_split(order, 3):
+        batches.partial_fit(X[rows], y[rows], classes=[0, 1])
+    expected = elpd_values(bayesnb.loo(est, X, y)).pointwise.to_numpy()
+    np.testing.assert_allclose(elpd_values(bayesnb.loo(est, X[order], y[order])).pointwise, expected[order], rtol=1e-12)
+    np.testing.assert_allclose(elpd_values(bayesnb.loo(batches, X, y)).pointwise, expected, rtol=1e-10)
+    # A Gaussian's statistics (means and squared deviations) and the pytree's entry point.
+    Xg = rng.normal(size=(20, 3))
+    gauss = GaussianNB(prior=NormalInverseGamma(0.0, 1.0, 2.0, 1.0)).fit(Xg, y)
+    with pytest.raises(ValueError, match="this GaussianNB was not fitted on these data"):
+        bayesnb.loo(gauss.fitted_model(), Xg + 1.0, y)
