@@ -333,8 +333,7 @@ def loo(estimator, X, y, kind="conditional", *, sample_weight=None):
     # Each row is left out of the statistics the model holds: rows it was not fitted on
     # (other rows, a part of them, other weights or labels) would give numbers that are
     # no leave-one-out of anything.
-    weight = None if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
-    if not _fitted.fitted_on(fitted, fitted.validate(X), terms.y_index, weight):
+    if not _fitted.fitted_on(fitted, fitted.validate(X), terms.y_index, sample_weight):
         raise ValueError(
             f"bayesnb.loo: this {fitted.name} was not fitted on these data: the sufficient statistics of X, y (and "
             "sample_weight) differ from those it holds. Pass the rows it was fitted on (all of them, with the same "

@@ -287,9 +287,9 @@ def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="p
     y_index = np.asarray(y_index, dtype=np.intp)
     n = y_index.shape[0]
     counts = np.asarray(class_count, dtype=np.float64)
-    if class_dirichlet is None:
-        with np.errstate(divide="ignore"):
-            return np.broadcast_to(np.log(np.asarray(class_prior, dtype=np.float64)), (n, counts.size)).copy()
+    if class_dirichlet is None:  # fixed proportions: no row moves them
+        fixed = _class_prior.estimate_log(None, np.asarray(class_prior, dtype=np.float64), counts, kind)
+        return np.broadcast_to(fixed, (n, counts.size)).copy()
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     down = np.broadcast_to(counts, (n, counts.size)).copy()
     down[np.arange(n), y_index] -= weight
