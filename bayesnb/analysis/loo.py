@@ -57,6 +57,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from bayesnb.core import class_prior as _class_prior
+from bayesnb.core.families import _dirichlet
 from bayesnb.core.missing import MaskedX
 from bayesnb.core.stats import as_masked, is_masked
 
@@ -269,7 +270,7 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
     return out
 
 
-def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="predictive", class_prior=None):
+def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="predictive", class_prior=None, classes=None):
     r"""Leave-one-out log class proportions :math:`\log p(y=c \mid D_{-i})`, shape (n_samples, n_classes).
 
     Parameters
@@ -283,6 +284,14 @@ def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="p
     kind : {"predictive", "mean", "map", "mle"}
     class_prior : ndarray of shape (n_classes,), optional
         The fixed proportions (used where ``class_dirichlet`` is None).
+    classes : ndarray of shape (n_classes,), optional
+        The class labels, which a refusal of ``"map"`` names (by default the positions).
+
+    Raises
+    ------
+    ValueError
+        For ``"map"`` where a row's left-out class posterior has no mode, naming the
+        class and the row (:func:`bayesnb.core.class_prior.map_refusal`).
     """
     y_index = np.asarray(y_index, dtype=np.intp)
     n = y_index.shape[0]
@@ -293,7 +302,10 @@ def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="p
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
     down = np.broadcast_to(counts, (n, counts.size)).copy()
     down[np.arange(n), y_index] -= weight
-    return np.asarray(_class_prior.point_log(class_dirichlet, down, kind), dtype=np.float64)
+    try:
+        return np.asarray(_class_prior.point_log(class_dirichlet, down, kind), dtype=np.float64)
+    except _dirichlet.UndefinedModeError as err:
+        raise _class_prior.map_refusal(err, down, classes) from None
 
 
 def log_proba(terms, temperature=1.0):

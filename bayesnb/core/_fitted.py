@@ -490,13 +490,14 @@ def class_log_prior(fitted, kind=None):
     Raises
     ------
     ValueError
-        If the estimate is not one of ``"mle"``, ``"map"``, ``"mean"``, ``"predictive"``.
-    bayesnb.exceptions.UndefinedModeError
-        For ``"map"`` where a class's Dirichlet posterior has no mode (the estimators
-        say so in the words of their parameters).
+        If the estimate is not one of ``"mle"``, ``"map"``, ``"mean"``, ``"predictive"``,
+        or for ``"map"`` where a class's Dirichlet posterior has no mode (naming the
+        class as the estimator does).
     """
     kind = _validation.check_estimate(fitted.estimate if kind is None else kind)
-    return _class_prior.estimate_log(fitted.class_dirichlet, fitted.class_prior, fitted.stats.class_count, kind)
+    return _class_prior.estimate_log(
+        fitted.class_dirichlet, fitted.class_prior, fitted.stats.class_count, kind, fitted.classes
+    )
 
 
 def log_evidence(fitted):

@@ -15,7 +15,7 @@ from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
 __all__ = [
-    "is_prior", "posterior", "point_log", "estimate_log", "log_evidence", "labels_log_evidence", "sample_log",
+    "is_prior", "posterior", "point_log", "estimate_log", "map_refusal", "log_evidence", "labels_log_evidence", "sample_log",
     "sample_labels",
 ]
 
@@ -81,7 +81,7 @@ def point_log(prior, class_count, kind):
     raise ValueError(f"unknown estimate {kind!r}")
 
 
-def estimate_log(prior, fixed, class_count, kind):
+def estimate_log(prior, fixed, class_count, kind, classes=None):
     r"""Log class proportions of a fitted model for one estimate: learned or fixed.
 
     The one computation of an estimator's ``class_log_prior_`` and of the layers'
@@ -96,16 +96,56 @@ def estimate_log(prior, fixed, class_count, kind):
     class_count : ndarray of shape (n_classes,)
     kind : {"mle", "map", "mean", "predictive"}
         See :func:`point_log`; fixed proportions are the same for every estimate.
+    classes : ndarray of shape (n_classes,), optional
+        The class labels, which a refusal of ``"map"`` names (by default the positions).
 
     Returns
     -------
     ndarray of shape (n_classes,)
         ``-inf`` for a fixed proportion of zero.
+
+    Raises
+    ------
+    ValueError
+        For ``"map"`` where a class's posterior concentration is below 1, naming the
+        class, its ``class_alpha`` and its weighted rows (:func:`map_refusal`).
     """
     if prior is None:
         with np.errstate(divide="ignore"):
             return np.log(fixed)
-    return point_log(prior, class_count, kind)
+    try:
+        return point_log(prior, class_count, kind)
+    except _dirichlet.UndefinedModeError as err:
+        raise map_refusal(err, class_count, classes) from None
+
+
+def map_refusal(err, class_count, classes=None, left_out=None):
+    """The refusal of ``estimate='map'`` for a class proportion, in the words of the user's labels.
+
+    Parameters
+    ----------
+    err : UndefinedModeError
+        Raised by :func:`point_log`: ``err.index`` is ``(c,)``, or ``(i, c)`` for a batch
+        of counts with training row ``i`` left out (``class_count`` is then the batch).
+    class_count : ndarray of shape (n_classes,) or (n_samples, n_classes)
+        The weighted class counts the posterior was updated with.
+    classes : ndarray of shape (n_classes,), optional
+        The class labels (by default the positions).
+    left_out : str, optional
+        How the rows of a batch are named (default ``"training row"``).
+
+    Returns
+    -------
+    ValueError
+    """
+    *row, c = err.index
+    rows = float(np.asarray(class_count)[tuple(err.index)])
+    label = c if classes is None else np.asarray(classes)[c].tolist()
+    where = f"the proportion of class {label!r}"
+    if row:
+        where += f" with {left_out or 'training row'} {row[0]} left out"
+    why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
+    return _dirichlet.map_refusal(where, err.value, why, "class_alpha")
 
 
 def log_evidence(prior, class_count):

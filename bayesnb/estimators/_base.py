@@ -596,7 +596,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
 
     # ----------------------------------------------------------- estimates
     def _class_log_prob(self, kind):
-        return _class_prior.estimate_log(self.class_dirichlet_, self.class_prior_, self.stats_.class_count, kind)
+        return _class_prior.estimate_log(
+            self.class_dirichlet_, self.class_prior_, self.stats_.class_count, kind, self.classes_
+        )
 
     def _point(self, kind):
         # "predictive" plugs in the posterior mean (where that is the exact predictive):
@@ -975,7 +977,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         if self.class_posterior_ is None:
             class_log = _loo.class_log_loo(None, self.stats_.class_count, y_index, weight, class_prior=self.class_prior_)
         else:
-            class_log = _loo.class_log_loo(self.class_dirichlet_, self.stats_.class_count, y_index, weight, kind=kind)
+            class_log = _loo.class_log_loo(
+                self.class_dirichlet_, self.stats_.class_count, y_index, weight, kind=kind, classes=self.classes_
+            )
         return _loo.LooTerms(class_log, self._loo_feature(Xv, y_index, weight, kind), np.asarray(y_index))
 
     def loo_terms(self, X, y, sample_weight=None):

@@ -23,7 +23,7 @@ from bayesnb.core._validation import (
 )
 from bayesnb.core.empirical_bayes import check_scope, is_evidence
 from bayesnb.core.families import bernoulli, categorical, multinomial
-from bayesnb.core.families._dirichlet import UndefinedModeError
+from bayesnb.core.families._dirichlet import UndefinedModeError, map_refusal
 from bayesnb.core.priors import (
     beta_from_alpha,
     categorical_dirichlet_from_alpha,
@@ -34,25 +34,6 @@ from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB, SklearnCounterpar
 from bayesnb.estimators._hyper import _HYPER_PARAMS
 
 __all__ = ["MultinomialNB", "BernoulliNB", "CategoricalNB"]
-
-
-def _map_refusal(where, value, why, parameter):
-    """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1."""
-    return ValueError(
-        # The value first: a table cell shows the first clause (analysis.comparison.short_reason).
-        f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({where}: {why}), so the "
-        "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
-        f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
-    )
-
-
-def class_map_refusal(model, err):
-    """The refusal of ``estimate='map'`` for a class proportion (``err.index`` is ``(c,)``) of a fitted ``model``."""
-    (c,) = err.index
-    rows = float(np.asarray(model.stats_.class_count)[c])
-    where = f"the proportion of class {model.classes_[c].tolist()!r}"
-    why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
-    return _map_refusal(where, err.value, why, "class_alpha")
 
 
 class _DiscreteNB(BaseNB):
@@ -132,13 +113,7 @@ class _DiscreteNB(BaseNB):
         user's columns); by default this model's own column names and labels.
         """
         where, why = self._cell_words(err.index, err.value, feature_words or self._feature_words, labels)
-        return _map_refusal(where, err.value, why, "alpha")
-
-    def _class_log_prob(self, kind):
-        try:
-            return super()._class_log_prob(kind)
-        except UndefinedModeError as err:
-            raise class_map_refusal(self, err) from None
+        return map_refusal(where, err.value, why, "alpha")
 
     def _feature_words(self, j):
         """How a message names feature ``j``: its column name when fitted on a DataFrame."""

@@ -28,7 +28,6 @@ from bayesnb.estimators import _categories
 from bayesnb.estimators._base import _CALIBRATE_PARAM, BaseNB
 from bayesnb.estimators._registry import estimator_for
 from bayesnb.estimators._shards import in_block as _in_block
-from bayesnb.estimators.discrete import class_map_refusal
 from bayesnb.estimators.gaussian import spread_refusal
 from bayesnb.ppl.collapsed import find_hyperpriors
 
@@ -696,12 +695,6 @@ class MixedNB(BaseNB):
             return super()._point(kind)
         except UndefinedModeError as err:
             raise self._block_map_refusal(kind, err) from None
-
-    def _class_log_prob(self, kind):
-        try:
-            return super()._class_log_prob(kind)
-        except UndefinedModeError as err:
-            raise class_map_refusal(self, err) from None
 
     def _block_map_refusal(self, kind, err):
         """The refusal of ``kind`` in the words of the block that has no mode there.

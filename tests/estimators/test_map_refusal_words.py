@@ -66,3 +66,54 @@ def test_bernoulli_and_class_refusals_name_class_and_feature():
         BernoulliNB(alpha=0.5, estimate="map").fit(X, ["x", "x", "z", "z"]).predict(X)
     with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 2: class_alpha 0\.5 plus 0 weighted rows.*class_alpha >= 1"):
         MultinomialNB(class_alpha=0.5, estimate="map").partial_fit(X, [0, 0, 1, 1], classes=[0, 1, 2]).predict(X)
+
+
+def _empty_class_fit(estimator):
+    # Class "c" is declared but has no rows: its posterior concentration is class_alpha.
+    # Positive integers: every family's support (counts, positive reals, reals).
+    X = np.array([[1, 2], [2, 3], [4, 1], [3, 5]])
+    return estimator.partial_fit(X, ["a", "a", "b", "b"], classes=["a", "b", "c"]), X
+
+
+@pytest.mark.parametrize("name", ["GaussianNB", "PoissonNB", "ExponentialNB", "MultinomialNB"])
+def test_every_estimator_names_the_class_whose_proportion_has_no_mode(name):
+    # The wording used to live in the discrete estimators and MixedNB only: GaussianNB
+    # raised "at index (2,)".
+    import bayesnb
+
+    est, X = _empty_class_fit(getattr(bayesnb, name)(class_alpha=0.5, estimate="map"))
+    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 'c': class_alpha 0\.5 plus 0 weighted rows") as info:
+        est.predict(X)
+    assert "at index" not in str(info.value)
+
+
+def test_the_fitted_model_pytree_words_the_refusal_as_its_estimator():
+    from bayesnb import GaussianNB
+    from bayesnb.core import _fitted
+
+    est, X = _empty_class_fit(GaussianNB(class_alpha=0.5, estimate="map"))
+    with pytest.raises(ValueError) as by_estimator:
+        est.class_log_prior_
+    with pytest.raises(ValueError) as by_pytree:
+        _fitted.class_log_prior(est.fitted_model(), "map")
+    assert str(by_pytree.value) == str(by_estimator.value)
+    assert "the proportion of class 'c'" in str(by_pytree.value)
+
+
+def test_leave_one_out_names_the_class_and_the_row_left_out():
+    # Class 1 has one row (row 3): with it left out, class 1's concentration is
+    # class_alpha 0.5 alone, below 1. Every other row leaves one of class 1 in.
+    from bayesnb import loo
+
+    X = np.array([[0, 1], [0, 2], [1, 1], [2, 0]])
+    y = [0, 0, 0, 1]
+    est = MultinomialNB(class_alpha=0.5, estimate="map").fit(X, y)
+    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 1 with training row 3 left out: class_alpha 0\.5 plus 0 weighted rows") as info:
+        loo(est, X, y)
+    assert "at index" not in str(info.value)
+    # With class_alpha 1 every left-out posterior has a mode, (N_c - [y_i = c]) / (N - 1):
+    # no refusal, and row 3's class 1 gets proportion 0.
+    refit = est.set_params(class_alpha=1.0).fit(X, y)
+    with np.errstate(divide="ignore"):
+        expected = np.log([[2 / 3, 1 / 3]] * 3 + [[1.0, 0.0]])
+    np.testing.assert_allclose(refit.loo_terms(X, y).class_log, expected, rtol=1e-12)

@@ -36,6 +36,7 @@ __all__ = [
     "mle_log",
     "sample_log",
     "UndefinedModeError",
+    "map_refusal",
 ]
 
 
@@ -57,6 +58,36 @@ class UndefinedModeError(ValueError):
         super().__init__(message)
         self.index = index
         self.value = value
+
+
+def map_refusal(where, value, why, parameter):
+    """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1, in the user's words.
+
+    The estimators and the class-prior layer name the cell of an
+    :class:`UndefinedModeError` (a class label, a feature, a category) instead of its
+    array index; this is the one wording of that refusal.
+
+    Parameters
+    ----------
+    where : str
+        The cell, e.g. ``"the proportion of class 'spam'"``.
+    value : float
+        Its posterior concentration (below 1).
+    why : str
+        What the concentration is made of (the prior's parameter plus the weighted rows).
+    parameter : str
+        The parameter that sets the prior (``"alpha"``, ``"class_alpha"``).
+
+    Returns
+    -------
+    ValueError
+    """
+    return ValueError(
+        # The value first: a table cell shows the first clause (analysis.comparison.short_reason).
+        f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({where}: {why}), so the "
+        "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
+        f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
+    )
 
 
 def _masked(a, mask, fill):
