@@ -57,7 +57,6 @@ import numpy as np
 from scipy.special import logsumexp
 
 from bayesnb.core import class_prior as _class_prior
-from bayesnb.core.families import _dirichlet
 from bayesnb.core.missing import MaskedX
 from bayesnb.core.stats import as_masked, is_masked
 
@@ -291,7 +290,7 @@ def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="p
     ------
     ValueError
         For ``"map"`` where a row's left-out class posterior has no mode, naming the
-        class and the row (:func:`bayesnb.core.class_prior.map_refusal`).
+        class and the row (:func:`bayesnb.core.class_prior.left_out_log`).
     """
     y_index = np.asarray(y_index, dtype=np.intp)
     n = y_index.shape[0]
@@ -300,12 +299,7 @@ def class_log_loo(class_dirichlet, class_count, y_index, weight=None, *, kind="p
         fixed = _class_prior.estimate_log(None, np.asarray(class_prior, dtype=np.float64), counts, kind)
         return np.broadcast_to(fixed, (n, counts.size)).copy()
     weight = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
-    down = np.broadcast_to(counts, (n, counts.size)).copy()
-    down[np.arange(n), y_index] -= weight
-    try:
-        return np.asarray(_class_prior.point_log(class_dirichlet, down, kind), dtype=np.float64)
-    except _dirichlet.UndefinedModeError as err:
-        raise _class_prior.map_refusal(err, down, classes) from None
+    return _class_prior.left_out_log(class_dirichlet, counts, y_index, weight, kind, classes)
 
 
 def log_proba(terms, temperature=1.0):

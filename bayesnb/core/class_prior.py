@@ -15,7 +15,7 @@ from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
 __all__ = [
-    "is_prior", "posterior", "point_log", "estimate_log", "map_refusal", "log_evidence", "labels_log_evidence", "sample_log",
+    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "log_evidence", "labels_log_evidence", "sample_log",
     "sample_labels",
 ]
 
@@ -119,7 +119,45 @@ def estimate_log(prior, fixed, class_count, kind, classes=None):
         raise map_refusal(err, class_count, classes) from None
 
 
-def map_refusal(err, class_count, classes=None, left_out=None):
+def left_out_log(prior, class_count, y_index, weight, kind, classes=None):
+    r"""Log class proportions with each row left out, :math:`\log p(y=c \mid D_{-i})`.
+
+    Row :math:`i`'s weight is taken off the count of its class, and the proportions are
+    those of ``kind`` (:func:`point_log`) under the downdated counts.
+
+    Parameters
+    ----------
+    prior : Dirichlet
+    class_count : ndarray of shape (n_classes,)
+        Weighted class counts of :math:`D`.
+    y_index : int ndarray of shape (n_samples,)
+    weight : ndarray of shape (n_samples,)
+    kind : {"mle", "map", "mean", "predictive"}
+    classes : ndarray of shape (n_classes,), optional
+        The class labels, which a refusal of ``"map"`` names (by default the positions).
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_classes)
+
+    Raises
+    ------
+    ValueError
+        For ``"map"`` where a row's left-out posterior has no mode, naming the class and
+        the row (:func:`map_refusal`).
+    """
+    y_index = np.asarray(y_index, dtype=np.intp)
+    n = y_index.shape[0]
+    counts = np.asarray(class_count, dtype=np.float64)
+    down = np.broadcast_to(counts, (n, counts.size)).copy()
+    down[np.arange(n), y_index] -= np.asarray(weight, dtype=np.float64)
+    try:
+        return np.asarray(point_log(prior, down, kind), dtype=np.float64)
+    except _dirichlet.UndefinedModeError as err:
+        raise map_refusal(err, down, classes) from None
+
+
+def map_refusal(err, class_count, classes=None):
     """The refusal of ``estimate='map'`` for a class proportion, in the words of the user's labels.
 
     Parameters
@@ -131,8 +169,6 @@ def map_refusal(err, class_count, classes=None, left_out=None):
         The weighted class counts the posterior was updated with.
     classes : ndarray of shape (n_classes,), optional
         The class labels (by default the positions).
-    left_out : str, optional
-        How the rows of a batch are named (default ``"training row"``).
 
     Returns
     -------
@@ -143,7 +179,7 @@ def map_refusal(err, class_count, classes=None, left_out=None):
     label = c if classes is None else np.asarray(classes)[c].tolist()
     where = f"the proportion of class {label!r}"
     if row:
-        where += f" with {left_out or 'training row'} {row[0]} left out"
+        where += f" with training row {row[0]} left out"
     why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
     return _dirichlet.map_refusal(where, err.value, why, "class_alpha")
 
