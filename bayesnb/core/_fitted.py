@@ -38,6 +38,9 @@ from bayesnb.core import _sampling, _validation
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import missing as _missing
 from bayesnb.core._random import key_from_random_state
+from bayesnb.core._x64 import enable_x64
+from bayesnb.core.embedding import embed
+from bayesnb.core.priors import Dirichlet
 
 __all__ = [
     "FittedBlock",
@@ -53,6 +56,7 @@ __all__ = [
     "feature_draws",
     "hyper_conditional_draws",
     "hyper_posterior",
+    "hyper_prior_draws",
     "is_mixed",
     "label_index",
     "mixture_draws",
@@ -97,7 +101,7 @@ class Unavailable(NamedTuple):
     meta_fields=[
         "family", "n_features_in", "feature_names_in", "categories", "name", "estimate", "loo_approximations",
         "validate", "validated_stats", "condition", "joint_log_proba", "loo_terms",
-        "hyper_conditional", "hyper_prior_draws", "hyper_embedding", "hyper_joint_draws", "hyper_chains",
+        "hyper_conditional", "hyper_embedding", "hyper_joint_draws", "hyper_chains",
     ],
 )
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -178,8 +182,6 @@ class FittedModel:
         left-out row, such as a table of categories, it re-learns there).
     hyper_conditional : callable ``m -> FittedModel``, or None
         The plain model at the hyperparameters' draw ``m`` (None without hyperpriors).
-    hyper_prior_draws : callable ``(n, key) -> (log_class, params)``, or None
-        Draws from the prior, hyperpriors included (None without hyperpriors).
     hyper_embedding : tuple ``(hypers, embedding)``, or None
         Where the hyperparameters enter the prior: the estimator's ``hyper_embedding()``
         (the hyperpriors as a tuple, and the embedding), or None without hyperpriors.
@@ -214,7 +216,6 @@ class FittedModel:
     joint_log_proba: Callable
     loo_terms: Callable
     hyper_conditional: Optional[Callable] = None
-    hyper_prior_draws: Optional[Callable] = None
     hyper_embedding: Optional[tuple] = None
     hyper_joint_draws: Optional[Callable] = None
     hyper_chains: Optional[int] = None
@@ -630,7 +631,7 @@ def draws(fitted, n, random_state, *, prior=False):
     draw picked at random (:func:`mixture_groups`, from the first half of the key; the
     draws of group ``g`` from ``fold_in`` of the second half by ``g``), in the order of
     the picks. Its prior (``prior=True``) has the hyperpriors themselves:
-    ``fitted.hyper_prior_draws``.
+    :func:`hyper_prior_draws`.
 
     Parameters
     ----------
@@ -648,11 +649,63 @@ def draws(fitted, n, random_state, *, prior=False):
     hyper = hyper_posterior(fitted)
     if hyper:
         if prior:
-            return fitted.hyper_prior_draws(n, key)
+            return hyper_prior_draws(fitted, n, key)
         return _mixture_draws(fitted, n, key, next(iter(hyper.values())).shape[0])
     key_class, key_feat = _sampling.split(key)
     params = feature_draws(key_feat, fitted, n, prior=prior)
     return class_log_draws(key_class, fitted, n, prior=prior), jax.tree.map(np.asarray, params)
+
+
+def hyper_prior_draws(fitted, n, key):
+    r"""``n`` draws of (log class proportions, feature parameters) from the prior, hyperpriors included.
+
+    Each draw has its own hyperparameter values :math:`a \sim p(a)`, drawn from the
+    hyperpriors (from the first half of the key, split once per hyperprior), then
+    :math:`(\pi, \theta)` from the plain prior at :math:`a` (draw ``i`` from ``fold_in``
+    of the second half by ``i``). The plain prior at :math:`a` is the estimator's own
+    prior rebuilt by its embedding (``fitted.hyper_embedding``,
+    :func:`bayesnb.core.embedding.embed`), which copies the values into the prior
+    pytree as the estimator's prior construction does: these are the draws of an
+    estimator refitted with the hyperparameters set to :math:`a`.
+
+    Parameters
+    ----------
+    fitted : FittedModel
+        With integrated hyperparameters.
+    n : int
+    key : jax PRNG key
+
+    Returns
+    -------
+    log_class : ndarray of shape (n, n_classes)
+    params : the family's parameter pytree with leading axis ``n``
+    """
+    hypers, emb = fitted.hyper_embedding
+    key_values, key_draws = jax.random.split(key)
+    keys = jax.random.split(key_values, len(hypers))
+    values = {h.name: np.asarray(h.distribution.sample(k, (n,)), dtype=np.float64) for h, k in zip(hypers, keys)}
+    components = (
+        (partial(_prior_at, fitted, emb, {name: v[i] for name, v in values.items()}), np.array([i])) for i in range(n)
+    )
+    return mixture_draws(components, n, key_draws, prior=True)
+
+
+def _prior_at(fitted, emb, values):
+    """``fitted`` with the plain prior at hyperparameter ``values``, for :func:`draws` with ``prior=True``.
+
+    Only the prior side is rebuilt (the feature prior and the class Dirichlet); the
+    posterior side is not, so this model is only drawn from with ``prior=True``.
+    """
+    with enable_x64():
+        tree = embed(emb, values)
+    # Each entry in the dtype of the estimator's own prior (embed's values are float64).
+    leaves = [np.asarray(leaf, dtype=np.asarray(base).dtype) for leaf, base in zip(jax.tree.leaves(tree), emb.base)]
+    prior, concentration = jax.tree.unflatten(jax.tree.structure(tree), leaves)
+    return dataclasses.replace(
+        fitted, prior=prior, class_dirichlet=None if concentration is None else Dirichlet(concentration),
+        hyper_posterior=None, hyper_conditional=None, hyper_embedding=None,
+        hyper_joint_draws=None, hyper_chains=None,
+    )
 
 
 def _mixture_draws(fitted, n, key, total):

@@ -1189,8 +1189,9 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             - ``loo_approximations``: :meth:`loo_approximations` of both kinds, as
               ``(kind, reasons)`` pairs;
             - ``hyper_posterior``: ``hyper_posterior_`` (draws on axis 0), or None
-              without hyperpriors, with ``hyper_conditional``, ``hyper_prior_draws``
-              and ``hyper_embedding`` (the value of :meth:`hyper_embedding`);
+              without hyperpriors, with ``hyper_conditional`` and ``hyper_embedding``
+              (the value of :meth:`hyper_embedding`; the prior draws, hyperpriors
+              included, are ``bayesnb.core._fitted.hyper_prior_draws`` of the pytree);
             - ``validate`` and ``validated_stats``: :meth:`validate_input` and
               :meth:`validated_stats` as they are now;
             - ``condition``: ``with_stats(stats).fitted_model()`` as it is now;
@@ -1272,7 +1273,6 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             joint_log_proba=lambda X, kind=None, contrast=False: frozen_est._scores(X, contrast, kind),
             loo_terms=frozen_est.loo_terms,
             hyper_conditional=None if hyper is None else (lambda m: frozen_est.hyper_conditional(m).fitted_model()),
-            hyper_prior_draws=None if hyper is None else frozen_est.hyper_prior_draws,
             hyper_embedding=embedding,
             hyper_joint_draws=None if hyper is None else frozen_est.hyper_joint_log_proba_draws,
             hyper_chains=None if hyper is None else int(self.hyper_diagnostics_["num_chains"]),

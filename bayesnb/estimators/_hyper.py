@@ -54,7 +54,6 @@ from __future__ import annotations
 
 import copy
 import numbers
-from functools import partial
 
 import jax
 import numpy as np
@@ -317,15 +316,7 @@ class HyperpriorMixin:
         """
         check_is_fitted(self, "hyper_posterior_")
         n = _check_count(n, "n", 1)
-        key_values, key_draws = jax.random.split(key_from_random_state(random_state))
-        hypers = self.__dict__[_STATE][0]
-        keys = jax.random.split(key_values, len(hypers))
-        values = {h.name: np.asarray(h.distribution.sample(k, (n,)), dtype=np.float64) for h, k in zip(hypers, keys)}
-        components = (
-            (partial(self._at_values, hypers, {name: v[i] for name, v in values.items()}), np.array([i]))
-            for i in range(n)
-        )
-        return _fitted.mixture_draws(components, n, key_draws, prior=True)
+        return _fitted.hyper_prior_draws(self.fitted_model(), n, key_from_random_state(random_state))
 
     # ------------------------------------------------------------ export
     def _hyper_inference_data(self, X_new, X, y, feature_names, random_state):

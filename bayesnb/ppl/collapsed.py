@@ -54,6 +54,9 @@ import numpy as np
 
 from bayesnb.core._threads import one_blas_thread
 from bayesnb.core._x64 import enable_x64
+# Re-exported: the fitted-model pytree holds an Embedding and core draws from its prior,
+# so the type and embed live in core (below this layer).
+from bayesnb.core.embedding import Embedding, embed
 from bayesnb.core.families import _dirichlet
 
 __all__ = [
@@ -243,25 +246,6 @@ def check_support(hyper, build, base):
             ) from None
 
 
-class Embedding(NamedTuple):
-    """Where each hyperparameter's elements sit in a pytree of prior arrays.
-
-    Attributes
-    ----------
-    base : list of ndarray
-        The pytree's leaves at the base point (:func:`base_values`).
-    treedef : jax tree definition
-    targets : list of (int, str, ndarray or None, ndarray)
-        ``(leaf, hyperparameter, positions, source)``: the flat entries ``positions``
-        of leaf ``leaf`` (None: all of them) are the flat elements ``source`` of the
-        hyperparameter.
-    """
-
-    base: list
-    treedef: Any
-    targets: list
-
-
 def embedding(build, hypers, base=None):
     """Learn how the hyperparameters enter the pytree that ``build`` returns.
 
@@ -322,33 +306,6 @@ def embedding(build, hypers, base=None):
         if not touched:
             raise ValueError(f"{h.name} does not enter the prior (a distribution for a parameter that is not used)")
     return Embedding(leaves, treedef, targets)
-
-
-def embed(emb, values):
-    """The pytree of :func:`embedding` at ``values`` (traceable: jit, grad, vmap).
-
-    Parameters
-    ----------
-    emb : Embedding
-    values : dict of str to array
-        One value of every embedded hyperparameter (of its shape).
-
-    Returns
-    -------
-    pytree of jax arrays
-    """
-    leaves = [jnp.asarray(leaf) for leaf in emb.base]
-    for i, name, positions, source in emb.targets:
-        flat_value = jnp.ravel(jnp.asarray(values[name], dtype=jnp.float64))
-        shape = emb.base[i].shape
-        if positions is None:
-            if flat_value.size == 1:
-                leaves[i] = jnp.broadcast_to(flat_value[0], shape)
-            else:
-                leaves[i] = flat_value[source].reshape(shape)
-        else:
-            leaves[i] = leaves[i].ravel().at[positions].set(flat_value[source]).reshape(shape)
-    return jax.tree.unflatten(emb.treedef, leaves)
 
 
 def log_evidence_fn(family, stats, class_count, emb):

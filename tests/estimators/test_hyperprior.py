@@ -162,6 +162,34 @@ def test_posterior_draws_are_the_mixture_over_hyperparameters(multinomial_fit):
     assert idata.posterior["feature_probs"].shape[:2] == idata.posterior["alpha"].shape[:2]
 
 
+def test_prior_draws_are_those_of_plain_priors_at_draws_from_the_hyperpriors(multinomial_fit):
+    """The pytree's prior draws, hyperpriors included (core._fitted.hyper_prior_draws,
+    computed from the pytree's embedding): draw i is the prior draw of a plain estimator
+    whose alpha and class_alpha are set by hand to the i-th values drawn from the
+    hyperpriors (from the first half of the key, one key per hyperprior in the order of
+    the parameters), made from fold_in of the second half by i. The oracle builds its
+    prior through the estimator's own constructor, not through the embedding."""
+    import jax
+
+    from bayesnb.core import _fitted
+
+    est, X, y = multinomial_fit
+    n, key = 5, jax.random.PRNGKey(11)
+    fitted = est.fitted_model()
+    log_class, params = _fitted.hyper_prior_draws(fitted, n, key)
+    assert [h.name for h in fitted.hyper_embedding[0]] == ["alpha", "class_alpha"]
+    key_values, key_draws = jax.random.split(key)
+    k_alpha, k_class = jax.random.split(key_values, 2)
+    alpha = np.asarray(dist.Gamma(2.0, 1.0).sample(k_alpha, (n,)), dtype=np.float64)
+    class_alpha = np.asarray(dist.Exponential(1.0).sample(k_class, (n,)), dtype=np.float64)
+    assert np.unique(alpha).size == n and np.unique(class_alpha).size == n
+    for i in range(n):
+        plain = MultinomialNB(alpha=float(alpha[i]), class_alpha=float(class_alpha[i])).fit(X, y)
+        expected_class, expected = _fitted.draws(plain.fitted_model(), 1, jax.random.fold_in(key_draws, i), prior=True)
+        np.testing.assert_allclose(log_class[i], expected_class[0], rtol=1e-12)
+        np.testing.assert_allclose(params.log_probs[i], expected.log_probs[0], rtol=1e-12)
+
+
 def test_seeded_clone_and_params(multinomial_fit):
     est, X, y = multinomial_fit
     twin = clone(est)
