@@ -15,8 +15,8 @@ from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
 __all__ = [
-    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "log_evidence", "labels_log_evidence", "sample_log",
-    "sample_labels",
+    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "log_evidence",
+    "labels_log_evidence", "sample_log", "sample_labels",
 ]
 
 
@@ -181,7 +181,7 @@ def map_refusal(err, class_count, classes=None):
     if row:
         where += f" with training row {row[0]} left out"
     why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
-    return _dirichlet.map_refusal(where, err.value, why, "class_alpha")
+    return _dirichlet.map_refusal_in_words(where, err.value, why, "class_alpha")
 
 
 def log_evidence(prior, class_count):

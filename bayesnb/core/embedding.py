@@ -27,7 +27,7 @@ class Embedding(NamedTuple):
     Attributes
     ----------
     base : list of ndarray
-        The pytree's leaves at the base point (:func:`base_values`).
+        The pytree's leaves at the base point (:func:`bayesnb.ppl.collapsed.base_values`).
     treedef : jax tree definition
     targets : list of (int, str, ndarray or None, ndarray)
         ``(leaf, hyperparameter, positions, source)``: the flat entries ``positions``
@@ -41,7 +41,7 @@ class Embedding(NamedTuple):
 
 
 def embed(emb, values):
-    """The pytree of :func:`embedding` at ``values`` (traceable: jit, grad, vmap).
+    """The pytree of :func:`bayesnb.ppl.collapsed.embedding` at ``values`` (traceable: jit, grad, vmap).
 
     Parameters
     ----------

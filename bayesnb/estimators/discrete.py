@@ -23,7 +23,7 @@ from bayesnb.core._validation import (
 )
 from bayesnb.core.empirical_bayes import check_scope, is_evidence
 from bayesnb.core.families import bernoulli, categorical, multinomial
-from bayesnb.core.families._dirichlet import UndefinedModeError, map_refusal
+from bayesnb.core.families._dirichlet import UndefinedModeError, map_refusal_in_words
 from bayesnb.core.priors import (
     beta_from_alpha,
     categorical_dirichlet_from_alpha,
@@ -113,7 +113,7 @@ class _DiscreteNB(BaseNB):
         user's columns); by default this model's own column names and labels.
         """
         where, why = self._cell_words(err.index, err.value, feature_words or self._feature_words, labels)
-        return map_refusal(where, err.value, why, "alpha")
+        return map_refusal_in_words(where, err.value, why, "alpha")
 
     def _feature_words(self, j):
         """How a message names feature ``j``: its column name when fitted on a DataFrame."""

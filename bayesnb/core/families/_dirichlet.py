@@ -36,7 +36,7 @@ __all__ = [
     "mle_log",
     "sample_log",
     "UndefinedModeError",
-    "map_refusal",
+    "map_refusal_in_words",
 ]
 
 
@@ -60,7 +60,7 @@ class UndefinedModeError(ValueError):
         self.value = value
 
 
-def map_refusal(where, value, why, parameter):
+def map_refusal_in_words(where, value, why, parameter):
     """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1, in the user's words.
 
     The estimators and the class-prior layer name the cell of an
