@@ -185,6 +185,8 @@ class FittedModel:
     hyper_embedding : tuple ``(hypers, embedding)``, or None
         Where the hyperparameters enter the prior: the estimator's ``hyper_embedding()``
         (the hyperpriors as a tuple, and the embedding), or None without hyperpriors.
+        The prior draws, hyperpriors included, are made from it
+        (:func:`hyper_prior_draws`).
     hyper_joint_draws : callable ``X -> ndarray of shape (n_predict_draws, n_samples, n_classes)``, or None
         The per-draw joint log predictives that the integrated predictive averages
         (``hyper_joint_log_proba_draws``; None without hyperpriors).
@@ -662,11 +664,14 @@ def hyper_prior_draws(fitted, n, key):
     Each draw has its own hyperparameter values :math:`a \sim p(a)`, drawn from the
     hyperpriors (from the first half of the key, split once per hyperprior), then
     :math:`(\pi, \theta)` from the plain prior at :math:`a` (draw ``i`` from ``fold_in``
-    of the second half by ``i``). The plain prior at :math:`a` is the estimator's own
-    prior rebuilt by its embedding (``fitted.hyper_embedding``,
-    :func:`bayesnb.core.embedding.embed`), which copies the values into the prior
-    pytree as the estimator's prior construction does: these are the draws of an
-    estimator refitted with the hyperparameters set to :math:`a`.
+    of the second half by ``i``). The hyperparameters are drawn in float64. The plain
+    prior at :math:`a` is the estimator's prior rebuilt by its embedding
+    (``fitted.hyper_embedding``, :func:`bayesnb.core.embedding.embed`), which copies
+    the values into the prior pytree where the estimator's prior construction puts
+    them: the prior of the collapsed model that NUTS integrates. It is the prior of an
+    estimator refitted at :math:`a` wherever that estimator takes :math:`a` as given;
+    one that clips or refuses a value at refit (``bayesnb.sklearn``'s
+    ``force_alpha=False`` clips alpha below 1e-10) is not consulted.
 
     Parameters
     ----------
@@ -680,14 +685,33 @@ def hyper_prior_draws(fitted, n, key):
     log_class : ndarray of shape (n, n_classes)
     params : the family's parameter pytree with leading axis ``n``
     """
+    if fitted.hyper_embedding is None:
+        raise ValueError(f"this {fitted.name} has no hyperpriors: its prior draws are draws(fitted, n, key, prior=True)")
     hypers, emb = fitted.hyper_embedding
     key_values, key_draws = jax.random.split(key)
     keys = jax.random.split(key_values, len(hypers))
-    values = {h.name: np.asarray(h.distribution.sample(k, (n,)), dtype=np.float64) for h, k in zip(hypers, keys)}
+    with enable_x64():
+        values = {
+            h.name: np.asarray(_in_float64(h.distribution).sample(k, (n,)), dtype=np.float64)
+            for h, k in zip(hypers, keys)
+        }
     components = (
         (partial(_prior_at, fitted, emb, {name: v[i] for name, v in values.items()}), np.array([i])) for i in range(n)
     )
     return mixture_draws(components, n, key_draws, prior=True)
+
+
+def _in_float64(distribution):
+    """A numpyro distribution (a pytree) with its floating parameters in float64 (call under x64).
+
+    Its draws are then float64: in float32 a hyperprior with mass near 0 (a Gamma of
+    shape 0.05 puts about 1% of its draws below the smallest float32) gives exact zeros,
+    which no prior takes.
+    """
+    return jax.tree.map(
+        lambda leaf: jax.numpy.asarray(leaf, jax.numpy.float64) if np.issubdtype(np.result_type(leaf), np.floating) else leaf,
+        distribution,
+    )
 
 
 def _prior_at(fitted, emb, values):

@@ -15,7 +15,7 @@ from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
 __all__ = [
-    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "log_evidence",
+    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "label_of", "log_evidence",
     "labels_log_evidence", "sample_log", "sample_labels",
 ]
 
@@ -154,6 +154,9 @@ def left_out_log(prior, class_count, y_index, weight, kind, classes=None):
     try:
         return np.asarray(point_log(prior, down, kind), dtype=np.float64)
     except _dirichlet.UndefinedModeError as err:
+        # A class whose posterior on all the rows has no mode is refused as such, not
+        # blamed on the first row left out.
+        estimate_log(prior, None, counts, kind, classes)
         raise map_refusal(err, down, classes) from None
 
 
@@ -176,12 +179,30 @@ def map_refusal(err, class_count, classes=None):
     """
     *row, c = err.index
     rows = float(np.asarray(class_count)[tuple(err.index)])
-    label = c if classes is None else np.asarray(classes)[c].tolist()
+    label = c if classes is None else label_of(classes, c)
     where = f"the proportion of class {label!r}"
     if row:
         where += f" with training row {row[0]} left out"
     why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
     return _dirichlet.map_refusal_in_words(where, err.value, why, "class_alpha")
+
+
+def label_of(classes, c):
+    """Class ``c``'s label as a plain Python value, for messages (``repr`` shows ``'spam'``, not ``np.str_('spam')``).
+
+    Parameters
+    ----------
+    classes : array-like of shape (n_classes,)
+        Labels of any dtype: numpy strings or numbers, or objects (labels read from a
+        pandas Series).
+    c : int
+
+    Returns
+    -------
+    object
+    """
+    label = np.asarray(classes, dtype=object)[c]
+    return label.item() if isinstance(label, np.generic) else label
 
 
 def log_evidence(prior, class_count):

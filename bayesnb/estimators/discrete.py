@@ -8,6 +8,7 @@ from sklearn.preprocessing import binarize as _binarize
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayesnb.analysis import loo as _loo
+from bayesnb.core import class_prior as _class_prior
 from bayesnb.core import empirical_bayes
 from bayesnb.core import missing as _missing
 from bayesnb.core._validation import (
@@ -125,7 +126,7 @@ class _DiscreteNB(BaseNB):
         c, j = index[:2]
         prior = float(np.asarray(self.prior_.concentration)[c, j])
         return (
-            f"in class {self.classes_[c].tolist()!r}, {feature_words(j)}",
+            f"in class {_class_prior.label_of(self.classes_, c)!r}, {feature_words(j)}",
             f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts",
         )
 
@@ -439,7 +440,7 @@ class BernoulliNB(_DiscreteNB):
         prior = float(np.asarray(self.prior_.concentration1 if on else self.prior_.concentration0)[c, j])
         which = "present (1)" if on else "absent (0)"
         return (
-            f"in class {self.classes_[c].tolist()!r}, the probability that {feature_words(j)} is {which}",
+            f"in class {_class_prior.label_of(self.classes_, c)!r}, the probability that {feature_words(j)} is {which}",
             f"its prior concentration {prior:.4g} plus {value - prior:.4g} weighted rows with the feature {which}",
         )
 
@@ -606,7 +607,7 @@ class CategoricalNB(_DiscreteNB):
     def _cell_words(self, index, value, feature_words, labels=None):
         c, j, k = index
         prior = float(np.asarray(self.prior_.concentration)[c, j, min(k, self.prior_.concentration.shape[-1] - 1)])
-        where = f"in class {self.classes_[c].tolist()!r}, {feature_words(j)}"
+        where = f"in class {_class_prior.label_of(self.classes_, c)!r}, {feature_words(j)}"
         if k >= self.n_categories_[j]:
             # The slot the family keeps for a category first seen at prediction: its
             # concentration is alpha alone, which no training data can raise.

@@ -165,10 +165,10 @@ def test_posterior_draws_are_the_mixture_over_hyperparameters(multinomial_fit):
 def test_prior_draws_are_those_of_plain_priors_at_draws_from_the_hyperpriors(multinomial_fit):
     """The pytree's prior draws, hyperpriors included (core._fitted.hyper_prior_draws,
     computed from the pytree's embedding): draw i is the prior draw of a plain estimator
-    whose alpha and class_alpha are set by hand to the i-th values drawn from the
-    hyperpriors (from the first half of the key, one key per hyperprior in the order of
-    the parameters), made from fold_in of the second half by i. The oracle builds its
-    prior through the estimator's own constructor, not through the embedding."""
+    whose alpha and class_alpha are set by hand to the i-th values drawn (in float64)
+    from the hyperpriors (from the first half of the key, one key per hyperprior in the
+    order of the parameters), made from fold_in of the second half by i. The oracle
+    builds its prior through the estimator's own constructor, not through the embedding."""
     import jax
 
     from bayesnb.core import _fitted
@@ -180,14 +180,31 @@ def test_prior_draws_are_those_of_plain_priors_at_draws_from_the_hyperpriors(mul
     assert [h.name for h in fitted.hyper_embedding[0]] == ["alpha", "class_alpha"]
     key_values, key_draws = jax.random.split(key)
     k_alpha, k_class = jax.random.split(key_values, 2)
-    alpha = np.asarray(dist.Gamma(2.0, 1.0).sample(k_alpha, (n,)), dtype=np.float64)
-    class_alpha = np.asarray(dist.Exponential(1.0).sample(k_class, (n,)), dtype=np.float64)
+    with jax.enable_x64(True):  # the hyperparameters are drawn in float64
+        alpha = np.asarray(dist.Gamma(2.0, 1.0).sample(k_alpha, (n,)))
+        class_alpha = np.asarray(dist.Exponential(1.0).sample(k_class, (n,)))
+    assert alpha.dtype == class_alpha.dtype == np.float64
     assert np.unique(alpha).size == n and np.unique(class_alpha).size == n
     for i in range(n):
         plain = MultinomialNB(alpha=float(alpha[i]), class_alpha=float(class_alpha[i])).fit(X, y)
         expected_class, expected = _fitted.draws(plain.fitted_model(), 1, jax.random.fold_in(key_draws, i), prior=True)
         np.testing.assert_allclose(log_class[i], expected_class[0], rtol=1e-12)
         np.testing.assert_allclose(params.log_probs[i], expected.log_probs[0], rtol=1e-12)
+
+
+def test_prior_draws_of_a_hyperprior_with_mass_near_zero_are_distributions():
+    """Gamma(0.05, 1) puts about 1% of its draws below the smallest float32: drawn in
+    float32 they were exact zeros, which the estimator refused ("alpha must be > 0") or,
+    rebuilt into the prior, made NaN draws. In float64 every draw is a prior: every
+    class's feature probabilities sum to 1, and none is NaN."""
+    X, y = _counts(0, n=30, f=4)
+    est = MultinomialNB(alpha=dist.Gamma(0.05, 1.0), hyper_warmup=50, hyper_draws=50, random_state=0).fit(X, y)
+    log_class, params = est.hyper_prior_draws(2000, random_state=1)
+    assert not np.isnan(params.log_probs).any() and not np.isnan(log_class).any()
+    np.testing.assert_allclose(logsumexp(params.log_probs, axis=-1), 0.0, atol=1e-9)
+    np.testing.assert_allclose(logsumexp(log_class, axis=-1), 0.0, atol=1e-9)
+    # Some draws are that extreme: the near-zero mass of the hyperprior is drawn, not cut.
+    assert (params.log_probs.min(axis=(1, 2)) < -1e3).mean() > 0.05
 
 
 def test_seeded_clone_and_params(multinomial_fit):

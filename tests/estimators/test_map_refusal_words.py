@@ -75,16 +75,30 @@ def _empty_class_fit(estimator):
     return estimator.partial_fit(X, ["a", "a", "b", "b"], classes=["a", "b", "c"]), X
 
 
-@pytest.mark.parametrize("name", ["GaussianNB", "PoissonNB", "ExponentialNB", "MultinomialNB"])
-def test_every_estimator_names_the_class_whose_proportion_has_no_mode(name):
-    # The wording used to live in the discrete estimators and MixedNB only: GaussianNB
-    # raised "at index (2,)".
+def _estimators():
     import bayesnb
 
-    est, X = _empty_class_fit(getattr(bayesnb, name)(class_alpha=0.5, estimate="map"))
-    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 'c': class_alpha 0\.5 plus 0 weighted rows") as info:
+    yield from (getattr(bayesnb, name)(class_alpha=0.5, estimate="map")
+                for name in ("GaussianNB", "PoissonNB", "ExponentialNB", "MultinomialNB", "PolyaNB"))
+    yield bayesnb.GaussianBayesClassifier(covariance="diag", class_alpha=0.5, estimate="map")
+    yield bayesnb.MixedNB([("g", bayesnb.GaussianNB(), [0]), ("p", bayesnb.PoissonNB(), [1])], class_alpha=0.5,
+                          estimate="map")
+
+
+@pytest.mark.parametrize("estimator", list(_estimators()), ids=lambda e: type(e).__name__)
+def test_every_estimator_names_the_class_whose_proportion_has_no_mode(estimator):
+    # The wording used to live in the discrete estimators and MixedNB only: GaussianNB
+    # raised "at index (2,)". Labels from a pandas Series (object dtype) and a class with
+    # a quarter of a weighted row: class_alpha 0.5 + 0.25 = 0.75 < 1.
+    X = np.array([[1, 2], [2, 3], [4, 1], [3, 5], [2, 2]])
+    y = pd.Series(["a", "a", "b", "b", "c"], dtype=object)
+    est = estimator.fit(X, y, sample_weight=[1.0, 1.0, 1.0, 1.0, 0.25])
+    assert est.classes_.dtype == object
+    with pytest.raises(ValueError) as info:
         est.predict(X)
-    assert "at index" not in str(info.value)
+    msg = str(info.value)
+    assert "0.75 < 1 (the proportion of class 'c': class_alpha 0.5 plus 0.25 weighted rows of that class)" in msg, msg
+    assert "at index" not in msg and "class_alpha >= 1" in msg
 
 
 def test_the_fitted_model_pytree_words_the_refusal_as_its_estimator():
@@ -101,19 +115,31 @@ def test_the_fitted_model_pytree_words_the_refusal_as_its_estimator():
 
 
 def test_leave_one_out_names_the_class_and_the_row_left_out():
-    # Class 1 has one row (row 3): with it left out, class 1's concentration is
-    # class_alpha 0.5 alone, below 1. Every other row leaves one of class 1 in.
+    # Class "v" has one row (row 3) of weight 0.5: on all rows its concentration is
+    # class_alpha 0.5 + 0.5 = 1 (a mode), with row 3 left out 0.5 alone, below 1. Every
+    # other row leaves row 3 in.
     from bayesnb import loo
 
     X = np.array([[0, 1], [0, 2], [1, 1], [2, 0]])
-    y = [0, 0, 0, 1]
-    est = MultinomialNB(class_alpha=0.5, estimate="map").fit(X, y)
-    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 1 with training row 3 left out: class_alpha 0\.5 plus 0 weighted rows") as info:
-        loo(est, X, y)
+    y, w = ["u", "u", "u", "v"], [1.0, 1.0, 1.0, 0.5]
+    est = MultinomialNB(class_alpha=0.5, estimate="map").fit(X, y, sample_weight=w)
+    est.predict(X)  # no refusal on all the rows
+    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 'v' with training row 3 left out: class_alpha 0\.5 plus 0 weighted rows") as info:
+        loo(est, X, y, sample_weight=w)
     assert "at index" not in str(info.value)
-    # With class_alpha 1 every left-out posterior has a mode, (N_c - [y_i = c]) / (N - 1):
-    # no refusal, and row 3's class 1 gets proportion 0.
-    refit = est.set_params(class_alpha=1.0).fit(X, y)
+    # With class_alpha 1 every left-out posterior has a mode, (N_c - w_i [y_i = c]) / (N - w_i):
+    # no refusal, and row 3's class "v" gets proportion 0.
+    refit = est.set_params(class_alpha=1.0).fit(X, y, sample_weight=w)
     with np.errstate(divide="ignore"):
-        expected = np.log([[2 / 3, 1 / 3]] * 3 + [[1.0, 0.0]])
-    np.testing.assert_allclose(refit.loo_terms(X, y).class_log, expected, rtol=1e-12)
+        expected = np.log([[2 / 2.5, 0.5 / 2.5]] * 3 + [[1.0, 0.0]])
+    np.testing.assert_allclose(refit.loo_terms(X, y, sample_weight=w).class_log, expected, rtol=1e-12)
+
+
+def test_leave_one_out_refuses_a_class_without_a_mode_on_all_rows_as_such():
+    # Class "c" has no rows: no row is to blame, and none is named.
+    from bayesnb import loo
+
+    est, X = _empty_class_fit(MultinomialNB(class_alpha=0.5, estimate="map"))
+    with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 'c': class_alpha 0\.5 plus 0 weighted rows") as info:
+        loo(est, X, ["a", "a", "b", "b"])
+    assert "left out" not in str(info.value)
