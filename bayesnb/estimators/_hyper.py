@@ -149,7 +149,10 @@ class HyperpriorMixin:
             shapes = ", ".join(f"{h.name} ~ {type(h.distribution).__name__} with draws of shape {h.shape}" for h in hypers)
             raise ValueError(f"{shapes}: {err}") from None
         emb = _collapsed.embedding(build, hypers, base)
-        log_evidence = _collapsed.log_evidence_fn(self._family, self.stats_, self.stats_.class_count, emb)
+        # The family of the plain model (GaussianBayesClassifier reads its covariance
+        # structure off prior_, which this estimator has only after the fit below).
+        family = self._at_values(hypers, base)._family
+        log_evidence = _collapsed.log_evidence_fn(family, self.stats_, self.stats_.class_count, emb)
         key = key_from_random_state(self._hyper_setting("random_state", None))
         run = _collapsed.run_nuts(
             key, log_evidence, hypers, num_warmup=warmup, num_samples=draws, num_chains=chains

@@ -94,6 +94,26 @@ def test_gaussian_prior_field_and_its_predictive():
     assert isinstance(est.get_params()["prior"].kappa, dist.LogNormal)
 
 
+def test_gaussian_bayes_classifier_integrates_a_class_alpha_hyperprior():
+    """GaussianBayesClassifier read its covariance structure off prior_ before its first
+    prior existed, so any hyperprior failed at fit with an AttributeError. Its predictive
+    is the mixture of the plain classifiers at the draws of class_alpha."""
+    from bayesnb import GaussianBayesClassifier
+
+    rng = np.random.default_rng(5)
+    y = np.arange(36) % 3
+    X = rng.normal(0.0, 1.0, (36, 2)) + y[:, None]
+    est = GaussianBayesClassifier(covariance="full", class_alpha=dist.Gamma(2.0, 1.0), random_state=0,
+                                  hyper_predict_draws=10, **NUTS).fit(X, y)
+    a = est.hyper_posterior_["class_alpha"]
+    assert a.shape == (500,) and np.all(a > 0)
+    joints = np.stack([
+        GaussianBayesClassifier(covariance="full", class_alpha=float(a[m])).fit(X, y).predict_joint_log_proba(X)
+        for m in est.hyper_predict_index_
+    ])
+    np.testing.assert_allclose(est.predict_proba(X), _normalised(logsumexp(joints, axis=0)), rtol=0, atol=1e-8)
+
+
 def _scipy_log_density(log_a, X, y, b):
     """Independent collapsed density of (alpha, beta): SciPy's gammaln and gamma/expon logpdf."""
     a, beta = np.exp(log_a), b
