@@ -15,8 +15,8 @@ from bayesnb.core.families._rows import generator
 from bayesnb.core.priors import Dirichlet
 
 __all__ = [
-    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "label_of", "log_evidence",
-    "labels_log_evidence", "sample_log", "sample_labels",
+    "is_prior", "posterior", "point_log", "estimate_log", "left_out_log", "map_refusal", "class_words", "label_of",
+    "log_evidence", "labels_log_evidence", "sample_log", "sample_labels",
 ]
 
 
@@ -160,7 +160,7 @@ def left_out_log(prior, class_count, y_index, weight, kind, classes=None):
         raise map_refusal(err, down, classes) from None
 
 
-def map_refusal(err, class_count, classes=None):
+def map_refusal(err, class_count, classes=None, rows=None):
     """The refusal of ``estimate='map'`` for a class proportion, in the words of the user's labels.
 
     Parameters
@@ -172,19 +172,37 @@ def map_refusal(err, class_count, classes=None):
         The weighted class counts the posterior was updated with.
     classes : ndarray of shape (n_classes,), optional
         The class labels (by default the positions).
+    rows : int ndarray of shape (n_samples,), optional
+        The training-row position of each row of a batch (by default ``i`` itself).
 
     Returns
     -------
-    ValueError
+    MapRefusal
+        A ``ValueError`` that keeps the class it names.
     """
     *row, c = err.index
-    rows = float(np.asarray(class_count)[tuple(err.index)])
-    label = c if classes is None else label_of(classes, c)
-    where = f"the proportion of class {label!r}"
+    counted = float(np.asarray(class_count)[tuple(err.index)])
+    named = class_words(classes, c)
+    where = f"the proportion of {named}"
     if row:
-        where += f" with training row {row[0]} left out"
-    why = f"class_alpha {err.value - rows:.4g} plus {rows:.4g} weighted rows of that class"
-    return _dirichlet.map_refusal_in_words(where, err.value, why, "class_alpha")
+        where += f" with training row {row[0] if rows is None else int(rows[row[0]])} left out"
+    why = f"class_alpha {err.value - counted:.4g} plus {counted:.4g} weighted rows of that class"
+    return _dirichlet.map_refusal_in_words(where, err.value, why, "class_alpha", c, named)
+
+
+def class_words(classes, c):
+    """How a message names class ``c``: ``"class 'spam'"``, or ``"class 2"`` without labels.
+
+    Parameters
+    ----------
+    classes : array-like of shape (n_classes,) or None
+    c : int
+
+    Returns
+    -------
+    str
+    """
+    return f"class {c}" if classes is None else f"class {label_of(classes, c)!r}"
 
 
 def label_of(classes, c):

@@ -30,7 +30,6 @@ from typing import NamedTuple
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logsumexp
-from sklearn.base import clone
 
 from bayesnb.core import class_prior as _class_prior
 from bayesnb.core.empirical_bayes import is_evidence
@@ -428,10 +427,25 @@ class WithinClassShares(NamedTuple):
             out[idx] = fn(idx)
         return out
 
+    def _point_log(self, idx, counts, kind):
+        r"""One class's :math:`\log\hat\omega` at the estimate ``kind``; ``"map"`` without a mode is refused by component."""
+        try:
+            return _class_prior.point_log(Dirichlet(self.alpha[idx]), counts[idx], kind)
+        except _dirichlet.UndefinedModeError as err:
+            k = int(idx[err.index[-1]])
+            counted = float(counts[k])
+            # The component model's class k is component k (SemiSupervisedNB names its class).
+            words = f"component {k}"
+            raise _dirichlet.map_refusal_in_words(
+                f"the share of {words} within its class", err.value,
+                f"class_alpha {err.value - counted:.4g} plus {counted:.4g} weighted rows of that component",
+                "class_alpha", k, words,
+            ) from None
+
     def log_weights(self, counts, kind):
         r""":math:`\log\pi_c + \log\hat\omega_k` for the estimate ``kind`` of each class's shares given ``counts``."""
         counts = np.asarray(counts, dtype=np.float64)
-        log_omega = self._within(lambda idx: _class_prior.point_log(Dirichlet(self.alpha[idx]), counts[idx], kind))
+        log_omega = self._within(lambda idx: self._point_log(idx, counts, kind))
         return self.class_log_pi[self.component_class] + log_omega
 
     def expected_log_weights(self, counts):
@@ -449,7 +463,7 @@ class WithinClassShares(NamedTuple):
         counts = np.asarray(counts, dtype=np.float64)
         total = 0.0
         for _, idx in self._classes():
-            log_omega = _class_prior.point_log(Dirichlet(self.alpha[idx]), counts[idx], kind)
+            log_omega = self._point_log(idx, counts, kind)
             total += _dirichlet.log_density(self.alpha[idx] + raise_by, log_omega)
         return total
 

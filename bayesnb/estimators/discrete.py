@@ -114,7 +114,8 @@ class _DiscreteNB(BaseNB):
         user's columns); by default this model's own column names and labels.
         """
         where, why = self._cell_words(err.index, err.value, feature_words or self._feature_words, labels)
-        return map_refusal_in_words(where, err.value, why, "alpha")
+        c = int(err.index[0])
+        return map_refusal_in_words(where, err.value, why, "alpha", c, _class_prior.class_words(self.classes_, c))
 
     def _feature_words(self, j):
         """How a message names feature ``j``: its column name when fitted on a DataFrame."""
@@ -126,7 +127,7 @@ class _DiscreteNB(BaseNB):
         c, j = index[:2]
         prior = float(np.asarray(self.prior_.concentration)[c, j])
         return (
-            f"in class {_class_prior.label_of(self.classes_, c)!r}, {feature_words(j)}",
+            f"in {_class_prior.class_words(self.classes_, c)}, {feature_words(j)}",
             f"alpha {prior:.4g} plus {value - prior:.4g} weighted counts",
         )
 
@@ -440,7 +441,7 @@ class BernoulliNB(_DiscreteNB):
         prior = float(np.asarray(self.prior_.concentration1 if on else self.prior_.concentration0)[c, j])
         which = "present (1)" if on else "absent (0)"
         return (
-            f"in class {_class_prior.label_of(self.classes_, c)!r}, the probability that {feature_words(j)} is {which}",
+            f"in {_class_prior.class_words(self.classes_, c)}, the probability that {feature_words(j)} is {which}",
             f"its prior concentration {prior:.4g} plus {value - prior:.4g} weighted rows with the feature {which}",
         )
 
@@ -607,7 +608,7 @@ class CategoricalNB(_DiscreteNB):
     def _cell_words(self, index, value, feature_words, labels=None):
         c, j, k = index
         prior = float(np.asarray(self.prior_.concentration)[c, j, min(k, self.prior_.concentration.shape[-1] - 1)])
-        where = f"in class {_class_prior.label_of(self.classes_, c)!r}, {feature_words(j)}"
+        where = f"in {_class_prior.class_words(self.classes_, c)}, {feature_words(j)}"
         if k >= self.n_categories_[j]:
             # The slot the family keeps for a category first seen at prediction: its
             # concentration is alpha alone, which no training data can raise.

@@ -219,6 +219,7 @@ and unlabeled documents using EM*, Machine Learning 39, 103-134.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import warnings
 
@@ -855,19 +856,21 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         mixture = self._uses_components(counts)
         if mixture:
             labelled_fit = est
-            est, R, trace, converged, R_L, S_R = self._fit_components(
-                est, X_lab, XL, labelled_index, None if sample_weight is None else w[lab_idx], w[lab_idx], XU,
-                counts, _layout(X, dask_rows),
-            )
+            with self._components_named(classes):
+                est, R, trace, converged, R_L, S_R = self._fit_components(
+                    est, X_lab, XL, labelled_index, None if sample_weight is None else w[lab_idx], w[lab_idx], XU,
+                    counts, _layout(X, dask_rows),
+                )
             self.calibration_ = None
             if labelled_fit.get_params(deep=False).get("calibrate") == "loo":
                 shares = _components.within_class_shares(labelled_fit, self.component_class_)
                 # Downdated from the statistics of the fitted responsibilities (EM: one
                 # M-step beyond estimator_, equal to it to the convergence tolerance).
                 base = est if S_R is None else _refit(est, S_R)
-                if shares is not None:
-                    base = shares.conditioned(base, shares.log_weights(base.stats_.class_count, self._shares_kind()))
-                log_proba = self._mixture_loo_log_proba(base, X_lab, XL, R_L, w[lab_idx], shares)
+                with self._components_named(classes):
+                    if shares is not None:
+                        base = shares.conditioned(base, shares.log_weights(base.stats_.class_count, self._shares_kind()))
+                    log_proba = self._mixture_loo_log_proba(base, X_lab, XL, R_L, w[lab_idx], shares, lab_idx)
                 self.calibration_ = _calibration.choose(
                     log_proba, labelled_index, weight=w[lab_idx], estimate=est.estimate,
                     temperature=self._mixture_temperature(),
@@ -1063,10 +1066,27 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
     def _class_log_weights(self):
         r"""Log class proportions :math:`\log\pi_c` of the fitted estimate (summed over a class's components)."""
         est = self._fitted()
-        log_pi = np.asarray(est.class_log_prior_, dtype=np.float64)
         if not self._has_components():
-            return log_pi
+            return np.asarray(est.class_log_prior_, dtype=np.float64)
+        with self._components_named(self.classes_):
+            log_pi = np.asarray(est.class_log_prior_, dtype=np.float64)
         return _components.sum_components(log_pi[None, :], self.component_class_, self.classes_.size)[0]
+
+    @contextlib.contextmanager
+    def _components_named(self, classes):
+        """A refusal of ``estimate='map'`` by the component model names the component and its class.
+
+        The component model's classes are the components ``0 .. M-1``: its "class 3" is
+        component 3 of this model's class ``classes[component_class_[3]]``.
+        """
+        try:
+            yield
+        except _dirichlet.MapRefusal as err:
+            if err.class_index is None:
+                raise
+            k = int(err.class_index)
+            words = f"component {k} of {_class_prior.class_words(classes, int(self.component_class_[k]))}"
+            raise err.naming_class(words, "component") from None
 
     def _soft_stats(self, est, XU, R, wU):
         r"""Statistics of the unlabelled rows, each class's copy weighted by its responsibility.
@@ -1142,7 +1162,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         probe, trace, R, converged = est, [], None, False
         for it in range(self.max_iter):
             prior = probe.prior_
-            theta = fam.point(prior, probe.stats_, kind)
+            theta = probe._point(kind)  # the family's point; a refusal of "map" in the user's words
             log_pi = probe.class_log_prior_
             objective = fam.log_density(prior, theta, raise_by)
             if probe.class_dirichlet_ is not None:
@@ -1209,6 +1229,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         if reason is not None:
             raise ValueError(f"n_components={self.n_components!r} with {type(est).__name__}: {reason}")
         cc = np.repeat(np.arange(counts.size), counts)
+        self.component_class_ = cc  # read by _components_named, which words a refusal of what follows
         comp = _components.initial_components(yL, counts, self.random_state, XL, wL)
         cest = _components.component_estimator(self._base(), est, X_lab, comp, w_given, cc, layout)
         if self.method == "em":
@@ -1218,7 +1239,6 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         shares = _components.within_class_shares(est, cc)
         if shares is not None:
             cest = shares.conditioned(cest, shares.log_weights(cest.stats_.class_count, self._shares_kind()))
-        self.component_class_ = cc
         R0 = np.zeros((yL.size, cc.size))
         R0[np.arange(yL.size), comp] = 1.0
         self.initial_responsibilities_ = R0
@@ -1230,7 +1250,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         r"""The estimate of the components' shares: EM's M-step (Laplace: ``"mean"``, else ``"map"``); VB's mean of :math:`q`."""
         return "map" if self.method == "em" and self.smoothing == "none" else "mean"
 
-    def _mixture_loo_log_proba(self, cest, X_lab, XL, R_L, w_lab, shares):
+    def _mixture_loo_log_proba(self, cest, X_lab, XL, R_L, w_lab, shares, rows):
         r"""The labelled rows' leave-one-out class log-probabilities under a mixture, *responsibilities held*.
 
         An approximate leave-one-out: row :math:`i` is downdated from the statistics of
@@ -1252,6 +1272,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``_loo_feature`` of the component estimator), the weights
         :math:`\pi^{-i}` those of the counts :math:`N - \min(w_i, 1)\, r_i`.
 
+        ``rows`` are the labelled rows' positions in the training data, which a refusal
+        of ``estimate='map'`` names.
+
         Returns
         -------
         ndarray of shape (n_labelled, n_classes)
@@ -1272,10 +1295,19 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         log_w = np.empty_like(ll)
         for i in range(ll.shape[0]):
             left = counts - v[i]
-            if shares is None:
-                log_w[i] = _class_prior.point_log(cest.class_dirichlet_, left, kind)
-            else:
-                log_w[i] = shares.log_weights(left, kind)
+            try:
+                if shares is None:
+                    log_w[i] = _class_prior.point_log(cest.class_dirichlet_, left, kind)
+                else:
+                    log_w[i] = shares.log_weights(left, kind)
+            except _dirichlet.UndefinedModeError as err:
+                left_out = _dirichlet.UndefinedModeError(str(err), (i, *err.index), err.value)
+                raise _class_prior.map_refusal(left_out, counts - v, rows=rows) from None
+            except _dirichlet.MapRefusal as err:
+                raise _dirichlet.MapRefusal(
+                    f"{err.where} with training row {int(rows[i])} left out", err.value, err.why, err.parameter,
+                    err.class_index, err.class_words,
+                ) from None
         with np.errstate(invalid="ignore"):
             joint = _components.sum_components(log_w + ll, cc, n_classes)
             class_log_pi = _components.sum_components(log_w, cc, n_classes)
@@ -1302,7 +1334,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         probe, trace, R, R_L, converged = cest, [], None, None, False
         for it in range(self.max_iter):
             prior = probe.prior_
-            theta = fam.point(prior, probe.stats_, kind)
+            theta = probe._point(kind)  # the family's point; a refusal of "map" in the user's words
             log_pi = probe.class_log_prior_
             objective = fam.log_density(prior, theta, raise_by)
             if shares is None:
@@ -1452,9 +1484,9 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             of the class's mixture likelihood (see :meth:`_temper`).
         """
         if self._has_components():
-            joint = _components.sum_components(
-                self.estimator_.predict_joint_log_proba(X), self.component_class_, self.classes_.size
-            )
+            with self._components_named(self.classes_):
+                joint = self.estimator_.predict_joint_log_proba(X)
+            joint = _components.sum_components(joint, self.component_class_, self.classes_.size)
             return self._temper(joint, self._class_log_weights())
         return self._fitted().predict_joint_log_proba(X)
 

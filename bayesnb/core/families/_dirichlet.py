@@ -36,6 +36,7 @@ __all__ = [
     "mle_log",
     "sample_log",
     "UndefinedModeError",
+    "MapRefusal",
     "map_refusal_in_words",
 ]
 
@@ -60,7 +61,57 @@ class UndefinedModeError(ValueError):
         self.value = value
 
 
-def map_refusal_in_words(where, value, why, parameter):
+class MapRefusal(ValueError):
+    """The refusal of ``estimate='map'`` in the user's words (:func:`map_refusal_in_words`).
+
+    It keeps the class its cell belongs to, so that a model whose classes are another
+    model's parts can name them in its own terms without editing the message
+    (:class:`~bayesnb.estimators.semi_supervised.SemiSupervisedNB`: class 3 of its
+    component model is component 3 of class 'spam').
+
+    Attributes
+    ----------
+    class_index : int or None
+        The position of the cell's class in the refusing model's classes; None where
+        the cell belongs to no class.
+    class_words : str or None
+        How ``where`` names that class (``"class 'spam'"``): the first occurrence of
+        these words in ``where`` is the class.
+    """
+
+    def __init__(self, where, value, why, parameter, class_index=None, class_words=None):
+        self.where, self.value, self.why, self.parameter = where, value, why, parameter
+        self.class_index, self.class_words = class_index, class_words
+        super().__init__(
+            # The value first: a table cell shows the first clause (analysis.comparison.short_reason).
+            f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({where}: {why}), so the "
+            "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
+            f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
+        )
+
+    def naming_class(self, words, unit="class"):
+        """The same refusal with its class named ``words`` instead.
+
+        Parameters
+        ----------
+        words : str
+            E.g. ``"component 3 of class 'spam'"``.
+        unit : str, default="class"
+            What the cell's class is to the reader (``"component"``): ``why``'s "that
+            class" (``"weighted rows of that class"``) becomes "that component".
+
+        Returns
+        -------
+        MapRefusal
+        """
+        if self.class_words is None:
+            return self
+        where = self.where.replace(self.class_words, words, 1)
+        why = self.why.replace("that class", f"that {unit}")
+        return MapRefusal(where, self.value, why, self.parameter, self.class_index, words)
+
+
+def map_refusal_in_words(where, value, why, parameter, class_index=None, class_words=None):
     """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1, in the user's words.
 
     The estimators and the class-prior layer name the cell of an
@@ -70,24 +121,25 @@ def map_refusal_in_words(where, value, why, parameter):
     Parameters
     ----------
     where : str
-        The cell, e.g. ``"the proportion of class 'spam'"``.
+        The cell, e.g. ``"the proportion of class 'spam'"``; a cell of a class names the
+        class (``class_words``) before anything else.
     value : float
         Its posterior concentration (below 1).
     why : str
         What the concentration is made of (the prior's parameter plus the weighted rows).
     parameter : str
         The parameter that sets the prior (``"alpha"``, ``"class_alpha"``).
+    class_index : int, optional
+        The position of the cell's class in the model's classes.
+    class_words : str, optional
+        How ``where`` names that class, e.g. ``"class 'spam'"``.
 
     Returns
     -------
-    ValueError
+    MapRefusal
+        A :class:`ValueError`.
     """
-    return ValueError(
-        # The value first: a table cell shows the first clause (analysis.comparison.short_reason).
-        f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({where}: {why}), so the "
-        "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
-        f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
-    )
+    return MapRefusal(where, value, why, parameter, class_index, class_words)
 
 
 def _masked(a, mask, fill):
