@@ -605,16 +605,21 @@ def per_family_code(path):
                 if named & classes:
                     found.append((node.lineno, f"type branch: {ast.unparse(node)}"))
                     break
-    for node in ast.walk(tree):
-        if (
-            isinstance(node, ast.Attribute)
-            and node.attr.startswith("_")
-            and not node.attr.startswith("__")
-            and isinstance(node.value, ast.Name)
-            and node.value.id in modules
-        ):
-            found.append((node.lineno, f"private family name: {node.value.id}.{node.attr}"))
+    found += [(line, f"private family name: {what}") for line, what in _private_reads(tree, modules)]
     return sorted(set(found))
+
+
+def _private_reads(tree, bound):
+    """``[(line, "name._attr")]``: private attributes read off the local names ``bound`` (family modules)."""
+    return [
+        (node.lineno, f"{node.value.id}.{node.attr}")
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Attribute)
+        and node.attr.startswith("_")
+        and not node.attr.startswith("__")
+        and isinstance(node.value, ast.Name)
+        and node.value.id in bound
+    ]
 
 
 def test_empirical_bayes_has_no_per_family_solver_and_no_family_private():
@@ -638,6 +643,62 @@ def test_the_per_family_finder_catches_planted_solvers(tmp_path, source):
     path = tmp_path / "planted.py"
     path.write_text(source)
     assert per_family_code(path)
+
+
+def family_private_names(path):
+    """``[(line, what)]``: private names of a family module (``bernoulli._outcome_counts``) imported or read in ``path``.
+
+    A family module is a public module of ``core/families`` (a registered family,
+    ``product``, ``protocol``); the shared helpers there (``_dirichlet``, ``_rows``) are
+    modules of their own, not a family's private names.
+    """
+    modules = {p.stem for p in (PACKAGE / "core" / "families").glob("*.py") if not p.stem.startswith("_")}
+    tree = ast.parse(Path(path).read_text(encoding="utf-8"))
+    found, bound = [], set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and _family_module(node.module, node.level):
+            last = node.module.split(".")[-1]
+            for alias in node.names:
+                if last in modules and alias.name.startswith("_"):
+                    found.append((node.lineno, f"{node.module}.{alias.name}"))
+                elif last == "families" and alias.name in modules:
+                    bound.add(alias.asname or alias.name)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                parts = alias.name.split(".")
+                if "families" in parts[:-1] and parts[-1] in modules and alias.asname:
+                    bound.add(alias.asname)
+    return sorted(set(found + _private_reads(tree, bound)))
+
+
+def test_no_module_outside_the_families_uses_a_family_modules_private_name():
+    inside = PACKAGE / "core" / "families"
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if inside not in p.parents]
+    assert len(outside) > 20
+    found = {str(p.relative_to(PACKAGE.parent)): hits for p in outside if (hits := family_private_names(p))}
+    assert found == {}
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from bayesnb.core.families.bernoulli import _outcome_counts\n",
+        "from .families.categorical import _pad_counts as pad\n",
+        "from bayesnb.core.families import gaussian\nx = gaussian._deviation\n",
+        "from ..core.families import product\nx = product._blocks\n",
+        "import bayesnb.core.families.poisson as p\nx = p._rate\n",
+    ],
+)
+def test_the_family_private_name_finder_catches_planted_reads(tmp_path, source):
+    path = tmp_path / "planted.py"
+    path.write_text(source)
+    assert family_private_names(path)
+
+
+def test_the_family_private_name_finder_allows_the_shared_helpers(tmp_path):
+    path = tmp_path / "clean.py"
+    path.write_text("from bayesnb.core.families import _dirichlet, multinomial\nx = multinomial.family\n")
+    assert family_private_names(path) == []
 
 
 def test_the_per_family_finder_allows_the_protocol(tmp_path):

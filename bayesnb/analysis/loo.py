@@ -57,6 +57,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from bayesnb.core import class_prior as _class_prior
+from bayesnb.core.families._dirichlet import UndefinedModeError
 from bayesnb.core.missing import MaskedX
 from bayesnb.core.stats import as_masked, is_masked
 
@@ -215,6 +216,13 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
         Column :math:`c \ne y_i` is the score under the full data (row :math:`i` is not
         in class :math:`c`); column :math:`y_i` under the statistics without row
         :math:`i`.
+
+    Raises
+    ------
+    UndefinedModeError
+        For ``kind="map"`` without a mode: on all the rows, or with row :math:`i` left
+        out (its ``row``; ``block`` names the block of a product family), for the
+        estimator to word in the user's terms.
     """
     y_index = np.asarray(y_index, dtype=np.intp)
     n = y_index.shape[0]
@@ -223,13 +231,16 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
         # A product of families (a mixed model): leaving a row out downdates every block's
         # own statistics, and the blocks' scores add up. Each piece of the rows carries
         # its own unobserved entries; each block its own point options.
-        return sum(
-            feature_log_loo(
-                b.family, prior[b.name], stats.blocks[b.name], part, y_index, weight, kind=kind,
-                point_options={**b.point_options.get(kind, {}), **(point_options or {})},
-            )
-            for b, part in zip(family.blocks, X.parts)
-        )
+        total = 0.0
+        for b, part in zip(family.blocks, X.parts):
+            try:
+                total = total + feature_log_loo(
+                    b.family, prior[b.name], stats.blocks[b.name], part, y_index, weight, kind=kind,
+                    point_options={**b.point_options.get(kind, {}), **(point_options or {})},
+                )
+            except UndefinedModeError as err:  # its index is into this block's tables
+                raise err.located(block=b.name) from None
+        return total
     if isinstance(X, MaskedX):
         X, mask = X.X, X.mask
     full = _score(family, prior, stats, X, kind, mask, point_options)
@@ -265,7 +276,10 @@ def feature_log_loo(family, prior, stats, X, y_index, weight=None, *, kind="pred
         out[np.arange(n), y_index] = diag
         return out
     for i in range(n):
-        out[i] = _row_downdate(family, prior, stats, X, y_index, weight, mask, kind, i, point_options)
+        try:
+            out[i] = _row_downdate(family, prior, stats, X, y_index, weight, mask, kind, i, point_options)
+        except UndefinedModeError as err:  # a point estimate without a mode once row i is left out
+            raise err.located(row=i) from None
     return out
 
 

@@ -40,6 +40,7 @@ from bayesnb.core._validation import (
 )
 from bayesnb.core.empirical_bayes import class_alpha as learn_class_alpha
 from bayesnb.core.empirical_bayes import is_evidence
+from bayesnb.core.families._dirichlet import UndefinedModeError
 from bayesnb.core.families._mask import MaskRefused, accepts_mask
 from bayesnb.core.kernels import check_sparse_structure, frozen
 from bayesnb.core.priors import dirichlet_from_alpha
@@ -255,6 +256,15 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
     def _point_options(self, kind):
         """Keyword options of the family's ``point`` for ``kind`` (none by default)."""
         return {}
+
+    def _feature_map_refusal(self, kind, err):
+        """The refusal of ``kind`` for ``err``, an ``UndefinedModeError`` of this model's feature posterior.
+
+        By default ``err`` itself; an estimator whose family has Dirichlet or Beta cells
+        names the cell in the user's terms (class label, column, category) and, for
+        leave-one-out, the training row left out (``err.row``).
+        """
+        return err
 
     def _stats_options(self):
         """Keyword options of the family's ``stats`` for the fitted tables (none by default)."""
@@ -613,8 +623,12 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             # pass over the statistics, cheaper than the prediction that needs it.
             for other in _POINT_KINDS:
                 self._cache.pop(other, None)
+            try:
+                point = self._family.point(self.prior_, self.stats_, key)
+            except UndefinedModeError as err:
+                raise self._feature_map_refusal(key, err) from None
             # Read-only: kept and reused by every prediction (see kernels.frozen).
-            params = self._cache[key] = frozen(self._family.point(self.prior_, self.stats_, key))
+            params = self._cache[key] = frozen(point)
         return params
 
     @property
@@ -980,7 +994,11 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
             class_log = _loo.class_log_loo(
                 self.class_dirichlet_, self.stats_.class_count, y_index, weight, kind=kind, classes=self.classes_
             )
-        return _loo.LooTerms(class_log, self._loo_feature(Xv, y_index, weight, kind), np.asarray(y_index))
+        try:
+            feature_log = self._loo_feature(Xv, y_index, weight, kind)
+        except UndefinedModeError as err:
+            raise self._feature_map_refusal(kind, err) from None
+        return _loo.LooTerms(class_log, feature_log, np.asarray(y_index))
 
     def loo_terms(self, X, y, sample_weight=None):
         r"""Exact leave-one-out parts of the training rows' predictive, with no refit.

@@ -99,11 +99,8 @@ class _DiscreteNB(BaseNB):
         raise NotImplementedError
 
     # ------------------------------------------------ "map" refusals in the user's terms
-    def _point(self, kind):
-        try:
-            return super()._point(kind)
-        except UndefinedModeError as err:
-            raise self._map_refusal(err) from None
+    def _feature_map_refusal(self, kind, err):
+        return self._map_refusal(err)
 
     def _map_refusal(self, err, feature_words=None, labels=None):
         """The refusal of ``estimate='map'`` for ``err`` (an ``UndefinedModeError`` of this model's feature posterior).
@@ -111,9 +108,12 @@ class _DiscreteNB(BaseNB):
         ``feature_words`` (feature index -> words) and ``labels`` (feature index -> its
         category labels or None) say how an enclosing model names this model's features
         (:class:`~bayesnb.estimators.mixed.MixedNB`, whose blocks see codes, not the
-        user's columns); by default this model's own column names and labels.
+        user's columns); by default this model's own column names and labels. A
+        leave-one-out refusal (``err.row``) names the training row left out.
         """
         where, why = self._cell_words(err.index, err.value, feature_words or self._feature_words, labels)
+        if err.row is not None:
+            where += f" with training row {err.row} left out"
         c = int(err.index[0])
         return map_refusal_in_words(where, err.value, why, "alpha", c, _class_prior.class_words(self.classes_, c))
 
@@ -797,10 +797,13 @@ class CategoricalNB(_DiscreteNB):
             mine = features[owner == i]
             table[mine] = shorter[mine]
             prior = self.prior_._replace(n_categories=table)
-            out[i] = _loo.row_feature_log_loo(
-                self._family, prior, self.stats_, codes, y_index, w, int(i), kind=kind, mask=mask,
-                point_options=self._point_options(kind),
-            )
+            try:
+                out[i] = _loo.row_feature_log_loo(
+                    self._family, prior, self.stats_, codes, y_index, w, int(i), kind=kind, mask=mask,
+                    point_options=self._point_options(kind),
+                )
+            except UndefinedModeError as err:
+                raise err.located(row=int(i)) from None
         return out
 
     def _alpha_by_evidence(self, scope):

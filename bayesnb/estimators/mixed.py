@@ -690,11 +690,8 @@ class MixedNB(BaseNB):
         return {name: est.prior_ for name, est, _ in self.estimators_}
 
     # ------------------------------------------------ "map" refusals in the user's terms
-    def _point(self, kind):
-        try:
-            return super()._point(kind)
-        except UndefinedModeError as err:
-            raise self._block_map_refusal(kind, err) from None
+    def _feature_map_refusal(self, kind, err):
+        return self._block_map_refusal(kind, err)
 
     def _block_map_refusal(self, kind, err):
         """The refusal of ``kind`` in the words of the block that has no mode there.
@@ -702,25 +699,36 @@ class MixedNB(BaseNB):
         The product family reports a cell of one block's tables, indexed by the block's
         own features and (for a categorical block) codes; the block names the cell, told
         how this model names its features (the DataFrame's column, the block) and the
-        category labels this model learned for its string columns.
+        category labels this model learned for its string columns. Leave-one-out says
+        which block (``err.block``); the fitted model's own point estimate is asked of
+        each block in turn.
         """
         for name, est, idx in self.estimators_:
-            block = est._as_block(name, idx)
-            try:
-                block.family.point(self.prior_[name], self.stats_.blocks[name], kind, **block.point_options.get(kind, {}))
-            except UndefinedModeError as block_err:
-                words = getattr(est, "_map_refusal", None)
-                if words is None:  # a family without its own words: at least the block and its columns
-                    columns = [self._column_name(j) for j in idx]
-                    return ValueError(f"block {name!r} (columns {columns!r}): {block_err}")
+            if err.block is not None:
+                if name != err.block:
+                    continue
+                block_err = err
+            else:
+                block = est._as_block(name, idx)
+                try:
+                    block.family.point(
+                        self.prior_[name], self.stats_.blocks[name], kind, **block.point_options.get(kind, {})
+                    )
+                    continue
+                except UndefinedModeError as raised:
+                    block_err = raised
+            words = getattr(est, "_map_refusal", None)
+            if words is None:  # a family without its own words: at least the block and its columns
+                columns = [self._column_name(j) for j in idx]
+                return ValueError(f"block {name!r} (columns {columns!r}): {block_err}")
 
-                def feature(j, name=name, idx=idx):
-                    return f"feature {self._column_name(idx[j])!r} (block {name!r})"
+            def feature(j, name=name, idx=idx):
+                return f"feature {self._column_name(idx[j])!r} (block {name!r})"
 
-                def labels(j, idx=idx):
-                    return self.categories_.get(int(idx[j]))
+            def labels(j, idx=idx):
+                return self.categories_.get(int(idx[j]))
 
-                return words(block_err, feature_words=feature, labels=labels)
+            return words(block_err, feature_words=feature, labels=labels)
         return err
 
     @contextlib.contextmanager
@@ -791,10 +799,13 @@ class MixedNB(BaseNB):
         # same function of every row (PolyaNB re-learns its mean and precision without
         # the row; CategoricalNB's table of categories; GaussianNB's "mle" variance
         # floor); the blocks' feature scores add up.
-        return sum(
-            np.asarray(est._loo_feature(part, y_index, weight, kind), dtype=np.float64)
-            for (_, est, _), part in zip(self.estimators_, X.parts)
-        )
+        total = 0.0
+        for (name, est, _), part in zip(self.estimators_, X.parts):
+            try:
+                total = total + np.asarray(est._loo_feature(part, y_index, weight, kind), dtype=np.float64)
+            except UndefinedModeError as err:  # its index is into this block's tables
+                raise err.located(block=name) from None
+        return total
 
     def _loo_prior_reasons(self):
         return tuple(f"block {name!r}: {r}" for name, est, _ in self.estimators_ for r in est._loo_prior_reasons())

@@ -1250,7 +1250,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         r"""The estimate of the components' shares: EM's M-step (Laplace: ``"mean"``, else ``"map"``); VB's mean of :math:`q`."""
         return "map" if self.method == "em" and self.smoothing == "none" else "mean"
 
-    def _mixture_loo_log_proba(self, cest, X_lab, XL, R_L, w_lab, shares, rows):
+    def _mixture_loo_log_proba(self, cest, X_lab, XL, R_L, w_lab, shares, training_rows):
         r"""The labelled rows' leave-one-out class log-probabilities under a mixture, *responsibilities held*.
 
         An approximate leave-one-out: row :math:`i` is downdated from the statistics of
@@ -1272,7 +1272,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ``_loo_feature`` of the component estimator), the weights
         :math:`\pi^{-i}` those of the counts :math:`N - \min(w_i, 1)\, r_i`.
 
-        ``rows`` are the labelled rows' positions in the training data, which a refusal
+        ``training_rows`` are the labelled rows' positions in the training data, which a refusal
         of ``estimate='map'`` names.
 
         Returns
@@ -1287,7 +1287,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         empty = ~take.any(axis=1)  # a row of weight 0: downdated by nothing
         take[empty, np.argmax(R_L[empty], axis=1)] = True
         rows, comps = np.nonzero(take)
-        F = np.asarray(cest._loo_feature(_take_rows(XL, rows), comps, v[rows, comps], kind), dtype=np.float64)
+        try:
+            F = np.asarray(cest._loo_feature(_take_rows(XL, rows), comps, v[rows, comps], kind), dtype=np.float64)
+        except _dirichlet.UndefinedModeError as err:  # err.row is a (row, component) pair's position
+            located = err if err.row is None else err.located(row=int(training_rows[rows[err.row]]))
+            raise cest._feature_map_refusal(kind, located) from None
         ll = np.empty((R_L.shape[0], cc.size))
         ll[rows] = F  # the columns that are not row i's own component are not downdated
         ll[rows, comps] = F[np.arange(rows.size), comps]
@@ -1302,10 +1306,10 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                     log_w[i] = shares.log_weights(left, kind)
             except _dirichlet.UndefinedModeError as err:
                 left_out = _dirichlet.UndefinedModeError(str(err), (i, *err.index), err.value)
-                raise _class_prior.map_refusal(left_out, counts - v, rows=rows) from None
+                raise _class_prior.map_refusal(left_out, counts - v, rows=training_rows) from None
             except _dirichlet.MapRefusal as err:
                 raise _dirichlet.MapRefusal(
-                    f"{err.where} with training row {int(rows[i])} left out", err.value, err.why, err.parameter,
+                    f"{err.where} with training row {int(training_rows[i])} left out", err.value, err.why, err.parameter,
                     err.class_index, err.class_words,
                 ) from None
         with np.errstate(invalid="ignore"):

@@ -170,12 +170,12 @@ def test_a_temperature_changed_after_fit_is_not_silently_mapped():
 def test_planted_errors_in_the_leave_one_out_fail_the_oracle(which, monkeypatch):
     original = ss.SemiSupervisedNB._mixture_loo_log_proba
 
-    def planted(self, cest, X_lab, XL, R_L, w_lab, shares):
+    def planted(self, cest, X_lab, XL, R_L, w_lab, shares, training_rows):
         if which == "no downdate":
             w_lab = np.zeros_like(w_lab)  # in-sample scores
         else:
             R_L = R_L[:, [1, 0, 3, 2]]  # row i's copies taken out of its class's other component
-        return original(self, cest, X_lab, XL, R_L, w_lab, shares)
+        return original(self, cest, X_lab, XL, R_L, w_lab, shares, training_rows)
 
     monkeypatch.setattr(ss.SemiSupervisedNB, "_mixture_loo_log_proba", planted)
     seen = _spy(monkeypatch)

@@ -143,3 +143,75 @@ def test_leave_one_out_refuses_a_class_without_a_mode_on_all_rows_as_such():
     with pytest.raises(ValueError, match=r"0\.5 < 1 \(the proportion of class 'c': class_alpha 0\.5 plus 0 weighted rows") as info:
         loo(est, X, ["a", "a", "b", "b"])
     assert "left out" not in str(info.value)
+
+
+def _one_present_row():
+    # In class 'u', feature 0 is present in row 0 only: on all the rows its Beta has
+    # concentration 0.5 + 1 (a mode); with row 0 left out 0.5 alone, below 1.
+    X = pd.DataFrame({"b0": [1, 0, 1, 0], "b1": [0, 1, 1, 0]})
+    return X, ["u", "u", "v", "v"], [1.0, 1.0, 0.5, 1.0]
+
+
+def test_leave_one_out_names_the_feature_cell_and_the_row_left_out():
+    # bayesnb.loo raised the raw "at index (0, 0, 1)" of the family's downdate.
+    from bayesnb import loo
+
+    X, y, w = _one_present_row()
+    assert X["b0"][np.asarray(y) == "u"].tolist() == [1, 0]  # the cell the message must name
+    est = BernoulliNB(alpha=0.5, binarize=None, estimate="map").fit(X, y, sample_weight=w)
+    est.predict(X)  # no refusal on all the rows
+    with pytest.raises(ValueError) as info:
+        loo(est, X, y, sample_weight=w)
+    msg = str(info.value)
+    assert "at index" not in msg
+    assert (
+        "in class 'u', the probability that feature 'b0' is present (1) with training row 0 left out: "
+        "its prior concentration 0.5 plus 0 weighted rows with the feature present (1)"
+    ) in msg, msg
+
+
+def test_leave_one_out_names_the_block_of_a_mixed_model():
+    from bayesnb import GaussianNB, MixedNB, loo
+
+    X, y, w = _one_present_row()
+    X = X.assign(x=[1.0, 2.0, 0.5, 1.5])
+    blocks = [("g", GaussianNB(), ["x"]), ("b", BernoulliNB(alpha=0.5, binarize=None), ["b0", "b1"])]
+    est = MixedNB(blocks, estimate="map").fit(X, y, sample_weight=w)
+    est.predict(X)
+    with pytest.raises(ValueError) as info:
+        loo(est, X, y, sample_weight=w)
+    assert "feature 'b0' (block 'b') is present (1) with training row 0 left out" in str(info.value)
+
+
+def test_the_product_family_downdate_says_which_block_and_row():
+    # The layer below raises the family's error, located; the estimator words it.
+    from bayesnb import GaussianNB, MixedNB
+    from bayesnb.analysis.loo import feature_log_loo
+    from bayesnb.core.families._dirichlet import UndefinedModeError
+
+    X, y, w = _one_present_row()
+    X = X.assign(x=[1.0, 2.0, 0.5, 1.5])
+    blocks = [("g", GaussianNB(), ["x"]), ("b", BernoulliNB(alpha=0.5, binarize=None), ["b0", "b1"])]
+    est = MixedNB(blocks, estimate="map").fit(X, y, sample_weight=w)
+    with pytest.raises(UndefinedModeError) as info:
+        feature_log_loo(
+            est.family_, est.prior_, est.stats_, est.validate_input(X), np.searchsorted(est.classes_, y),
+            np.asarray(w), kind="map",
+        )
+    assert (info.value.row, info.value.block, info.value.index[:2]) == (0, "b", (0, 0))
+    assert "in class 'u'" in str(est._feature_map_refusal("map", info.value))
+
+
+def test_leave_one_out_without_a_mode_on_all_rows_is_the_fit_refusal():
+    # No row to blame: the same words as predict's.
+    from bayesnb import loo
+
+    X = np.array([[0, 3], [0, 2], [1, 1], [0, 4]])
+    y = ["u", "u", "v", "v"]
+    est = MultinomialNB(alpha=0.5, estimate="map").fit(X, y)
+    with pytest.raises(ValueError) as by_predict:
+        est.predict(X)
+    with pytest.raises(ValueError) as by_loo:
+        loo(est, X, y)
+    assert str(by_loo.value) == str(by_predict.value)
+    assert "in class 'u', feature 0 (column 0 of X): alpha 0.5 plus 0 weighted counts" in str(by_loo.value)

@@ -111,36 +111,55 @@ def test_the_share_of_a_component_within_its_class_is_named():
     assert "weighted rows of that component" in msg
 
 
-def _lonely_component():
+def _lonely_component(X=None):
     # Class 'spam' has three labelled rows, one far from the other two: of its two
-    # components one holds row 4 alone. Left out, that component has no rows, and
-    # class_alpha 0.5 alone is below 1.
-    X = np.array([[5, 0, 0], [6, 0, 1], [5, 1, 0], [4, 0, 0], [0, 0, 9], [0, 9, 0], [0, 8, 1]])
-    y = np.array(["ham"] * 4 + ["spam"] * 3, dtype=object)
+    # components one holds that row alone. Left out, that component has no rows, and
+    # class_alpha 0.5 alone is below 1. Row 0 is unlabelled, so that the row is training
+    # row 5 and labelled row 4.
+    if X is None:
+        X = np.array([[5, 0, 0], [5, 0, 0], [6, 0, 1], [5, 1, 0], [4, 0, 0], [0, 0, 9], [0, 9, 0], [0, 8, 1]])
+    y = np.array([-1] + ["ham"] * 4 + ["spam"] * 3, dtype=object)
     return X, y
+
+
+def _lonely_fit(X, y, **kwargs):
+    return SemiSupervisedNB(
+        MultinomialNB(**kwargs), smoothing="none", n_components={"ham": 1, "spam": 2}, unlabelled_weight=1.0
+    ).fit(X, y)
 
 
 @pytest.mark.parametrize("class_prior_", [None, [0.5, 0.5]], ids=["learned", "fixed"])
 def test_calibrate_loo_names_the_component_and_the_row_left_out(class_prior_):
     X, y = _lonely_component()
-    model = SemiSupervisedNB(
-        MultinomialNB(alpha=1.0, class_alpha=0.5, class_prior=class_prior_, calibrate="loo"),
-        smoothing="none", n_components={"ham": 1, "spam": 2},
-    )
+    # The fit itself has a mode; the component holds training row 5 alone.
+    fitted = _lonely_fit(X, y, alpha=1.0, class_alpha=0.5, class_prior=class_prior_)
+    k = int(np.flatnonzero(fitted.component_responsibilities_[5] > 0.5)[0])
+    assert fitted.component_class_[k] == 1
+    assert np.allclose(np.delete(fitted.component_responsibilities_[:, k], 5), 0.0, atol=1e-6)
     with pytest.raises(ValueError) as info:
-        model.fit(X, y)
+        _lonely_fit(X, y, alpha=1.0, class_alpha=0.5, class_prior=class_prior_, calibrate="loo")
     msg = str(info.value)
     assert "at index" not in msg
-    k, label = _component(msg)
-    assert label == "spam" and model.component_class_[k] == 1
     what = "the proportion" if class_prior_ is None else "the share"
-    assert f"{what} of component {k} of class 'spam'" in msg
-    assert "with training row 4 left out: class_alpha 0.5 plus 0 weighted rows of that component" in msg
-    # The fit itself has a mode: without calibrate="loo" it succeeds.
-    SemiSupervisedNB(
-        MultinomialNB(alpha=1.0, class_alpha=0.5, class_prior=class_prior_), smoothing="none",
-        n_components={"ham": 1, "spam": 2},
-    ).fit(X, y)
+    assert f"{what} of component {k} of class 'spam'" in msg, msg
+    assert re.search(
+        r"with training row 5 left out: class_alpha 0\.5 plus [0-9.e-]+ weighted rows of that component", msg
+    ), msg
+
+
+def test_calibrate_loo_names_the_feature_of_a_component_with_the_row_left_out():
+    # Every cell has counts on all the rows (alpha 0.5 has a mode); the lonely
+    # component's feature 0 has one count, from training row 5 only.
+    X, y = _lonely_component(
+        np.array([[5, 1, 1], [5, 1, 1], [6, 1, 2], [5, 2, 1], [4, 1, 1], [1, 1, 9], [1, 9, 1], [1, 8, 2]])
+    )
+    fitted = _lonely_fit(X, y, alpha=0.5, class_alpha=1.0)
+    k = int(np.flatnonzero(fitted.component_responsibilities_[5] > 0.5)[0])
+    with pytest.raises(ValueError) as info:
+        _lonely_fit(X, y, alpha=0.5, class_alpha=1.0, calibrate="loo")
+    msg = str(info.value)
+    assert "at index" not in msg
+    assert f"in component {k} of class 'spam', feature 0 (column 0 of X) with training row 5 left out: alpha 0.5 plus " in msg, msg
 
 
 def test_a_left_out_batch_names_the_training_row_given():

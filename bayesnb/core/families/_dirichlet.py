@@ -53,12 +53,35 @@ class UndefinedModeError(ValueError):
         The first such concentration's index in the array given to :func:`mode_log`.
     value : float
         That concentration.
+    row : int or None
+        The training row left out of the statistics (leave-one-out), or None.
+    block : str or None
+        The block of a product of families whose tables ``index`` indexes, or None.
     """
 
-    def __init__(self, message, index, value):
+    def __init__(self, message, index, value, row=None, block=None):
         super().__init__(message)
         self.index = index
         self.value = value
+        self.row = row
+        self.block = block
+
+    def located(self, row=None, block=None):
+        """The same error, told the training row left out or the block it arose in (kept where not given).
+
+        Parameters
+        ----------
+        row : int, optional
+        block : str, optional
+
+        Returns
+        -------
+        UndefinedModeError
+        """
+        return UndefinedModeError(
+            str(self), self.index, self.value, self.row if row is None else int(row),
+            self.block if block is None else block,
+        )
 
 
 class MapRefusal(ValueError):
