@@ -645,29 +645,52 @@ def test_the_per_family_finder_catches_planted_solvers(tmp_path, source):
     assert per_family_code(path)
 
 
+def _dotted(node):
+    """``"a.b.c"`` for a chain of attributes on a name, else None."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    return ".".join([node.id, *reversed(parts)]) if isinstance(node, ast.Name) else None
+
+
 def family_private_names(path):
     """``[(line, what)]``: private names of a family module (``bernoulli._outcome_counts``) imported or read in ``path``.
 
     A family module is a public module of ``core/families`` (a registered family,
     ``product``, ``protocol``); the shared helpers there (``_dirichlet``, ``_rows``) are
-    modules of their own, not a family's private names.
+    modules of their own, not a family's private names. Found: imports of a private
+    name from a family module; private attributes read off a local name bound to a
+    family module, or off a chain that ends in the families package and a family module
+    (``families.gaussian._x``, ``bayesnb.core.families.gaussian._x``, ``f.gaussian._x``
+    with ``f`` the package).
     """
     modules = {p.stem for p in (PACKAGE / "core" / "families").glob("*.py") if not p.stem.startswith("_")}
     tree = ast.parse(Path(path).read_text(encoding="utf-8"))
-    found, bound = [], set()
+    found, bound, package = [], set(), {"families"}
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and _family_module(node.module, node.level):
-            last = node.module.split(".")[-1]
+        if isinstance(node, ast.ImportFrom):
+            family = _family_module(node.module, node.level)
+            last = (node.module or "").split(".")[-1]
             for alias in node.names:
-                if last in modules and alias.name.startswith("_"):
+                if alias.name == "families":
+                    package.add(alias.asname or alias.name)
+                elif family and last in modules and alias.name.startswith("_"):
                     found.append((node.lineno, f"{node.module}.{alias.name}"))
-                elif last == "families" and alias.name in modules:
+                elif family and last == "families" and alias.name in modules:
                     bound.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
             for alias in node.names:
                 parts = alias.name.split(".")
-                if "families" in parts[:-1] and parts[-1] in modules and alias.asname:
+                if parts[-1] == "families" and alias.asname:
+                    package.add(alias.asname)
+                elif "families" in parts[:-1] and parts[-1] in modules and alias.asname:
                     bound.add(alias.asname)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            chain = (_dotted(node.value) or "").split(".")
+            if chain[-1] in modules and len(chain) >= 2 and chain[-2] in package:
+                found.append((node.lineno, f"{'.'.join(chain)}.{node.attr}"))
     return sorted(set(found + _private_reads(tree, bound)))
 
 
@@ -687,6 +710,10 @@ def test_no_module_outside_the_families_uses_a_family_modules_private_name():
         "from bayesnb.core.families import gaussian\nx = gaussian._deviation\n",
         "from ..core.families import product\nx = product._blocks\n",
         "import bayesnb.core.families.poisson as p\nx = p._rate\n",
+        "from bayesnb.core import families\nx = families.gaussian._deviation\n",
+        "from . import families\nx = families.bernoulli._outcome_counts\n",
+        "import bayesnb.core.families.gaussian\nx = bayesnb.core.families.gaussian._deviation\n",
+        "import bayesnb.core.families as f\nx = f.categorical._pad_counts\n",
     ],
 )
 def test_the_family_private_name_finder_catches_planted_reads(tmp_path, source):

@@ -183,11 +183,11 @@ def map_refusal(err, class_count, classes=None, rows=None):
     *row, c = err.index
     counted = float(np.asarray(class_count)[tuple(err.index)])
     named = class_words(classes, c)
-    where = f"the proportion of {named}"
-    if row:
-        where += f" with training row {row[0] if rows is None else int(rows[row[0]])} left out"
+    left_out = (row[0] if rows is None else int(rows[row[0]])) if row else None
     why = f"class_alpha {err.value - counted:.4g} plus {counted:.4g} weighted rows of that class"
-    return _dirichlet.map_refusal_in_words(where, err.value, why, "class_alpha", c, named)
+    return _dirichlet.map_refusal_in_words(
+        f"the proportion of {named}", err.value, why, "class_alpha", c, named, left_out
+    )
 
 
 def class_words(classes, c):

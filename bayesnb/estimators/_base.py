@@ -121,6 +121,11 @@ class BaseNB(HyperpriorMixin, ClassifierMixin, BaseEstimator):
         The plug-in parameters (the family's parameter pytree) that predictions use for
         the point estimate ``kind``; it may be memoised in ``self._cache``, a dict
         emptied whenever the statistics or the prior change.
+    ``_feature_map_refusal(kind, err)``
+        The error to raise for ``err``, an ``UndefinedModeError`` of the feature
+        posterior (``estimate='map'`` without a mode; leave-one-out sets ``err.row``),
+        from ``_point`` and the leave-one-out terms: by default ``err``; the discrete
+        estimators and :class:`~bayesnb.MixedNB` name the cell in the user's terms.
     """
 
     _family = None

@@ -112,10 +112,10 @@ class _DiscreteNB(BaseNB):
         leave-one-out refusal (``err.row``) names the training row left out.
         """
         where, why = self._cell_words(err.index, err.value, feature_words or self._feature_words, labels)
-        if err.row is not None:
-            where += f" with training row {err.row} left out"
         c = int(err.index[0])
-        return map_refusal_in_words(where, err.value, why, "alpha", c, _class_prior.class_words(self.classes_, c))
+        return map_refusal_in_words(
+            where, err.value, why, "alpha", c, _class_prior.class_words(self.classes_, c), err.row
+        )
 
     def _feature_words(self, j):
         """How a message names feature ``j``: its column name when fitted on a DataFrame."""

@@ -892,7 +892,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             # downdated; the unlabelled rows' responsibilities held at their fitted
             # values, which that row helped to set: an approximate leave-one-out).
             w_lab = w[lab_idx]
-            est._fit_calibration(est.loo_terms(X_lab, y_lab, sample_weight=w_lab), w_lab)
+            try:
+                terms = est.loo_terms(X_lab, y_lab, sample_weight=w_lab)
+            except _dirichlet.MapRefusal as err:  # its row is a position among the labelled rows
+                raise err.at_row(None if err.row is None else lab_idx[err.row]) from None
+            est._fit_calibration(terms, w_lab)
         self.estimator_ = est
         self.classes_ = classes
         self.unlabelled_weight_ = lam
@@ -910,7 +914,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             if unl_idx.size:
                 resp[unl_idx] = R
             self.component_responsibilities_ = resp
-            self.component_weights_ = np.exp(est.class_log_prior_)
+            with self._components_named(classes):
+                self.component_weights_ = np.exp(est.class_log_prior_)
             dist = np.zeros((n, classes.size))
             np.add.at(dist.T, cc, resp.T)
         else:
@@ -1296,6 +1301,11 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
         ll[rows] = F  # the columns that are not row i's own component are not downdated
         ll[rows, comps] = F[np.arange(rows.size), comps]
         counts = np.asarray(cest.stats_.class_count, dtype=np.float64)
+        # Weights without a mode on all the rows are refused as such, no row to blame.
+        if shares is None:
+            _class_prior.estimate_log(cest.class_dirichlet_, None, counts, kind)
+        else:
+            shares.log_weights(counts, kind)
         log_w = np.empty_like(ll)
         for i in range(ll.shape[0]):
             left = counts - v[i]
@@ -1308,10 +1318,7 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
                 left_out = _dirichlet.UndefinedModeError(str(err), (i, *err.index), err.value)
                 raise _class_prior.map_refusal(left_out, counts - v, rows=training_rows) from None
             except _dirichlet.MapRefusal as err:
-                raise _dirichlet.MapRefusal(
-                    f"{err.where} with training row {int(training_rows[i])} left out", err.value, err.why, err.parameter,
-                    err.class_index, err.class_words,
-                ) from None
+                raise err.at_row(training_rows[i]) from None
         with np.errstate(invalid="ignore"):
             joint = _components.sum_components(log_w + ll, cc, n_classes)
             class_log_pi = _components.sum_components(log_w, cc, n_classes)
@@ -1863,7 +1870,8 @@ class SemiSupervisedNB(MetaEstimatorMixin, ClassifierMixin, BaseEstimator):
             cc = self.component_class_
             resp = state["component_responsibilities_"]
             self.component_responsibilities_ = resp
-            self.component_weights_ = np.exp(est.class_log_prior_)
+            with self._components_named(self.classes_):
+                self.component_weights_ = np.exp(est.class_log_prior_)
             start = state["initial_components_"]
             R0 = np.zeros((start.size, cc.size))
             R0[np.arange(start.size), start] = 1.0

@@ -3,7 +3,7 @@
 With several components per class the wrapped model's classes are the components
 (``estimator_.classes_`` is ``0 .. M-1``): its refusal said "in class 3", which is
 component 3 of class 'spam' here, and EM with ``smoothing="none"`` raised the raw
-"at index (2, 3)" of its M-step. The component shares and the approximate leave-one-out
+"at index (1, 3)" of its M-step. The component shares and the approximate leave-one-out
 of ``calibrate="loo"`` raised "at index" too.
 """
 
@@ -180,3 +180,45 @@ def test_naming_a_class_changes_the_class_only():
     assert renamed.class_index == 2
     unnamed = MapRefusal("somewhere", 0.5, "why", "alpha")
     assert unnamed.naming_class("anything") is unnamed
+
+
+def test_a_share_is_refused_by_its_component_not_its_place_in_the_class():
+    # Class 1 has components 2, 3, 4; component 3 (the second of its class) has 0.2
+    # weighted rows: 0.5 + 0.2 < 1. Its place within the class is 1, a component of class 0.
+    from bayesnb.estimators._components import WithinClassShares
+
+    shares = WithinClassShares(np.log([0.5, 0.5]), np.full(5, 0.5), np.array([0, 0, 1, 1, 1]))
+    with pytest.raises(MapRefusal) as info:
+        shares.log_weights(np.array([5.0, 5.0, 3.0, 0.2, 4.0]), "map")
+    assert info.value.class_index == 3
+    assert "0.7 < 1 (the share of component 3 within its class: class_alpha 0.5 plus 0.2 weighted rows" in str(info.value)
+
+
+def test_the_refusals_survive_pickling():
+    # joblib sends a worker's exception back pickled (error_score="raise").
+    import pickle
+
+    refusal = class_prior.map_refusal(UndefinedModeError("raw", (1, 0), 0.5), np.array([[3.0, 1.0], [0.0, 2.0]]), ["a", "b"])
+    back = pickle.loads(pickle.dumps(refusal))
+    assert type(back) is MapRefusal and str(back) == str(refusal)
+    assert (back.class_index, back.class_words, back.row) == (0, "class 'a'", 1)
+    raw = pickle.loads(pickle.dumps(UndefinedModeError("at index (0, 1)", (0, 1), 0.5, row=4, block="b")))
+    assert (str(raw), raw.index, raw.value, raw.row, raw.block) == ("at index (0, 1)", (0, 1), 0.5, 4, "b")
+
+
+def test_single_component_calibrate_loo_names_the_training_row():
+    # One component per class: estimator_'s own leave-one-out counts the labelled rows
+    # only. Class 'spam' has one labelled row, training row 5 (labelled row 4), of
+    # weight 0.5: class_alpha 0.5 + 0.5 = 1 on all the rows (a mode), 0.5 with it left out.
+    X, _ = _lonely_component()
+    y = np.array([-1, "ham", "ham", "ham", "ham", "spam", -1, -1], dtype=object)
+    w = np.ones(len(y))
+    w[5] = 0.5
+    model = SemiSupervisedNB(
+        MultinomialNB(alpha=1.0, class_alpha=0.5, calibrate="loo"), smoothing="none", unlabelled_weight=0.0
+    )
+    with pytest.raises(ValueError) as info:
+        model.fit(X, y, sample_weight=w)
+    msg = str(info.value)
+    assert "the proportion of class 'spam' with training row 5 left out: class_alpha 0.5 plus 0 weighted rows" in msg, msg
+    model.set_params(estimator=MultinomialNB(alpha=1.0, class_alpha=0.5)).fit(X, y, sample_weight=w)  # no refusal

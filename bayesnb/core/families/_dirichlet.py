@@ -54,7 +54,8 @@ class UndefinedModeError(ValueError):
     value : float
         That concentration.
     row : int or None
-        The training row left out of the statistics (leave-one-out), or None.
+        Leave-one-out: the position, among the rows given to the downdate, of the row
+        left out (the caller maps it to its training row); None elsewhere.
     block : str or None
         The block of a product of families whose tables ``index`` indexes, or None.
     """
@@ -65,6 +66,9 @@ class UndefinedModeError(ValueError):
         self.value = value
         self.row = row
         self.block = block
+
+    def __reduce__(self):  # picklable (joblib workers): the attributes are not the message
+        return UndefinedModeError, (str(self), self.index, self.value, self.row, self.block)
 
     def located(self, row=None, block=None):
         """The same error, told the training row left out or the block it arose in (kept where not given).
@@ -100,14 +104,18 @@ class MapRefusal(ValueError):
     class_words : str or None
         How ``where`` names that class (``"class 'spam'"``): the first occurrence of
         these words in ``where`` is the class.
+    row : int or None
+        Leave-one-out: the training row left out (the message says "with training row
+        ``row`` left out"); None elsewhere.
     """
 
-    def __init__(self, where, value, why, parameter, class_index=None, class_words=None):
+    def __init__(self, where, value, why, parameter, class_index=None, class_words=None, row=None):
         self.where, self.value, self.why, self.parameter = where, value, why, parameter
-        self.class_index, self.class_words = class_index, class_words
+        self.class_index, self.class_words, self.row = class_index, class_words, row
+        place = where if row is None else f"{where} with training row {row} left out"
         super().__init__(
             # The value first: a table cell shows the first clause (analysis.comparison.short_reason).
-            f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({where}: {why}), so the "
+            f"estimate='map' is undefined: a posterior concentration is {value:.4g} < 1 ({place}: {why}), so the "
             "Dirichlet/Beta density is unbounded at the boundary of the simplex and has no mode. "
             f"Use {parameter} >= 1, or estimate='mean' or 'predictive'."
         )
@@ -131,10 +139,31 @@ class MapRefusal(ValueError):
             return self
         where = self.where.replace(self.class_words, words, 1)
         why = self.why.replace("that class", f"that {unit}")
-        return MapRefusal(where, self.value, why, self.parameter, self.class_index, words)
+        return MapRefusal(where, self.value, why, self.parameter, self.class_index, words, self.row)
+
+    def at_row(self, row):
+        """The same refusal, for the training row ``row`` left out.
+
+        Parameters
+        ----------
+        row : int or None
+
+        Returns
+        -------
+        MapRefusal
+        """
+        return MapRefusal(
+            self.where, self.value, self.why, self.parameter, self.class_index, self.class_words,
+            None if row is None else int(row),
+        )
+
+    def __reduce__(self):  # picklable (joblib workers): the parts are not the message
+        return MapRefusal, (
+            self.where, self.value, self.why, self.parameter, self.class_index, self.class_words, self.row
+        )
 
 
-def map_refusal_in_words(where, value, why, parameter, class_index=None, class_words=None):
+def map_refusal_in_words(where, value, why, parameter, class_index=None, class_words=None, row=None):
     """The ``ValueError`` for ``estimate='map'`` where a posterior concentration is below 1, in the user's words.
 
     The estimators and the class-prior layer name the cell of an
@@ -156,13 +185,15 @@ def map_refusal_in_words(where, value, why, parameter, class_index=None, class_w
         The position of the cell's class in the model's classes.
     class_words : str, optional
         How ``where`` names that class, e.g. ``"class 'spam'"``.
+    row : int, optional
+        Leave-one-out: the training row left out.
 
     Returns
     -------
     MapRefusal
         A :class:`ValueError`.
     """
-    return MapRefusal(where, value, why, parameter, class_index, class_words)
+    return MapRefusal(where, value, why, parameter, class_index, class_words, row)
 
 
 def _masked(a, mask, fill):
