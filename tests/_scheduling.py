@@ -10,7 +10,10 @@ Two ways of dealing were measured on a clean clone, and each wastes something:
 
 :class:`SharedWorkScheduling` keeps each file that shares work between its tests on one
 worker, deals those files first (most tests first), and then every other test on its own,
-so the end of the run is made of single tests that balance the two workers.
+so the end of the run is made of single tests that balance the two workers. Among the
+single tests, those marked ``slow`` are dealt first: collection order had put the
+examples' runs (``tests/test_examples.py``, up to 36 s each) last, where one worker ran
+them while the other had finished.
 
 A file "shares work" when a fixture in it has a scope wider than the test (``module``,
 ``class``, ``package`` or ``session``), or a function in it is memoised
@@ -102,14 +105,115 @@ def scope_of(nodeid, root):
     return file if file_shares_work(Path(root) / file) else nodeid
 
 
+def _is_slow_mark(node):
+    """Whether a decorator or ``pytestmark`` expression is ``pytest.mark.slow`` (or ``mark.slow``, called or not)."""
+    if isinstance(node, ast.Call):
+        node = node.func
+    if not (isinstance(node, ast.Attribute) and node.attr == "slow"):
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Attribute) and owner.attr == "mark") or (isinstance(owner, ast.Name) and owner.id == "mark")
+
+
+def _marks_slow(value):
+    """Whether a ``pytestmark = ...`` value (a mark or a list of marks) holds ``slow``."""
+    items = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+    return any(_is_slow_mark(item) for item in items)
+
+
+def slow_test_names(source):
+    """Names of the tests that ``source`` marks ``slow``: ``"*"`` where the whole module is.
+
+    Parameters
+    ----------
+    source : str
+
+    Returns
+    -------
+    frozenset of str
+        Test functions (and methods, by name) decorated with ``pytest.mark.slow`` or in a
+        class so decorated; ``{"*"}`` when a module-level ``pytestmark`` holds it.
+    """
+    tree = ast.parse(source)
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in node.targets):
+            if _marks_slow(node.value):
+                return frozenset({"*"})
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and any(map(_is_slow_mark, node.decorator_list)):
+            names.add(node.name)
+        elif isinstance(node, ast.ClassDef):
+            whole = any(map(_is_slow_mark, node.decorator_list))
+            for item in node.body:
+                if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and (
+                        whole or any(map(_is_slow_mark, item.decorator_list))):
+                    names.add(item.name)
+    return frozenset(names)
+
+
+@lru_cache(maxsize=None)
+def _file_slow_tests(path):
+    path = Path(path)
+    if path.suffix != ".py":
+        return frozenset()
+    try:
+        return slow_test_names(path.read_text(encoding="utf-8"))
+    except (OSError, SyntaxError, UnicodeDecodeError):
+        return frozenset()
+
+
+def is_slow(nodeid, root):
+    """Whether the test ``nodeid`` (``file.py::[Class::]test[params]``) is marked ``slow`` in its file."""
+    file, _, rest = nodeid.partition("::")
+    names = _file_slow_tests(Path(root) / file)
+    return "*" in names or rest.split("::")[-1].split("[", 1)[0] in names
+
+
+def deal_order(units, root):
+    """The units of work in the order they are dealt: files first, then slow tests, then the rest.
+
+    Parameters
+    ----------
+    units : iterable of (scope, tests)
+        xdist's work queue after its own ordering (files that share work, most tests
+        first, then single tests in collection order).
+    root : path-like
+        pytest's ``rootpath``.
+
+    Returns
+    -------
+    list of (scope, tests)
+        The same units, stable within each of the three kinds.
+    """
+    units = list(units)
+
+    def kind(unit):
+        scope = unit[0]
+        if "::" not in scope:
+            return 0  # a file that shares work
+        return 1 if is_slow(scope, root) else 2
+
+    return sorted(units, key=kind)
+
+
 def make_scheduler(config, log):
     """An xdist scheduler dealing the units of :func:`scope_of` (see the module's docstring)."""
     from xdist.scheduler import LoadScopeScheduling
 
     class SharedWorkScheduling(LoadScopeScheduling):
         # LoadScopeScheduling deals units of work, the largest first (``--loadscope-reorder``,
-        # xdist's default): the grouped files, then single tests in collection order.
+        # xdist's default): the grouped files, then single tests in collection order;
+        # ``schedule`` then puts the slow single tests before the others (deal_order).
         def _split_scope(self, nodeid):
             return scope_of(nodeid, config.rootpath)
+
+        def schedule(self):
+            first = self.collection is None
+            super().schedule()  # deals each worker its first unit
+            if first and self.workqueue:
+                ordered = deal_order(self.workqueue.items(), config.rootpath)
+                self.workqueue.clear()
+                self.workqueue.update(ordered)
 
     return SharedWorkScheduling(config, log)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from _scheduling import scope_of, source_shares_work
+from _scheduling import deal_order, is_slow, scope_of, slow_test_names, source_shares_work
 
 _HERE = Path(__file__).resolve().parent
 
@@ -107,3 +107,62 @@ def test_the_oracle_runs_show_what_each_of_xdist_s_own_modes_does(tmp_path):
     assert len(setups) == 2
     _, workers = _run(tmp_path, "loadfile")
     assert len(set(workers)) == 1
+
+
+@pytest.mark.parametrize(
+    ("source", "slow"),
+    [
+        ("import pytest\n@pytest.mark.slow\ndef test_a():\n    pass\ndef test_b():\n    pass\n", {"test_a"}),
+        ("from pytest import mark\n@mark.slow\n@mark.parametrize('i', [1])\ndef test_a(i):\n    pass\n", {"test_a"}),
+        ("import pytest\n@pytest.mark.slow\nclass TestA:\n    def test_a(self):\n        pass\n", {"test_a"}),
+        ("import pytest\nclass TestA:\n    @pytest.mark.slow\n    def test_a(self):\n        pass\n"
+         "    def test_b(self):\n        pass\n", {"test_a"}),
+        ("import pytest\npytestmark = pytest.mark.slow\ndef test_a():\n    pass\n", {"*"}),
+        ("import pytest\npytestmark = [pytest.mark.filterwarnings('x'), pytest.mark.slow]\n", {"*"}),
+        ("import pytest\n@pytest.mark.skip\ndef test_a():\n    pass\n", set()),
+        ("import pytest\nslow = pytest.mark.skip\n@slow\ndef test_a():\n    pass\n", set()),
+    ],
+)
+def test_which_tests_are_marked_slow(source, slow):
+    assert slow_test_names(source) == slow
+
+
+def test_files_go_first_then_slow_tests_then_the_rest(tmp_path):
+    (tmp_path / "test_a.py").write_text("import pytest\n@pytest.mark.slow\ndef test_s(i):\n    pass\n")
+    (tmp_path / "test_b.py").write_text("import pytest\npytestmark = pytest.mark.slow\n")
+    units = [("test_shared.py", {}), ("test_a.py::test_x", {}), ("test_a.py::test_s[1]", {}), ("test_c.py::test_y", {}),
+             ("test_b.py::Test::test_z", {}), ("test_a.py::test_s[2]", {})]
+    assert is_slow("test_a.py::test_s[1]", tmp_path) and not is_slow("test_a.py::test_x", tmp_path)
+    assert [scope for scope, _ in deal_order(units, tmp_path)] == [
+        "test_shared.py", "test_a.py::test_s[1]", "test_b.py::Test::test_z", "test_a.py::test_s[2]",
+        "test_a.py::test_x", "test_c.py::test_y",
+    ]
+
+
+_LAST_AND_SLOW = """
+import os, pytest
+
+@pytest.mark.slow
+def test_slow():
+    with open(os.environ["ORDER"], "a") as f:
+        f.write("slow\\n")
+"""
+
+
+def test_a_two_worker_run_starts_a_slow_test_collected_last_early(tmp_path):
+    # test_z_slow.py is collected after the 40 plain tests; xdist alone would deal it last.
+    plain = textwrap.dedent(_PLAIN).replace('os.environ["WORKERS"]', 'os.environ["ORDER"]').replace(
+        'os.environ.get("PYTEST_XDIST_WORKER", "none") + "\\n"', '"plain\\n"')
+    for name, text in (("test_plain.py", plain), ("test_z_slow.py", textwrap.dedent(_LAST_AND_SLOW)),
+                       ("conftest.py", textwrap.dedent(_CONFTEST))):
+        (tmp_path / name).write_text(text)
+    order = tmp_path / "order.txt"
+    env = {"ORDER": str(order), "PATH": "/usr/bin:/bin", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "xdist", "-p", "no:cacheprovider", "-n", "2", "--dist", "loadgroup",
+         "-c", "/dev/null", "--rootdir", str(tmp_path), str(tmp_path)],
+        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = order.read_text().split()
+    assert len(lines) == 41 and lines.index("slow") < 8, lines
