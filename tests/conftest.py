@@ -102,61 +102,13 @@ def _persistent_compilation_cache():
 
 _persistent_compilation_cache()
 
-#: XLA:CPU's older fusion code generator: the same HLO programs, compiled in about half
-#: the time. See :func:`_fast_cpu_compiles`.
-FAST_COMPILE_FLAG = "--xla_cpu_use_fusion_emitters=false"
-#: Set (to anything but "0") to run the suite with XLA's default code generator.
-DEFAULT_CODEGEN_VARIABLE = "BAYESNB_TESTS_DEFAULT_XLA_CODEGEN"
+# XLA:CPU's older fusion emitters for the suite's programs: about half the compile time
+# (tests/_xla_codegen.py says why, where not, and what it measured).
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _xla_codegen import fast_cpu_compiles  # noqa: E402
 
-
-def _fast_cpu_compiles():
-    """Compile the suite's XLA programs with XLA:CPU's older fusion emitters, where this jaxlib has them.
-
-    Why: in a profile of the whole suite (2026-12-04, jax 0.10.2, two workers), XLA's
-    backend compile was 774 of the 1,975 worker-seconds, most of it NUTS programs (3-10 s
-    each) and the evidence's gradients and Hessians, compiled once per model and data
-    shape. XLA:CPU's new MLIR fusion emitters, the default, take about twice as long to
-    compile those programs as the older emitters; the programs and their arithmetic are the
-    same HLO. Four NUTS- and evidence-heavy files took 143 s instead of 186 s with the flag;
-    the whole suite 864 s instead of 1,008 s (1,610 worker-seconds instead of 1,895), on
-    the same machine the same evening.
-
-    What it does not change: every check and its tolerance; the programs compiled (the
-    flag selects how XLA lowers a fusion to machine code, not which operations run).
-    Results may differ from the default code generator in the last bits of a sum, which
-    every test already allows for (issue 41 item 8: no bit-for-bit assertion across
-    paths whose summation order can change).
-
-    Where it is not used: when the caller set ``XLA_FLAGS`` with this option, when
-    ``BAYESNB_TESTS_DEFAULT_XLA_CODEGEN`` is set (the default code generator, for a run
-    that must see exactly what users run), when JAX was imported before this file, and
-    when this jaxlib does not know the option (XLA aborts on an unknown flag, so a fresh
-    interpreter tries it first; XLA plans to retire the older emitters). CI's second run
-    (Python 3.12+, arviz 1.x) uses the default code generator on its subset.
-
-    pytest-xdist's controller loads this file before it starts the workers, so the
-    workers and their subprocesses (the examples, the command line) inherit the flag.
-    """
-    if "jax" in sys.modules or os.environ.get(DEFAULT_CODEGEN_VARIABLE, "0") != "0":
-        return
-    flags = os.environ.get("XLA_FLAGS", "")
-    if "xla_cpu_use_fusion_emitters" in flags or os.environ.get("BAYESNB_TESTS_XLA_PROBED"):
-        return  # the caller's choice, or the controller's (a worker inherits both)
-    os.environ["BAYESNB_TESTS_XLA_PROBED"] = "1"
-    candidate = f"{flags} {FAST_COMPILE_FLAG}".strip()
-    import subprocess
-
-    probe = "import jax.numpy as jnp; jnp.ones(3).sum().block_until_ready()"
-    try:
-        ok = subprocess.run([sys.executable, "-c", probe], env={**os.environ, "XLA_FLAGS": candidate},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=300).returncode == 0
-    except (OSError, subprocess.SubprocessError):
-        ok = False
-    if ok:
-        os.environ["XLA_FLAGS"] = candidate
-
-
-_fast_cpu_compiles()
+fast_cpu_compiles()
 
 #: Resident memory of a worker above which the compiled programs are dropped after a module.
 RELEASE_ABOVE_BYTES = 3 << 30
