@@ -20,7 +20,9 @@ Where it is not used: when the caller set ``XLA_FLAGS`` with this option; when
 must see exactly what users run: CI's second run, Python 3.12+ with arviz 1.x, does);
 when JAX was imported first (XLA has read its flags); and when the installed jaxlib does
 not know the option (XLA aborts a process on an unknown flag, so a fresh interpreter tries
-it first; XLA plans to retire the older emitters).
+it first). XLA has retired them: jaxlib 0.12 (Python 3.12 and later; CI's second run)
+aborts on the option, so there the suite compiles with the default code generator and
+takes the time it took before. Python 3.11's newest jax is 0.10.2, which has them.
 
 Run as a script, it prints the ``XLA_FLAGS`` value this choice gives (``.ci/run`` exports
 it, so that the documentation build runs the examples in the test run's environment and
