@@ -76,15 +76,24 @@ def source_shares_work(source):
 
 
 @lru_cache(maxsize=None)
-def file_shares_work(path):
-    """:func:`source_shares_work` of the file at ``path``; False for a file that is not Python or not readable."""
+def _file_source(path):
+    """The text of the Python file at ``path`` if it parses, else None (not Python, unreadable)."""
     path = Path(path)
     if path.suffix != ".py":
-        return False
+        return None
     try:
-        return source_shares_work(path.read_text(encoding="utf-8"))
+        source = path.read_text(encoding="utf-8")
+        ast.parse(source)
     except (OSError, SyntaxError, UnicodeDecodeError):
-        return False
+        return None
+    return source
+
+
+@lru_cache(maxsize=None)
+def file_shares_work(path):
+    """:func:`source_shares_work` of the file at ``path``; False for a file that is not Python or not readable."""
+    source = _file_source(path)
+    return source is not None and source_shares_work(source)
 
 
 def scope_of(nodeid, root):
@@ -154,13 +163,8 @@ def slow_test_names(source):
 
 @lru_cache(maxsize=None)
 def _file_slow_tests(path):
-    path = Path(path)
-    if path.suffix != ".py":
-        return frozenset()
-    try:
-        return slow_test_names(path.read_text(encoding="utf-8"))
-    except (OSError, SyntaxError, UnicodeDecodeError):
-        return frozenset()
+    source = _file_source(path)
+    return frozenset() if source is None else slow_test_names(source)
 
 
 def is_slow(nodeid, root):
@@ -186,8 +190,6 @@ def deal_order(units, root):
     list of (scope, tests)
         The same units, stable within each of the three kinds.
     """
-    units = list(units)
-
     def kind(unit):
         scope = unit[0]
         if "::" not in scope:

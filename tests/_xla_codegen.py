@@ -64,10 +64,10 @@ def fast_cpu_compiles():
         Whether the flag is in ``XLA_FLAGS`` now.
     """
     flags = os.environ.get("XLA_FLAGS", "")
-    if "jax" in sys.modules or os.environ.get(DEFAULT_CODEGEN_VARIABLE, "0") != "0":
+    if ("jax" in sys.modules or os.environ.get(DEFAULT_CODEGEN_VARIABLE, "0") != "0"
+            or "xla_cpu_use_fusion_emitters" in flags or os.environ.get(PROBED_VARIABLE)):
+        # Too late, asked not to, the caller's choice, or the controller's (already tried).
         return FAST_COMPILE_FLAG in flags.split()
-    if "xla_cpu_use_fusion_emitters" in flags or os.environ.get(PROBED_VARIABLE):
-        return FAST_COMPILE_FLAG in flags.split()  # the caller's choice, or the controller's
     os.environ[PROBED_VARIABLE] = "1"
     candidate = f"{flags} {FAST_COMPILE_FLAG}".strip()
     if not _jaxlib_takes(candidate):

@@ -60,8 +60,7 @@ def pytest_xdist_make_scheduler(config, log):
     (``tests/_scheduling.py`` says why and how it was measured)."""
     if config.getoption("dist") != "loadgroup":
         return None
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-    from _scheduling import make_scheduler
+    from _scheduling import make_scheduler  # tests/ is on sys.path (below)
 
     return make_scheduler(config, log)
 
@@ -102,6 +101,7 @@ def _persistent_compilation_cache():
 
 _persistent_compilation_cache()
 
+# tests/ itself on sys.path for its helper modules (_xla_codegen, _scheduling); then
 # XLA:CPU's older fusion emitters for the suite's programs: about half the compile time
 # (tests/_xla_codegen.py says why, where not, and what it measured).
 if str(Path(__file__).resolve().parent) not in sys.path:
